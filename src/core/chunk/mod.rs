@@ -1,0 +1,263 @@
+//! Chunkers behind one trait. Each produces ordered chunks as byte ranges into the document; a
+//! chunk whose text is not a verbatim slice (Spring AI decoding a window cut inside a character)
+//! carries its own text as well.
+
+mod fixed;
+mod recursive;
+mod spring_ai;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use fixed::Fixed;
+pub use recursive::Recursive;
+pub use spring_ai::{SpringAi, SpringAiParams};
+
+use crate::core::tokenize::{cl100k_count, DocTokens, EmbedTokenizer, Unit};
+
+/// One chunk: a byte range into its document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    pub start: usize,
+    pub end: usize,
+    /// The splitter's text when it differs from `doc[start..end]`.
+    pub text: Option<String>,
+}
+
+impl Chunk {
+    pub fn slice(start: usize, end: usize) -> Chunk {
+        Chunk {
+            start,
+            end,
+            text: None,
+        }
+    }
+
+    pub fn text<'a>(&'a self, doc: &'a str) -> &'a str {
+        self.text.as_deref().unwrap_or(&doc[self.start..self.end])
+    }
+}
+
+/// A document with the tokens computed once for it.
+pub struct DocView<'a> {
+    pub text: &'a str,
+    pub tokens: &'a DocTokens,
+    pub tok: &'a EmbedTokenizer,
+}
+
+impl DocView<'_> {
+    /// Length of `text[start..end]` in `unit`, as if the slice were measured on its own.
+    pub fn count(&self, unit: Unit, start: usize, end: usize) -> usize {
+        match unit {
+            Unit::Chars => self.text[start..end].chars().count(),
+            Unit::Cl100k => cl100k_count(&self.text[start..end]),
+            Unit::Embed => self.tokens.embed_count_in(self.text, start, end, self.tok),
+        }
+    }
+}
+
+pub trait Chunker: Send + Sync {
+    fn chunk(&self, doc: &DocView) -> Vec<Chunk>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    Fixed,
+    Recursive,
+    SpringAi,
+    Langchain,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 4] = [
+        Strategy::SpringAi,
+        Strategy::Langchain,
+        Strategy::Recursive,
+        Strategy::Fixed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Fixed => "fixed",
+            Strategy::Recursive => "recursive",
+            Strategy::SpringAi => "spring-ai",
+            Strategy::Langchain => "langchain",
+        }
+    }
+
+    pub fn next(self) -> Strategy {
+        let i = Strategy::ALL.iter().position(|s| *s == self).unwrap_or(0);
+        Strategy::ALL[(i + 1) % Strategy::ALL.len()]
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fixed" => Ok(Strategy::Fixed),
+            "recursive" => Ok(Strategy::Recursive),
+            "spring-ai" | "spring_ai" | "springai" => Ok(Strategy::SpringAi),
+            "langchain" => Ok(Strategy::Langchain),
+            other => Err(format!(
+                "unknown strategy '{other}' (expected fixed, recursive, spring-ai or langchain)"
+            )),
+        }
+    }
+}
+
+/// Named settings that users run today.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    SpringAi,
+    LangchainChars,
+    LangchainTokens,
+}
+
+impl Preset {
+    pub const ALL: [Preset; 3] = [
+        Preset::SpringAi,
+        Preset::LangchainChars,
+        Preset::LangchainTokens,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::SpringAi => "spring-ai",
+            Preset::LangchainChars => "langchain-chars",
+            Preset::LangchainTokens => "langchain-tokens",
+        }
+    }
+
+    pub fn apply(self, s: &mut ChunkSettings) {
+        let (strategy, unit, size, overlap) = match self {
+            Preset::SpringAi => (Strategy::SpringAi, Unit::Cl100k, 800, 0),
+            Preset::LangchainChars => (Strategy::Langchain, Unit::Chars, 1500, 150),
+            Preset::LangchainTokens => (Strategy::Langchain, Unit::Embed, 240, 32),
+        };
+        s.strategy = strategy;
+        s.unit = unit;
+        s.size = size;
+        s.overlap = overlap;
+        if self == Preset::SpringAi {
+            s.spring_ai = SpringAiParams::default();
+        }
+    }
+}
+
+impl FromStr for Preset {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                format!("unknown preset '{s}' (expected spring-ai, langchain-chars or langchain-tokens)")
+            })
+    }
+}
+
+/// LangChain's RecursiveCharacterTextSplitter default separators.
+pub const LANGCHAIN_SEPARATORS: &[&str] = &["\n\n", "\n", " ", ""];
+/// Our recursive default: paragraphs, lines, sentences, words, characters.
+pub const RECURSIVE_SEPARATORS: &[&str] = &["\n\n", "\n", ". ", " ", ""];
+
+/// Every knob of the chunking stage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkSettings {
+    pub strategy: Strategy,
+    pub unit: Unit,
+    pub size: usize,
+    pub overlap: usize,
+    /// Separators for `recursive` (LangChain uses its own list).
+    pub separators: Vec<String>,
+    pub spring_ai: SpringAiParams,
+}
+
+impl Default for ChunkSettings {
+    fn default() -> Self {
+        ChunkSettings {
+            strategy: Strategy::SpringAi,
+            unit: Unit::Cl100k,
+            size: 800,
+            overlap: 0,
+            separators: RECURSIVE_SEPARATORS.iter().map(|s| s.to_string()).collect(),
+            spring_ai: SpringAiParams::default(),
+        }
+    }
+}
+
+impl ChunkSettings {
+    /// Refuse settings that cannot work, naming the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.size == 0 {
+            return Err("chunking.size must be at least 1".into());
+        }
+        if self.overlap >= self.size {
+            return Err(format!(
+                "chunking.overlap ({}) must be smaller than chunking.size ({})",
+                self.overlap, self.size
+            ));
+        }
+        if self.strategy == Strategy::SpringAi {
+            if self.unit != Unit::Cl100k {
+                return Err(format!(
+                    "chunking.unit is {} but strategy spring-ai counts cl100k tokens; set unit = \"cl100k\"",
+                    self.unit
+                ));
+            }
+            if self.overlap != 0 {
+                return Err(
+                    "chunking.overlap must be 0 for strategy spring-ai (it has no overlap)".into(),
+                );
+            }
+        }
+        if self.strategy == Strategy::Recursive && self.separators.is_empty() {
+            return Err("chunking.separators must not be empty for strategy recursive".into());
+        }
+        Ok(())
+    }
+
+    /// The chunker these settings describe (call `validate` first).
+    pub fn chunker(&self) -> Box<dyn Chunker> {
+        match self.strategy {
+            Strategy::Fixed => Box::new(Fixed {
+                unit: self.unit,
+                size: self.size,
+                overlap: self.overlap,
+            }),
+            Strategy::Recursive => Box::new(Recursive {
+                unit: self.unit,
+                size: self.size,
+                overlap: self.overlap,
+                separators: self.separators.clone(),
+                keep_at_end: true,
+            }),
+            Strategy::Langchain => Box::new(Recursive {
+                unit: self.unit,
+                size: self.size,
+                overlap: self.overlap,
+                separators: LANGCHAIN_SEPARATORS.iter().map(|s| s.to_string()).collect(),
+                keep_at_end: false,
+            }),
+            Strategy::SpringAi => Box::new(SpringAi {
+                size: self.size,
+                params: self.spring_ai.clone(),
+            }),
+        }
+    }
+
+    /// One line naming the settings, e.g. "spring-ai 800 cl100k overlap 0".
+    pub fn label(&self) -> String {
+        format!(
+            "{} {} {} overlap {}",
+            self.strategy, self.size, self.unit, self.overlap
+        )
+    }
+}

@@ -1,0 +1,282 @@
+//! The corpus: a directory walked read-only into documents, with a visible reason for every file
+//! that is skipped or decoded lossily.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use ignore::overrides::OverrideBuilder;
+use ignore::WalkBuilder;
+use serde::Serialize;
+
+/// Default include globs: prose and markup, common source and config files.
+pub const DEFAULT_INCLUDE: &[&str] = &[
+    "*.md",
+    "*.markdown",
+    "*.mdx",
+    "*.txt",
+    "*.text",
+    "*.rst",
+    "*.adoc",
+    "*.asciidoc",
+    "*.org",
+    "*.rs",
+    "*.py",
+    "*.js",
+    "*.jsx",
+    "*.ts",
+    "*.tsx",
+    "*.go",
+    "*.java",
+    "*.kt",
+    "*.scala",
+    "*.c",
+    "*.h",
+    "*.cc",
+    "*.cpp",
+    "*.hpp",
+    "*.cs",
+    "*.rb",
+    "*.php",
+    "*.swift",
+    "*.sh",
+    "*.sql",
+    "*.toml",
+    "*.yaml",
+    "*.yml",
+    "*.json",
+    "*.ini",
+    "*.cfg",
+    "*.conf",
+    "*.html",
+    "*.xml",
+];
+
+/// How to walk a corpus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorpusRules {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub max_file_bytes: u64,
+    pub gitignore: bool,
+}
+
+impl Default for CorpusRules {
+    fn default() -> Self {
+        CorpusRules {
+            include: DEFAULT_INCLUDE.iter().map(|s| s.to_string()).collect(),
+            exclude: Vec::new(),
+            max_file_bytes: 4 * 1024 * 1024,
+            gitignore: true,
+        }
+    }
+}
+
+/// One readable file of the corpus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// Path relative to the corpus root, with '/' separators.
+    pub path: String,
+    pub text: String,
+    /// True when invalid UTF-8 was replaced by U+FFFD.
+    pub lossy: bool,
+}
+
+/// Why a file was left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    pub root: PathBuf,
+    pub docs: Vec<Document>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl Corpus {
+    /// Walk `root` (a directory, or a single file) and read every included file.
+    pub fn load(root: &Path, rules: &CorpusRules) -> Result<Corpus> {
+        let meta = match fs::metadata(root) {
+            Ok(m) => m,
+            Err(e) => bail!("corpus {}: {e}", root.display()),
+        };
+        let mut corpus = Corpus {
+            root: root.to_path_buf(),
+            ..Corpus::default()
+        };
+        if meta.is_file() {
+            let name = root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| root.display().to_string());
+            corpus.read_one(root, name, rules.max_file_bytes);
+            return Ok(corpus);
+        }
+        let mut overrides = OverrideBuilder::new(root);
+        for g in &rules.include {
+            overrides
+                .add(g)
+                .map_err(|e| anyhow::anyhow!("corpus.include: bad glob '{g}': {e}"))?;
+        }
+        for g in &rules.exclude {
+            overrides
+                .add(&format!("!{g}"))
+                .map_err(|e| anyhow::anyhow!("corpus.exclude: bad glob '{g}': {e}"))?;
+        }
+        let overrides = overrides
+            .build()
+            .map_err(|e| anyhow::anyhow!("corpus globs: {e}"))?;
+        let walker = WalkBuilder::new(root)
+            .overrides(overrides)
+            .git_ignore(rules.gitignore)
+            .git_exclude(rules.gitignore)
+            .git_global(false)
+            .ignore(rules.gitignore)
+            .require_git(false)
+            .hidden(true)
+            .follow_links(false)
+            .sort_by_file_path(|a, b| a.cmp(b))
+            .build();
+        for entry in walker {
+            match entry {
+                Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => {
+                    let rel = relative(root, e.path());
+                    corpus.read_one(e.path(), rel, rules.max_file_bytes);
+                }
+                Ok(_) => {}
+                Err(err) => corpus.skipped.push(Skipped {
+                    path: err_path(&err)
+                        .map(|p| relative(root, &p))
+                        .unwrap_or_default(),
+                    reason: format!("unreadable: {err}"),
+                }),
+            }
+        }
+        Ok(corpus)
+    }
+
+    fn read_one(&mut self, path: &Path, rel: String, max_bytes: u64) {
+        match read_document(path, max_bytes) {
+            Ok((text, lossy)) => self.docs.push(Document {
+                path: rel,
+                text,
+                lossy,
+            }),
+            Err(reason) => self.skipped.push(Skipped { path: rel, reason }),
+        }
+    }
+
+    /// Files decoded lossily, as notes for the user.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self
+            .skipped
+            .iter()
+            .map(|s| format!("skipped {}: {}", s.path, s.reason))
+            .collect();
+        notes.extend(
+            self.docs
+                .iter()
+                .filter(|d| d.lossy)
+                .map(|d| format!("{}: invalid UTF-8 replaced by U+FFFD", d.path)),
+        );
+        notes
+    }
+}
+
+/// Read a file, refusing binary and oversized ones with a reason a user can act on.
+pub fn read_document(path: &Path, max_bytes: u64) -> Result<(String, bool), String> {
+    let mut file = fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > max_bytes {
+        return Err(format!(
+            "too large: {len} bytes > corpus.max_file_bytes {max_bytes}"
+        ));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.by_ref()
+        .take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("unreadable: {e}"))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(format!("too large: over corpus.max_file_bytes {max_bytes}"));
+    }
+    if bytes[..bytes.len().min(8192)].contains(&0) {
+        return Err("binary: contains NUL bytes".into());
+    }
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok((s, false)),
+        Err(e) => Ok((String::from_utf8_lossy(e.as_bytes()).into_owned(), true)),
+    }
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn err_path(err: &ignore::Error) -> Option<PathBuf> {
+    match err {
+        ignore::Error::WithPath { path, .. } => Some(path.clone()),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            err_path(err)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("chunkscope-corpus-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn walks_with_reasons() {
+        let d = tmpdir("walk");
+        fs::write(d.join("a.md"), "# A\nhello").unwrap();
+        fs::write(d.join("b.bin.txt"), b"ab\0cd").unwrap();
+        fs::write(d.join("c.txt"), b"caf\xe9 ok").unwrap();
+        fs::write(d.join("big.md"), "x".repeat(2000)).unwrap();
+        fs::write(d.join("skip.png"), "not included").unwrap();
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("sub/d.rst"), "Title\n=====\n").unwrap();
+        fs::write(d.join(".gitignore"), "ignored.md\n").unwrap();
+        fs::write(d.join("ignored.md"), "never read").unwrap();
+        let rules = CorpusRules {
+            max_file_bytes: 1000,
+            ..CorpusRules::default()
+        };
+        let c = Corpus::load(&d, &rules).unwrap();
+        let paths: Vec<_> = c.docs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, vec!["a.md", "c.txt", "sub/d.rst"]);
+        assert!(c.docs[1].lossy);
+        assert_eq!(c.docs[1].text, "caf\u{fffd} ok");
+        let reasons: Vec<_> = c
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), &s.reason[..6]))
+            .collect();
+        assert_eq!(reasons, vec![("b.bin.txt", "binary"), ("big.md", "too la")]);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn missing_root_is_an_error_naming_it() {
+        let err =
+            Corpus::load(Path::new("/nonexistent/corpus"), &CorpusRules::default()).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/corpus"));
+    }
+}

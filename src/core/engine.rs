@@ -1,0 +1,152 @@
+//! The engine: a corpus tokenized once, chunked and measured for any settings.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::chunk::{ChunkSettings, DocView};
+use super::corpus::Corpus;
+use super::measure::MeasuredChunk;
+use super::model::ModelInfo;
+use super::stats::Stats;
+use super::tokenize::{DocTokens, EmbedTokenizer};
+
+/// Chunks of one document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileChunks {
+    /// Index into `Engine::corpus.docs`.
+    pub doc: usize,
+    pub chunks: Vec<MeasuredChunk>,
+}
+
+/// A whole corpus chunked with one setting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chunking {
+    pub settings: ChunkSettings,
+    pub files: Vec<FileChunks>,
+}
+
+impl Chunking {
+    pub fn stats(&self, window: usize, specials: usize) -> Stats {
+        Stats::of(
+            self.files.iter().flat_map(|f| f.chunks.iter()),
+            window,
+            specials,
+        )
+    }
+}
+
+pub struct Engine {
+    pub model: ModelInfo,
+    pub tok: Arc<EmbedTokenizer>,
+    pub corpus: Corpus,
+    /// One per document, computed once at load.
+    pub tokens: Vec<DocTokens>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("model", &self.model.id)
+            .field("docs", &self.corpus.docs.len())
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Tokenize every document once, spread over the available cores.
+    pub fn new(model: ModelInfo, tok: Arc<EmbedTokenizer>, mut corpus: Corpus) -> Result<Engine> {
+        let texts: Vec<&str> = corpus.docs.iter().map(|d| d.text.as_str()).collect();
+        let results = parallel_map(&texts, |t| DocTokens::new(t, &tok));
+        let mut tokens = Vec::with_capacity(results.len());
+        let mut failed = Vec::new();
+        for (i, r) in results.into_iter().enumerate() {
+            match r {
+                Ok(t) => tokens.push(t),
+                Err(e) => failed.push((i, e)),
+            }
+        }
+        for (i, e) in failed.into_iter().rev() {
+            let doc = corpus.docs.remove(i);
+            corpus.skipped.push(super::corpus::Skipped {
+                path: doc.path,
+                reason: format!("tokenizer failed: {e:#}"),
+            });
+        }
+        Ok(Engine {
+            model,
+            tok,
+            corpus,
+            tokens,
+        })
+    }
+
+    pub fn specials(&self) -> usize {
+        self.tok.specials()
+    }
+
+    pub fn view(&self, doc: usize) -> DocView<'_> {
+        DocView {
+            text: &self.corpus.docs[doc].text,
+            tokens: &self.tokens[doc],
+            tok: &self.tok,
+        }
+    }
+
+    /// Chunk and measure one document.
+    pub fn chunk_doc(&self, doc: usize, settings: &ChunkSettings) -> FileChunks {
+        let view = self.view(doc);
+        let chunks = settings
+            .chunker()
+            .chunk(&view)
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| MeasuredChunk::measure(&view, i, c, settings.unit))
+            .collect();
+        FileChunks { doc, chunks }
+    }
+
+    /// Chunk the whole corpus; `None` when `cancel` was raised part-way.
+    pub fn chunk_all(&self, settings: &ChunkSettings, cancel: &AtomicBool) -> Option<Chunking> {
+        let ids: Vec<usize> = (0..self.corpus.docs.len()).collect();
+        let files = parallel_map(&ids, |&d| {
+            (!cancel.load(Ordering::Relaxed)).then(|| self.chunk_doc(d, settings))
+        });
+        let files: Option<Vec<FileChunks>> = files.into_iter().collect();
+        Some(Chunking {
+            settings: settings.clone(),
+            files: files?,
+        })
+    }
+}
+
+/// Map `f` over `items` on up to `available_parallelism` scoped threads, keeping order.
+pub fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(items.len().max(1));
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    let results = std::sync::Mutex::new(&mut slots);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= items.len() {
+                    break;
+                }
+                let r = f(&items[i]);
+                results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|r| r.expect("every slot filled"))
+        .collect()
+}

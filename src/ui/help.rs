@@ -1,0 +1,49 @@
+//! The help overlay, generated from the keymap.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::Frame;
+
+use crate::app::Model;
+
+pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
+    let t = &m.theme;
+    let mut lines: Vec<Line> = m
+        .keymap
+        .bindings
+        .iter()
+        .map(|b| {
+            Line::from(vec![
+                Span::styled(format!(" {:<22}", b.keys.join(", ")), t.title),
+                Span::raw(b.description),
+            ])
+        })
+        .collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        " ▌ the embedder reads this   ░ invisible tail: past the window, never embedded",
+        t.dim,
+    ));
+    lines.push(Line::styled(
+        " Keys are remapped in workbench.toml [keys]. Any key closes help.",
+        t.dim,
+    ));
+    let width = area.width.min(84);
+    let height = (lines.len() as u16 + 2).min(area.height);
+    let rect = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(Span::styled(" help ", t.title)),
+        ),
+        rect,
+    );
+}

@@ -1,0 +1,64 @@
+//! Pure view functions, one file per pane. They read the model and draw; nothing else.
+
+pub mod chunks;
+pub mod files;
+pub mod help;
+pub mod stats;
+pub mod status;
+pub mod theme;
+
+use ratatui::layout::{Constraint, Direction, Layout};
+use ratatui::Frame;
+
+use crate::app::Model;
+
+/// Draw the whole screen.
+pub fn draw(frame: &mut Frame, m: &Model) {
+    let rows = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([
+            Constraint::Length(1),
+            Constraint::Min(3),
+            Constraint::Length(1),
+        ])
+        .split(frame.area());
+    status::top(frame, rows[0], m);
+    let left_width = (rows[1].width / 3).clamp(24, 44);
+    let cols = Layout::default()
+        .direction(Direction::Horizontal)
+        .constraints([Constraint::Length(left_width), Constraint::Min(10)])
+        .split(rows[1]);
+    let left = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Min(3), Constraint::Length(11)])
+        .split(cols[0]);
+    files::draw(frame, left[0], m);
+    stats::draw(frame, left[1], m);
+    chunks::draw(frame, cols[1], m);
+    status::bottom(frame, rows[2], m);
+    if m.show_help {
+        help::draw(frame, frame.area(), m);
+    }
+}
+
+/// Thousands separators: 8912 -> "8,912".
+pub fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The stale mark for pane titles while results lag behind the knobs.
+pub fn stale_mark(m: &Model) -> &'static str {
+    if m.stale() {
+        " · stale, working…"
+    } else {
+        ""
+    }
+}

@@ -1,0 +1,97 @@
+//! The stats pane: chunk counts, embed-token percentiles, tokens never embedded, and a histogram
+//! of chunk lengths with the window drawn on it.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+
+use super::{stale_mark, thousands};
+use crate::app::Model;
+use crate::core::stats::histogram;
+
+const BARS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
+    let t = &m.theme;
+    let window = m.window().tokens;
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(format!(" stats{} ", stale_mark(m)), t.title));
+    let Some(c) = &m.chunking else {
+        frame.render_widget(
+            Paragraph::new("waiting for the first chunking…").block(block),
+            area,
+        );
+        return;
+    };
+    let s = c.stats(window, m.specials);
+    let mut lines = vec![
+        Line::from(vec![
+            Span::raw(format!("chunks {}   over ", thousands(s.chunks))),
+            Span::styled(
+                format!("{} ({:.0} %)", thousands(s.over_window), s.over_percent()),
+                if s.over_window > 0 { t.warn } else { t.text },
+            ),
+        ]),
+        Line::raw(format!(
+            "embed tokens  max {}",
+            thousands(s.max_embed_tokens)
+        )),
+        Line::raw(format!(
+            "  median {}   p95 {}",
+            thousands(s.median_embed_tokens),
+            thousands(s.p95_embed_tokens)
+        )),
+        Line::from(vec![
+            Span::raw("never embedded "),
+            Span::styled(
+                format!("{} tok", thousands(s.never_embedded_tokens)),
+                t.tail,
+            ),
+        ]),
+    ];
+    let bins = area.width.saturating_sub(2).max(1) as usize;
+    let lens: Vec<usize> = c
+        .files
+        .iter()
+        .flat_map(|f| f.chunks.iter().map(|c| c.embed_tokens(m.specials)))
+        .collect();
+    let (counts, width) = histogram(&lens, window, bins);
+    let top = counts.iter().copied().max().unwrap_or(0).max(1);
+    let mark = (window / width).min(bins - 1);
+    // Two rows of bars, eighths within each.
+    for row in (0..2).rev() {
+        let spans: Vec<Span> = counts
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let level = if n == 0 { 0 } else { (n * 16).div_ceil(top) };
+                let cell = level.saturating_sub(row * 8).min(8);
+                let style = if i >= mark { t.tail } else { t.bar };
+                let ch = if cell == 0 && i == mark {
+                    '│'
+                } else {
+                    BARS[cell]
+                };
+                Span::styled(
+                    ch.to_string(),
+                    if i == mark && cell == 0 {
+                        t.window_mark
+                    } else {
+                        style
+                    },
+                )
+            })
+            .collect();
+        lines.push(Line::from(spans));
+    }
+    let label = format!("|{window}");
+    let pad = mark.min(bins.saturating_sub(label.len()));
+    lines.push(Line::from(vec![
+        Span::raw(" ".repeat(pad)),
+        Span::styled(label, t.window_mark),
+        Span::styled(format!("  0..{} tok", thousands(width * bins)), t.dim),
+    ]));
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}

@@ -1,0 +1,72 @@
+//! The top bar (corpus, model, window, settings) and the bottom bar (key hints, progress, errors).
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use crate::app::keymap::Action;
+use crate::app::Model;
+
+pub fn top(frame: &mut Frame, area: Rect, m: &Model) {
+    let w = m.window();
+    let others: Vec<String> = [
+        ("st", m.windows.sentence_transformers),
+        ("max", m.windows.max_positions),
+    ]
+    .iter()
+    .filter_map(|(n, v)| v.map(|v| format!("{n} {v}")))
+    .collect();
+    let text = format!(
+        " chunkscope  {}  model {}  window {} ({}{}{})  {}",
+        m.corpus_path.display(),
+        m.model_name,
+        w.tokens,
+        w.source,
+        if others.is_empty() { "" } else { "; " },
+        others.join(", "),
+        m.settings.label()
+    );
+    frame.render_widget(Paragraph::new(text).style(m.theme.status), area);
+}
+
+pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
+    let t = &m.theme;
+    let mut spans: Vec<Span> = Vec::new();
+    for b in m.keymap.bindings.iter().filter(|b| b.hint) {
+        let key = match b.action {
+            Action::SizeUp => "+/-".to_string(),
+            Action::OverlapUp => "[/]".to_string(),
+            Action::SizeDown | Action::OverlapDown => continue,
+            _ => b.keys.first().cloned().unwrap_or_default(),
+        };
+        let word = match b.action {
+            Action::SizeUp => "size",
+            Action::OverlapUp => "overlap",
+            _ => b.name,
+        };
+        spans.push(Span::styled(format!(" {key}"), t.title));
+        spans.push(Span::raw(format!(" {word} ")));
+    }
+    let right = if let Some(e) = &m.error {
+        Span::styled(format!(" {e} "), t.error)
+    } else if m.loading {
+        Span::styled(" reading and tokenizing the corpus… ", t.warn)
+    } else if m.stale() {
+        Span::styled(" chunking… ", t.warn)
+    } else if let Some(ms) = m.last_chunk_millis {
+        Span::styled(format!(" chunked in {ms} ms "), t.dim)
+    } else {
+        Span::raw("")
+    };
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let free = (area.width as usize).saturating_sub(used + right.width());
+    if free > 0 {
+        spans.push(Span::raw(" ".repeat(free)));
+    } else {
+        // Errors win over hints when space is short.
+        spans.clear();
+    }
+    spans.push(right);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

@@ -1,0 +1,3 @@
+//! Threads and messages: the pipeline worker that loads and chunks off the UI thread.
+
+pub mod pipeline;

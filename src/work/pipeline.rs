@@ -1,0 +1,143 @@
+//! A worker thread that reads and tokenizes the corpus and chunks it, latest wins: a new job
+//! raises the cancel flag of the one in flight, queued jobs are skipped for the newest, and every
+//! result carries its generation so the app can drop stale ones.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Instant;
+
+use crate::app::Msg;
+use crate::core::chunk::ChunkSettings;
+use crate::core::corpus::{Corpus, CorpusRules};
+use crate::core::engine::Engine;
+use crate::core::model::ModelInfo;
+use crate::core::tokenize::EmbedTokenizer;
+
+enum Job {
+    Load {
+        generation: u64,
+    },
+    Chunk {
+        generation: u64,
+        settings: ChunkSettings,
+    },
+}
+
+pub struct Pipeline {
+    jobs: Sender<Job>,
+    cancel: Arc<Mutex<Arc<AtomicBool>>>,
+}
+
+/// What the worker needs to (re)load the corpus.
+pub struct Source {
+    pub corpus: PathBuf,
+    pub rules: CorpusRules,
+    pub model: ModelInfo,
+    pub tok: Arc<EmbedTokenizer>,
+}
+
+impl Pipeline {
+    pub fn spawn(source: Source, out: Sender<Msg>) -> Pipeline {
+        let (jobs, rx) = channel();
+        let cancel = Arc::new(Mutex::new(Arc::new(AtomicBool::new(false))));
+        let flag = Arc::clone(&cancel);
+        thread::Builder::new()
+            .name("pipeline".into())
+            .spawn(move || worker(source, rx, out, flag))
+            .expect("spawn pipeline thread");
+        Pipeline { jobs, cancel }
+    }
+
+    /// Cancel whatever runs and hand back the new job's cancel flag holder.
+    fn fresh_flag(&self) {
+        let mut guard = self.cancel.lock().unwrap_or_else(|p| p.into_inner());
+        guard.store(true, Ordering::Relaxed);
+        *guard = Arc::new(AtomicBool::new(false));
+    }
+
+    pub fn load(&self, generation: u64) {
+        self.fresh_flag();
+        let _ = self.jobs.send(Job::Load { generation });
+    }
+
+    pub fn rechunk(&self, generation: u64, settings: ChunkSettings) {
+        self.fresh_flag();
+        let _ = self.jobs.send(Job::Chunk {
+            generation,
+            settings,
+        });
+    }
+}
+
+fn worker(
+    source: Source,
+    rx: Receiver<Job>,
+    out: Sender<Msg>,
+    cancel: Arc<Mutex<Arc<AtomicBool>>>,
+) {
+    let mut engine: Option<Arc<Engine>> = None;
+    while let Ok(mut job) = rx.recv() {
+        // Skip to the newest job; a pending load must still happen before any chunking.
+        let mut must_load = matches!(job, Job::Load { .. });
+        while let Ok(newer) = rx.try_recv() {
+            must_load |= matches!(newer, Job::Load { .. });
+            job = newer;
+        }
+        let flag = Arc::clone(&cancel.lock().unwrap_or_else(|p| p.into_inner()));
+        let generation = match &job {
+            Job::Load { generation } | Job::Chunk { generation, .. } => *generation,
+        };
+        if must_load {
+            let started = Instant::now();
+            let result = Corpus::load(&source.corpus, &source.rules)
+                .and_then(|c| Engine::new(source.model.clone(), Arc::clone(&source.tok), c))
+                .map(Arc::new)
+                .map_err(|e| format!("{e:#}"));
+            log::info!("corpus loaded in {:?}", started.elapsed());
+            engine = result.as_ref().ok().cloned();
+            let load_generation = match &job {
+                Job::Load { generation } => *generation,
+                // A chunk job queued behind a load: report the load under the generation the app
+                // waits for, then chunk below.
+                Job::Chunk { .. } => generation,
+            };
+            if out
+                .send(Msg::Loaded {
+                    generation: load_generation,
+                    result,
+                })
+                .is_err()
+            {
+                return;
+            }
+            if matches!(job, Job::Load { .. }) {
+                continue;
+            }
+        }
+        if let (Job::Chunk { settings, .. }, Some(e)) = (&job, &engine) {
+            let started = Instant::now();
+            let result = match settings.validate() {
+                Err(m) => Some(Err(m)),
+                Ok(()) => e.chunk_all(settings, &flag).map(|c| Ok(Arc::new(c))),
+            };
+            let Some(result) = result else {
+                continue; // cancelled: a newer job is queued
+            };
+            let millis = started.elapsed().as_millis() as u64;
+            log::debug!("chunked generation {generation} in {millis} ms");
+            if out
+                .send(Msg::Chunked {
+                    generation,
+                    result,
+                    millis,
+                })
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+}

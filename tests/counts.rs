@@ -1,0 +1,90 @@
+//! Exact counts: for every chunk of every strategy and unit, the embed tokens, the tail start and
+//! the tail length derived from the document's tokens equal the tokenizer's own encoding of the
+//! chunk text (truncation and padding off, specials included), at windows 128 and 256.
+
+mod common;
+
+use chunkscope::core::chunk::{ChunkSettings, DocView, Strategy};
+use chunkscope::core::measure::MeasuredChunk;
+use chunkscope::core::tokenize::{DocTokens, Unit};
+use common::{tokenizer, varied_texts};
+
+fn settings_grid() -> Vec<ChunkSettings> {
+    let mut v = Vec::new();
+    for (strategy, units) in [
+        (Strategy::Fixed, vec![Unit::Chars, Unit::Cl100k, Unit::Embed]),
+        (Strategy::Recursive, vec![Unit::Chars, Unit::Cl100k, Unit::Embed]),
+        (Strategy::Langchain, vec![Unit::Chars, Unit::Embed]),
+        (Strategy::SpringAi, vec![Unit::Cl100k]),
+    ] {
+        for unit in units {
+            for (size, overlap) in [(97, 13), (300, 0), (800, 0)] {
+                let overlap = if strategy == Strategy::SpringAi { 0 } else { overlap };
+                v.push(ChunkSettings {
+                    strategy,
+                    unit,
+                    size,
+                    overlap,
+                    ..ChunkSettings::default()
+                });
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn derived_counts_equal_the_tokenizers_own() {
+    let tok = tokenizer();
+    let raw = tok.tokenizer();
+    let mut checked = 0usize;
+    let mut with_tail = 0usize;
+    for (name, text) in varied_texts() {
+        let tokens = DocTokens::new(&text, &tok).unwrap();
+        let view = DocView {
+            text: &text,
+            tokens: &tokens,
+            tok: &tok,
+        };
+        for s in settings_grid() {
+            for (i, c) in s.chunker().chunk(&view).into_iter().enumerate() {
+                let m = MeasuredChunk::measure(&view, i, c, s.unit);
+                let chunk_text = m.text(&text).to_string();
+                let own = raw.encode(chunk_text.as_str(), true).unwrap();
+                let starts: Vec<usize> = own
+                    .get_offsets()
+                    .iter()
+                    .zip(own.get_special_tokens_mask())
+                    .filter(|(_, &sp)| sp == 0)
+                    .map(|(o, _)| o.0)
+                    .collect();
+                assert_eq!(
+                    m.embed_tokens(tok.specials()),
+                    own.len(),
+                    "{name} {} chunk {i}: {chunk_text:?}",
+                    s.label()
+                );
+                for window in [128usize, 256] {
+                    let expect = (starts.len() > window - 2).then(|| starts[window - 2]);
+                    let tail = m.tail(window, tok.specials());
+                    assert_eq!(tail.map(|t| t.start_byte), expect, "{name} {} chunk {i} window {window}", s.label());
+                    assert_eq!(
+                        tail.map_or(0, |t| t.tokens),
+                        starts.len().saturating_sub(window - 2)
+                    );
+                    with_tail += usize::from(tail.is_some());
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1000 && with_tail > 100, "checked {checked}, with tail {with_tail}");
+    eprintln!("{checked} chunks checked, {with_tail} tails");
+}
+
+#[test]
+fn special_tokens_are_counted() {
+    let tok = tokenizer();
+    assert_eq!(tok.specials(), 2, "all-MiniLM-L6-v2 adds [CLS] and [SEP]");
+    assert_eq!(tok.count(&"word ".repeat(600)), 600, "truncation must be off");
+}

@@ -1,0 +1,100 @@
+//! Property tests of the chunkers on arbitrary strings: ordered chunks, byte ranges on character
+//! boundaries, every non-space character covered, sizes within the limit where the text allows,
+//! and no panic.
+
+mod common;
+
+use chunkscope::core::chunk::{ChunkSettings, DocView, Strategy as Splitter};
+use chunkscope::core::tokenize::{DocTokens, Unit};
+use proptest::prelude::*;
+
+fn text_strategy() -> impl Strategy<Value = String> {
+    prop_oneof![
+        ".{0,400}",
+        "[a-zA-Z .,!?\\n]{0,600}",
+        "([a-z]{1,12}[ \\n.]{1,3}){0,120}",
+        "[\u{4e00}-\u{4e2f}😀é\u{1f} \\n\\t.]{0,300}",
+    ]
+}
+
+fn settings_strategy() -> impl Strategy<Value = ChunkSettings> {
+    (0usize..4, 0usize..3, 1usize..120, 0usize..100).prop_map(|(s, u, size, ov)| {
+        let strategy = [Splitter::Fixed, Splitter::Recursive, Splitter::Langchain, Splitter::SpringAi][s];
+        let unit = if strategy == Splitter::SpringAi {
+            Unit::Cl100k
+        } else {
+            Unit::ALL[u]
+        };
+        let overlap = if strategy == Splitter::SpringAi { 0 } else { ov % size };
+        ChunkSettings {
+            strategy,
+            unit,
+            size,
+            overlap,
+            ..ChunkSettings::default()
+        }
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn chunkers_hold_their_invariants(text in text_strategy(), s in settings_strategy()) {
+        let tok = common::tokenizer();
+        let tokens = DocTokens::new(&text, &tok).unwrap();
+        let view = DocView { text: &text, tokens: &tokens, tok: &tok };
+        let chunks = s.chunker().chunk(&view);
+        let mut last_start = 0;
+        let mut covered = vec![false; text.len()];
+        for c in &chunks {
+            prop_assert!(c.start <= c.end && c.end <= text.len());
+            prop_assert!(text.is_char_boundary(c.start) && text.is_char_boundary(c.end));
+            prop_assert!(c.start >= last_start, "chunks out of order");
+            last_start = c.start;
+            covered[c.start..c.end].iter_mut().for_each(|b| *b = true);
+            if s.unit == Unit::Chars && s.strategy != Splitter::SpringAi {
+                prop_assert!(c.text(&text).chars().count() <= s.size, "chunk over {} chars", s.size);
+            }
+        }
+        // Spring AI may skip text where re-encoding a cut differs (as the Java does); the others
+        // must cover every non-space character. Fixed windows over tokens skip what the
+        // tokenizer drops (control characters).
+        let must_cover = match s.strategy {
+            Splitter::SpringAi => false,
+            Splitter::Fixed => s.unit != Unit::Embed,
+            _ => true,
+        };
+        if must_cover {
+            for (i, ch) in text.char_indices() {
+                if !chunkscope::core::text::is_python_space(ch) {
+                    prop_assert!(covered[i], "char {ch:?} at byte {i} in no chunk ({})", s.label());
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// The offset shortcut: tokens of any slice, derived from the document's tokens, equal the
+    /// tokenizer's own encoding of that slice alone.
+    #[test]
+    fn slice_tokens_equal_own_encoding(text in text_strategy(), a in 0usize..10_000, b in 0usize..10_000) {
+        let tok = common::tokenizer();
+        let tokens = DocTokens::new(&text, &tok).unwrap();
+        let (mut s, mut e) = (a % (text.len() + 1), b % (text.len() + 1));
+        if s > e { std::mem::swap(&mut s, &mut e); }
+        let s = chunkscope::core::text::floor_char(&text, s);
+        let e = chunkscope::core::text::ceil_char(&text, e);
+        let derived = tokens.embed_spans_in(&text, s, e, &tok);
+        let own: Vec<(usize, usize)> = tok
+            .spans(&text[s..e])
+            .unwrap()
+            .into_iter()
+            .map(|t| (s + t.start as usize, s + t.end as usize))
+            .collect();
+        prop_assert_eq!(derived, own, "slice {:?}", &text[s..e]);
+    }
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Build chunkscope, fetch the model if needed (progress shown before the screen opens) and open
+# the workbench on the bundled example corpus. Extra arguments go to chunkscope.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$#" -eq 0 ]; then
+  set -- examples
+fi
+exec cargo run --quiet -- "$@"

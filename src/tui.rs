@@ -73,7 +73,7 @@ struct FileLog(std::sync::Mutex<std::fs::File>);
 
 impl log::Log for FileLog {
     fn enabled(&self, m: &log::Metadata) -> bool {
-        m.level() <= log::Level::Debug
+        m.level() <= log::Level::Debug && !m.target().starts_with("ignore")
     }
     fn log(&self, r: &log::Record) {
         if self.enabled(r.metadata()) {
@@ -171,9 +171,10 @@ pub fn run(corpus: &Path, config: Config, config_error: Option<String>, mono: bo
         previous_hook(p);
     }));
     let guard = Guard::enter(mouse)?;
-    spawn_input(tx);
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     terminal.clear()?;
+    // Only now: the input thread holds crossterm's event reader, which clear() also needs.
+    spawn_input(tx);
     let result = event_loop(&mut terminal, &mut m, &rx, &pipeline);
     drop(guard);
     if let Some(p) = log_path {

@@ -12,14 +12,24 @@ use common::{tokenizer, varied_texts};
 fn settings_grid() -> Vec<ChunkSettings> {
     let mut v = Vec::new();
     for (strategy, units) in [
-        (Strategy::Fixed, vec![Unit::Chars, Unit::Cl100k, Unit::Embed]),
-        (Strategy::Recursive, vec![Unit::Chars, Unit::Cl100k, Unit::Embed]),
+        (
+            Strategy::Fixed,
+            vec![Unit::Chars, Unit::Cl100k, Unit::Embed],
+        ),
+        (
+            Strategy::Recursive,
+            vec![Unit::Chars, Unit::Cl100k, Unit::Embed],
+        ),
         (Strategy::Langchain, vec![Unit::Chars, Unit::Embed]),
         (Strategy::SpringAi, vec![Unit::Cl100k]),
     ] {
         for unit in units {
             for (size, overlap) in [(97, 13), (300, 0), (800, 0)] {
-                let overlap = if strategy == Strategy::SpringAi { 0 } else { overlap };
+                let overlap = if strategy == Strategy::SpringAi {
+                    0
+                } else {
+                    overlap
+                };
                 v.push(ChunkSettings {
                     strategy,
                     unit,
@@ -67,7 +77,12 @@ fn derived_counts_equal_the_tokenizers_own() {
                 for window in [128usize, 256] {
                     let expect = (starts.len() > window - 2).then(|| starts[window - 2]);
                     let tail = m.tail(window, tok.specials());
-                    assert_eq!(tail.map(|t| t.start_byte), expect, "{name} {} chunk {i} window {window}", s.label());
+                    assert_eq!(
+                        tail.map(|t| t.start_byte),
+                        expect,
+                        "{name} {} chunk {i} window {window}",
+                        s.label()
+                    );
                     assert_eq!(
                         tail.map_or(0, |t| t.tokens),
                         starts.len().saturating_sub(window - 2)
@@ -78,7 +93,10 @@ fn derived_counts_equal_the_tokenizers_own() {
             }
         }
     }
-    assert!(checked > 1000 && with_tail > 100, "checked {checked}, with tail {with_tail}");
+    assert!(
+        checked > 1000 && with_tail > 100,
+        "checked {checked}, with tail {with_tail}"
+    );
     eprintln!("{checked} chunks checked, {with_tail} tails");
 }
 
@@ -86,5 +104,9 @@ fn derived_counts_equal_the_tokenizers_own() {
 fn special_tokens_are_counted() {
     let tok = tokenizer();
     assert_eq!(tok.specials(), 2, "all-MiniLM-L6-v2 adds [CLS] and [SEP]");
-    assert_eq!(tok.count(&"word ".repeat(600)), 600, "truncation must be off");
+    assert_eq!(
+        tok.count(&"word ".repeat(600)),
+        600,
+        "truncation must be off"
+    );
 }

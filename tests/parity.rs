@@ -9,7 +9,12 @@ use chunkscope::core::tokenize::Unit;
 use common::{chunk_text, model, python, varied_texts};
 use serde_json::json;
 
-fn compare(label: &str, texts: &[(String, String)], settings: &ChunkSettings, reference: &serde_json::Value) {
+fn compare(
+    label: &str,
+    texts: &[(String, String)],
+    settings: &ChunkSettings,
+    reference: &serde_json::Value,
+) {
     let expected = reference["chunks"].as_array().unwrap();
     assert_eq!(expected.len(), texts.len());
     let mut checked = 0;
@@ -17,10 +22,20 @@ fn compare(label: &str, texts: &[(String, String)], settings: &ChunkSettings, re
         let Some(exp) = exp.as_array() else {
             continue; // the reference raised (Java would throw); nothing to compare
         };
-        let ours: Vec<String> = chunk_text(text, settings).into_iter().map(|(_, t)| t).collect();
-        let exp: Vec<String> = exp.iter().map(|v| v.as_str().unwrap().to_string()).collect();
+        let ours: Vec<String> = chunk_text(text, settings)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
+        let exp: Vec<String> = exp
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
         if ours != exp {
-            let i = ours.iter().zip(&exp).position(|(a, b)| a != b).unwrap_or(ours.len().min(exp.len()));
+            let i = ours
+                .iter()
+                .zip(&exp)
+                .position(|(a, b)| a != b)
+                .unwrap_or(ours.len().min(exp.len()));
             panic!(
                 "{label} on '{name}': {} chunks vs reference {}; first difference at chunk {i}:\n ours: {:?}\n  ref: {:?}",
                 ours.len(),
@@ -32,7 +47,10 @@ fn compare(label: &str, texts: &[(String, String)], settings: &ChunkSettings, re
         checked += ours.len();
     }
     assert!(checked > 0, "{label}: nothing compared");
-    eprintln!("{label}: {checked} chunks identical over {} texts", texts.len());
+    eprintln!(
+        "{label}: {checked} chunks identical over {} texts",
+        texts.len()
+    );
 }
 
 fn spring(size: usize, min_chars: usize, keep_separator: bool) {
@@ -52,7 +70,12 @@ fn spring(size: usize, min_chars: usize, keep_separator: bool) {
         "keep_separator": keep_separator,
     });
     let reference = python("spring_ai_split.py", &req);
-    compare(&format!("spring-ai {size}/{min_chars}"), &texts, &s, &reference);
+    compare(
+        &format!("spring-ai {size}/{min_chars}"),
+        &texts,
+        &s,
+        &reference,
+    );
 }
 
 #[test]
@@ -83,7 +106,12 @@ fn langchain(unit: Unit, size: usize, overlap: usize) {
         "tokenizer_json": model().tokenizer_path(),
     });
     let reference = python("langchain_split.py", &req);
-    compare(&format!("langchain {unit} {size}/{overlap}"), &texts, &s, &reference);
+    compare(
+        &format!("langchain {unit} {size}/{overlap}"),
+        &texts,
+        &s,
+        &reference,
+    );
 }
 
 #[test]

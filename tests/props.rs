@@ -19,13 +19,22 @@ fn text_strategy() -> impl Strategy<Value = String> {
 
 fn settings_strategy() -> impl Strategy<Value = ChunkSettings> {
     (0usize..4, 0usize..3, 1usize..120, 0usize..100).prop_map(|(s, u, size, ov)| {
-        let strategy = [Splitter::Fixed, Splitter::Recursive, Splitter::Langchain, Splitter::SpringAi][s];
+        let strategy = [
+            Splitter::Fixed,
+            Splitter::Recursive,
+            Splitter::Langchain,
+            Splitter::SpringAi,
+        ][s];
         let unit = if strategy == Splitter::SpringAi {
             Unit::Cl100k
         } else {
             Unit::ALL[u]
         };
-        let overlap = if strategy == Splitter::SpringAi { 0 } else { ov % size };
+        let overlap = if strategy == Splitter::SpringAi {
+            0
+        } else {
+            ov % size
+        };
         ChunkSettings {
             strategy,
             unit,

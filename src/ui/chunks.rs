@@ -148,9 +148,9 @@ pub fn render_chunk<'a>(
     lines
 }
 
-/// Wrap `text` to `width` columns (gutter included), styling bytes before `overlap` as overlap and
-/// bytes from `tail_start` on as tail. Tabs become spaces and control characters a visible mark,
-/// so no input can move the cursor or corrupt the screen.
+/// Wrap `text` to `width` columns (gutter included) at spaces where it can, styling bytes before
+/// `overlap` as overlap and bytes from `tail_start` on as tail. Tabs become spaces and control
+/// characters a visible mark, so no input can move the cursor or corrupt the screen.
 pub fn wrap_styled<'a>(
     text: &str,
     overlap: usize,
@@ -168,60 +168,103 @@ pub fn wrap_styled<'a>(
             base
         }
     };
-    let mut lines = Vec::new();
-    let mut spans: Vec<Span> = Vec::new();
-    let mut run = String::new();
-    let mut run_style: Option<Style> = None;
-    let mut col = 0usize;
-    let mut line_tail = in_tail(0);
-    let flush_line = |spans: &mut Vec<Span<'a>>,
-                      run: &mut String,
-                      run_style: &mut Option<Style>,
-                      line_tail: bool,
-                      lines: &mut Vec<Line<'a>>| {
-        if let Some(s) = run_style.take() {
-            spans.push(Span::styled(std::mem::take(run), s));
-        }
-        let (mark, gs) = if line_tail {
-            (GUTTER_TAIL, t.tail_gutter)
-        } else {
-            (GUTTER_VISIBLE, t.gutter)
-        };
-        let mut all = vec![Span::styled(mark, gs)];
-        all.append(spans);
-        lines.push(Line::from(all));
-    };
-    for (b, c) in text.char_indices() {
-        if c == '\n' {
-            flush_line(&mut spans, &mut run, &mut run_style, line_tail, &mut lines);
-            col = 0;
-            line_tail = in_tail(b + 1);
-            continue;
-        }
-        let shown: String = match c {
-            '\t' => "    ".into(),
-            c if c.is_control() => "·".into(),
-            c => c.to_string(),
-        };
-        let w: usize = shown.chars().map(|x| x.width().unwrap_or(0)).sum();
-        if col + w > body_width && col > 0 {
-            flush_line(&mut spans, &mut run, &mut run_style, line_tail, &mut lines);
-            col = 0;
-            line_tail = in_tail(b);
-        }
-        line_tail |= in_tail(b);
-        let st = style_at(b);
-        if run_style != Some(st) {
-            if let Some(s) = run_style.take() {
-                spans.push(Span::styled(std::mem::take(&mut run), s));
+    visual_lines(text, body_width)
+        .into_iter()
+        .map(|(a, b)| {
+            let has_tail = in_tail(a) || (a < b && in_tail(b - 1));
+            let (mark, gs) = if has_tail {
+                (GUTTER_TAIL, t.tail_gutter)
+            } else {
+                (GUTTER_VISIBLE, t.gutter)
+            };
+            let mut spans = vec![Span::styled(mark, gs)];
+            let mut run = String::new();
+            let mut run_style: Option<Style> = None;
+            for (i, c) in text[a..b].char_indices() {
+                let st = style_at(a + i);
+                if run_style != Some(st) {
+                    if let Some(prev) = run_style {
+                        spans.push(Span::styled(std::mem::take(&mut run), prev));
+                    }
+                    run_style = Some(st);
+                }
+                push_shown(&mut run, c);
             }
-            run_style = Some(st);
+            if let Some(prev) = run_style {
+                spans.push(Span::styled(run, prev));
+            }
+            Line::from(spans)
+        })
+        .collect()
+}
+
+fn push_shown(out: &mut String, c: char) {
+    match c {
+        '\t' => out.push_str("    "),
+        c if c.is_control() => out.push('·'),
+        c => out.push(c),
+    }
+}
+
+fn shown_width(c: char) -> usize {
+    match c {
+        '\t' => 4,
+        c if c.is_control() => 1,
+        c => c.width().unwrap_or(0),
+    }
+}
+
+/// Byte ranges of the visual lines of `text`: split at newlines (which belong to no line), then
+/// greedily wrapped to `width` columns, breaking after the last space when there is one.
+pub fn visual_lines(text: &str, width: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for logical in text.split('\n') {
+        let mut start = 0;
+        let mut col = 0;
+        // Byte just past the last space on this visual line, and the column there.
+        let mut brk: Option<(usize, usize)> = None;
+        for (i, c) in logical.char_indices() {
+            let w = shown_width(c);
+            if col + w > width && col > 0 {
+                match brk.filter(|&(b, _)| b > start) {
+                    Some((b, bcol)) => {
+                        out.push((offset + start, offset + b));
+                        start = b;
+                        col -= bcol;
+                    }
+                    None => {
+                        out.push((offset + start, offset + i));
+                        start = i;
+                        col = 0;
+                    }
+                }
+                brk = None;
+            }
+            col += w;
+            if c == ' ' {
+                brk = Some((i + 1, col));
+            }
         }
-        run.push_str(&shown);
-        col += w;
+        out.push((offset + start, offset + logical.len()));
+        offset += logical.len() + 1;
     }
-    if run_style.is_some() || !spans.is_empty() || lines.is_empty() {
-        flush_line(&mut spans, &mut run, &mut run_style, line_tail, &mut lines);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::visual_lines;
+
+    #[test]
+    fn wraps_at_spaces_and_keeps_every_byte() {
+        let text = "alpha beta gamma delta\nepsilon";
+        let lines = visual_lines(text, 11);
+        let parts: Vec<&str> = lines.iter().map(|&(a, b)| &text[a..b]).collect();
+        assert_eq!(parts, vec!["alpha beta ", "gamma delta", "epsilon"]);
+        let long = "x".repeat(25);
+        assert_eq!(visual_lines(&long, 10).len(), 3);
+        assert_eq!(visual_lines("", 10), vec![(0, 0)]);
+        assert_eq!(visual_lines("a\n\nb", 10).len(), 3);
     }
-    lines
 }

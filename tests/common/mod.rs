@@ -88,10 +88,14 @@ pub fn varied_texts() -> Vec<(String, String)> {
     }
     let emoji: String = "🧪😀👩‍🔬🇵🇱".repeat(700);
     out.push(("emoji run".into(), emoji));
-    out.push(("cjk".into(), "检索增强生成的质量在切分时就已决定。".repeat(120)));
+    out.push((
+        "cjk".into(),
+        "检索增强生成的质量在切分时就已决定。".repeat(120),
+    ));
     out.push((
         "code".into(),
-        "fn main() {\n    let x = vec![1, 2, 3];\n    println!(\"{:?}\", x); // comment\n}\n\n".repeat(60),
+        "fn main() {\n    let x = vec![1, 2, 3];\n    println!(\"{:?}\", x); // comment\n}\n\n"
+            .repeat(60),
     ));
     out.push(("blank".into(), " \n\t\n   \n".repeat(50)));
     out.push((
@@ -100,9 +104,13 @@ pub fn varied_texts() -> Vec<(String, String)> {
     ));
     out.push((
         "mixed".into(),
-        "Café naïve résumé — “quotes” and ünïcödé. Łódź, Kraków: żółć! 中文混排 text 😀.\n\n".repeat(60),
+        "Café naïve résumé — “quotes” and ünïcödé. Łódź, Kraków: żółć! 中文混排 text 😀.\n\n"
+            .repeat(60),
     ));
-    out.push(("long word".into(), format!("start {} end. ", "x".repeat(400)).repeat(6)));
+    out.push((
+        "long word".into(),
+        format!("start {} end. ", "x".repeat(400)).repeat(6),
+    ));
     out
 }
 

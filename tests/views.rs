@@ -1,0 +1,202 @@
+//! The screen drawn into ratatui's TestBackend: text snapshots in each theme, and cell-style checks
+//! that the invisible tail starts at exactly its first unread token.
+
+mod common;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use chunkscope::app::keymap::Keymap;
+use chunkscope::app::Model;
+use chunkscope::core::chunk::ChunkSettings;
+use chunkscope::core::corpus::{Corpus, Document, Skipped};
+use chunkscope::core::engine::Engine;
+use chunkscope::core::tokenize::Unit;
+use chunkscope::core::window::WindowSpec;
+use chunkscope::ui;
+use chunkscope::ui::theme::Theme;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+const RUNBOOK: &str = "# Rotate keys\n\nKeys are rotated every ninety days by the platform team. \
+Before you start, confirm that the deploy freeze is not in effect and that the on-call engineer \
+knows. Open the vault console, pick the staging project, and create a new signing key with the \
+default algorithm. Copy its identifier into the change ticket. Then update the gateway secret, \
+wait for the sidecar to refresh its cache, and watch the error rate on the dashboard for fifteen \
+minutes. If the error rate exceeds half a percent, roll back by restoring the previous key \
+version. Finally run kubectl rollout restart deployment/payments-api -n staging and close the \
+ticket.\n\n## Short note\n\nThis part fits.\n";
+
+fn model(theme: Theme) -> Model {
+    let info = common::model().clone();
+    let tok = common::tokenizer();
+    let corpus = Corpus {
+        root: "corpus".into(),
+        docs: vec![
+            Document {
+                path: "runbooks/rotate-keys.md".into(),
+                text: RUNBOOK.into(),
+                lossy: false,
+            },
+            Document {
+                path: "notes/short.txt".into(),
+                text: "A short note that fits any window.".into(),
+                lossy: false,
+            },
+        ],
+        skipped: vec![Skipped {
+            path: "logo.png.txt".into(),
+            reason: "binary: contains NUL bytes".into(),
+        }],
+    };
+    let engine = Arc::new(Engine::new(info.clone(), tok.clone(), corpus).unwrap());
+    let settings = ChunkSettings {
+        strategy: chunkscope::core::chunk::Strategy::Fixed,
+        unit: Unit::Embed,
+        size: 90,
+        overlap: 10,
+        ..ChunkSettings::default()
+    };
+    let chunking = engine
+        .chunk_all(&settings, &AtomicBool::new(false))
+        .unwrap();
+    let mut m = Model::new(
+        "corpus".into(),
+        info.short_name(),
+        info.windows,
+        tok.specials(),
+        settings,
+        WindowSpec::Tokens(64),
+        theme,
+        Keymap::default(),
+    );
+    m.engine = Some(engine);
+    m.chunking = Some(Arc::new(chunking));
+    m.loading = false;
+    m.last_chunk_millis = Some(3);
+    m
+}
+
+fn render(m: &Model) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(120, 32)).unwrap();
+    t.draw(|f| ui::draw(f, m)).unwrap();
+    t
+}
+
+#[test]
+fn snapshots_in_each_theme() {
+    for name in ["dark", "light", "mono"] {
+        let m = model(Theme::built_in(name).unwrap());
+        let t = render(&m);
+        insta::assert_snapshot!(format!("chunks_{name}"), t.backend());
+    }
+}
+
+#[test]
+fn help_overlay_lists_every_binding() {
+    let mut m = model(Theme::dark());
+    m.show_help = true;
+    let t = render(&m);
+    let screen = t.backend().to_string();
+    for b in &m.keymap.bindings {
+        assert!(
+            screen.contains(b.description),
+            "help lacks {}",
+            b.description
+        );
+    }
+    insta::assert_snapshot!("help", t.backend());
+}
+
+/// The first cell drawn in the tail style holds the first character of the tail, and the cell
+/// before it is drawn in the visible style.
+#[test]
+fn tail_style_starts_at_the_first_unread_token() {
+    for name in ["dark", "light", "mono"] {
+        let theme = Theme::built_in(name).unwrap();
+        let m = model(theme.clone());
+        let chunking = m.chunking.clone().unwrap();
+        let first = &chunking.files[0].chunks[0];
+        let tail = first
+            .tail(64, m.specials)
+            .expect("chunk 1 overflows a 64-token window");
+        let tail_char = RUNBOOK[first.chunk.start + tail.start_byte..]
+            .chars()
+            .next()
+            .unwrap();
+        let t = render(&m);
+        let buf = t.backend().buffer();
+        let area = buf.area;
+        let mut found = None;
+        'rows: for y in 0..area.height {
+            for x in 41..area.width {
+                let cell = &buf[(x, y)];
+                if cell.style().add_modifier == theme.tail.add_modifier
+                    && colour(cell.style().fg) == colour(theme.tail.fg)
+                    && colour(cell.style().bg) == colour(theme.tail.bg)
+                    && cell.symbol() != " "
+                    && !matches!(cell.symbol(), "░" | "▌")
+                {
+                    found = Some((x, y));
+                    break 'rows;
+                }
+            }
+        }
+        let (x, y) = found.unwrap_or_else(|| panic!("{name}: no cell in the tail style"));
+        assert_eq!(buf[(x, y)].symbol(), tail_char.to_string(), "{name}");
+        let before = buf[(x - 1, y)].style();
+        assert!(
+            before.add_modifier != theme.tail.add_modifier
+                || colour(before.fg) != colour(theme.tail.fg)
+                || colour(before.bg) != colour(theme.tail.bg),
+            "{name}: the cell before the tail is already in the tail style"
+        );
+        // The gutter of a line holding tail text is the tail mark.
+        let gutter = (41..area.width).find(|&gx| matches!(buf[(gx, y)].symbol(), "░" | "▌"));
+        assert_eq!(
+            gutter.map(|gx| buf[(gx, y)].symbol().to_string()),
+            Some("░".into()),
+            "{name}"
+        );
+    }
+}
+
+/// A cell's colour with "unset" read as the terminal's default.
+fn colour(c: Option<ratatui::style::Color>) -> ratatui::style::Color {
+    c.unwrap_or(ratatui::style::Color::Reset)
+}
+
+#[test]
+fn mono_marks_the_tail_without_colour() {
+    let theme = Theme::mono();
+    let m = model(theme);
+    let t = render(&m);
+    let buf = t.backend().buffer();
+    for cell in buf.content() {
+        assert!(
+            cell.style()
+                .fg
+                .is_none_or(|c| c == ratatui::style::Color::Reset),
+            "colour in mono"
+        );
+        assert!(
+            cell.style()
+                .bg
+                .is_none_or(|c| c == ratatui::style::Color::Reset),
+            "colour in mono"
+        );
+    }
+    assert!(t.backend().to_string().contains('░'));
+}
+
+#[test]
+fn control_characters_never_reach_the_screen() {
+    let t = Theme::dark();
+    let lines = ui::chunks::wrap_styled("a\u{1b}[2Jb\tc\u{7}d", 0, Some(3), 40, &t);
+    let text: String = lines[0].spans.iter().map(|s| s.content.as_ref()).collect();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(text.contains("b    c"));
+}

@@ -18,14 +18,14 @@ pub fn top(frame: &mut Frame, area: Rect, m: &Model) {
     .filter_map(|(n, v)| v.map(|v| format!("{n} {v}")))
     .collect();
     let text = format!(
-        " chunkscope  {}  model {}  window {} ({}{}{})  {}",
-        m.corpus_path.display(),
-        m.model_name,
+        " chunkscope  {}  window {} ({}{}{})  model {}  {}",
+        m.settings.label(),
         w.tokens,
         w.source,
         if others.is_empty() { "" } else { "; " },
         others.join(", "),
-        m.settings.label()
+        m.model_name,
+        m.corpus_path.display(),
     );
     frame.render_widget(Paragraph::new(text).style(m.theme.status), area);
 }

@@ -1,0 +1,137 @@
+//! The headless commands as a user runs them: exit codes, JSONL fields, and clear messages for bad
+//! input that name the file and line.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    common::model(); // make sure the model is in place before the binary looks for it
+    let mut c = Command::new(env!("CARGO_BIN_EXE_chunkscope"));
+    c.env("HF_HUB_OFFLINE", "1");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("chunkscope-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn examples() -> String {
+    common::repo().join("examples").display().to_string()
+}
+
+#[test]
+fn audit_fail_on_tail_sets_the_exit_code() {
+    let over = run(&["audit", &examples(), "--fail-on-tail"]);
+    assert_eq!(over.status.code(), Some(1), "{}", stderr(&over));
+    let out = String::from_utf8_lossy(&over.stdout);
+    assert!(out.contains("worst chunks"), "{out}");
+    assert!(out.contains("TOTAL"));
+
+    let fits = run(&[
+        "audit", &examples(), "--fail-on-tail", "--strategy", "recursive", "--unit", "embed", "--size", "100",
+        "--overlap", "10",
+    ]);
+    assert_eq!(fits.status.code(), Some(0), "{}", String::from_utf8_lossy(&fits.stdout));
+}
+
+#[test]
+fn audit_json_has_totals_and_files() {
+    let o = run(&["audit", &examples(), "--json", "--window", "st"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["window"], 256);
+    assert!(v["total"]["chunks"].as_u64().unwrap() > 0);
+    assert_eq!(v["files"].as_array().unwrap().len(), 7);
+}
+
+#[test]
+fn chunks_jsonl_fields() {
+    let o = run(&["chunks", &examples(), "--format", "jsonl", "--preset", "langchain-tokens"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let mut n = 0;
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for key in [
+            "file", "index", "start_byte", "end_byte", "text", "embed_tokens", "window", "tail_start", "tail_tokens",
+            "chars", "cl100k_tokens", "heading",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key} in {line}");
+        }
+        assert_eq!(v["window"], 128);
+        let tail = v["tail_start"].as_u64();
+        assert_eq!(tail.is_some(), v["embed_tokens"].as_u64().unwrap() > 128);
+        n += 1;
+    }
+    assert!(n > 10);
+}
+
+#[test]
+fn overlap_not_below_size_is_refused_by_name() {
+    let o = run(&["audit", &examples(), "--strategy", "fixed", "--size", "100", "--overlap", "100"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("chunking.overlap (100) must be smaller than chunking.size (100)"), "{}", stderr(&o));
+    let o = run(&["audit", &examples(), "--unit", "bytes"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--unit: unknown unit 'bytes'"), "{}", stderr(&o));
+}
+
+#[test]
+fn malformed_config_names_file_and_line() {
+    let d = tmp("config");
+    let cfg = d.join("bad.toml");
+    std::fs::write(&cfg, "[chunking]\nstrategy = \"fixed\"\nsize = \"big\"\n").unwrap();
+    let o = run(&["audit", &examples(), "--config", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("bad.toml:3"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_files_are_skipped_with_reasons_and_corpus_is_untouched() {
+    let d = tmp("corpus");
+    std::fs::write(d.join("ok.md"), "# Title\n\nSome text.").unwrap();
+    std::fs::write(d.join("bin.txt"), b"\x00\x01\x02binary").unwrap();
+    std::fs::write(d.join("latin1.txt"), b"caf\xe9 cr\xe8me").unwrap();
+    let before: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).collect();
+    let o = run(&["audit", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("skipped bin.txt: binary"), "{out}");
+    assert!(out.contains("latin1.txt: invalid UTF-8 replaced"), "{out}");
+    let after: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(before, after, "the corpus must not be written to");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn missing_model_folder_is_explained() {
+    let o = run(&["audit", &examples(), "--model", "/nonexistent/model"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/model"), "{}", stderr(&o));
+    let cache = tmp("nocache");
+    let o = bin()
+        .args(["audit", &examples(), "--model", "someone/not-a-model"])
+        .env("HF_HOME", &cache)
+        .env("CHUNKSCOPE_CACHE_DIR", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("Tried:") && e.contains("HF_HUB_OFFLINE") && e.contains("--model DIR"), "{e}");
+    let _ = std::fs::remove_dir_all(&cache);
+}

@@ -27,9 +27,9 @@ pub fn open_engine(corpus: &Path, config: &Config, say: &mut dyn FnMut(&str)) ->
 
 pub fn chunk(engine: &Engine, config: &Config) -> Result<Chunking> {
     config.chunking.validate().map_err(|m| anyhow::anyhow!(m))?;
-    Ok(engine
+    engine
         .chunk_all(&config.chunking, &AtomicBool::new(false))
-        .context("chunking was cancelled")?)
+        .context("chunking was cancelled")
 }
 
 /// `chunkscope chunks --format jsonl`: one JSON object per chunk.

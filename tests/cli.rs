@@ -41,10 +41,24 @@ fn audit_fail_on_tail_sets_the_exit_code() {
     assert!(out.contains("TOTAL"));
 
     let fits = run(&[
-        "audit", &examples(), "--fail-on-tail", "--strategy", "recursive", "--unit", "embed", "--size", "100",
-        "--overlap", "10",
+        "audit",
+        &examples(),
+        "--fail-on-tail",
+        "--strategy",
+        "recursive",
+        "--unit",
+        "embed",
+        "--size",
+        "100",
+        "--overlap",
+        "10",
     ]);
-    assert_eq!(fits.status.code(), Some(0), "{}", String::from_utf8_lossy(&fits.stdout));
+    assert_eq!(
+        fits.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&fits.stdout)
+    );
 }
 
 #[test]
@@ -59,15 +73,32 @@ fn audit_json_has_totals_and_files() {
 
 #[test]
 fn chunks_jsonl_fields() {
-    let o = run(&["chunks", &examples(), "--format", "jsonl", "--preset", "langchain-tokens"]);
+    let o = run(&[
+        "chunks",
+        &examples(),
+        "--format",
+        "jsonl",
+        "--preset",
+        "langchain-tokens",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
     let mut n = 0;
     for line in text.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         for key in [
-            "file", "index", "start_byte", "end_byte", "text", "embed_tokens", "window", "tail_start", "tail_tokens",
-            "chars", "cl100k_tokens", "heading",
+            "file",
+            "index",
+            "start_byte",
+            "end_byte",
+            "text",
+            "embed_tokens",
+            "window",
+            "tail_start",
+            "tail_tokens",
+            "chars",
+            "cl100k_tokens",
+            "heading",
         ] {
             assert!(v.get(key).is_some(), "missing {key} in {line}");
         }
@@ -81,12 +112,29 @@ fn chunks_jsonl_fields() {
 
 #[test]
 fn overlap_not_below_size_is_refused_by_name() {
-    let o = run(&["audit", &examples(), "--strategy", "fixed", "--size", "100", "--overlap", "100"]);
+    let o = run(&[
+        "audit",
+        &examples(),
+        "--strategy",
+        "fixed",
+        "--size",
+        "100",
+        "--overlap",
+        "100",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("chunking.overlap (100) must be smaller than chunking.size (100)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("chunking.overlap (100) must be smaller than chunking.size (100)"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["audit", &examples(), "--unit", "bytes"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--unit: unknown unit 'bytes'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--unit: unknown unit 'bytes'"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -107,13 +155,19 @@ fn bad_files_are_skipped_with_reasons_and_corpus_is_untouched() {
     std::fs::write(d.join("ok.md"), "# Title\n\nSome text.").unwrap();
     std::fs::write(d.join("bin.txt"), b"\x00\x01\x02binary").unwrap();
     std::fs::write(d.join("latin1.txt"), b"caf\xe9 cr\xe8me").unwrap();
-    let before: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).collect();
+    let before: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     let o = run(&["audit", d.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("skipped bin.txt: binary"), "{out}");
     assert!(out.contains("latin1.txt: invalid UTF-8 replaced"), "{out}");
-    let after: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).collect();
+    let after: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(before, after, "the corpus must not be written to");
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -132,6 +186,9 @@ fn missing_model_folder_is_explained() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("Tried:") && e.contains("HF_HUB_OFFLINE") && e.contains("--model DIR"), "{e}");
+    assert!(
+        e.contains("Tried:") && e.contains("HF_HUB_OFFLINE") && e.contains("--model DIR"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&cache);
 }

@@ -18,7 +18,10 @@ fn wait_for(session: &str, needle: &str) -> String {
         if screen.contains(needle) {
             return screen;
         }
-        assert!(Instant::now() < deadline, "'{needle}' never appeared; screen:\n{screen}");
+        assert!(
+            Instant::now() < deadline,
+            "'{needle}' never appeared; screen:\n{screen}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -39,9 +42,22 @@ fn workbench_in_tmux() {
         examples.display()
     );
     let _ = tmux(&["kill-session", "-t", &session]);
-    tmux(&["new-session", "-d", "-s", &session, "-x", "140", "-y", "40", &cmd]);
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "140",
+        "-y",
+        "40",
+        &cmd,
+    ]);
     let screen = wait_for(&session, "chunked in");
-    assert!(screen.contains("window 128 (tokenizer.json truncation"), "{screen}");
+    assert!(
+        screen.contains("window 128 (tokenizer.json truncation"),
+        "{screen}"
+    );
     assert!(screen.contains("over window"), "{screen}");
     assert!(screen.contains('░'), "no tail lines:\n{screen}");
 
@@ -54,6 +70,9 @@ fn workbench_in_tmux() {
     tmux(&["send-keys", "-t", &session, "Escape"]);
     tmux(&["send-keys", "-t", &session, "q"]);
     let after = wait_for(&session, "EXITED-0");
-    assert!(!after.contains("┌ files"), "the screen was not restored:\n{after}");
+    assert!(
+        !after.contains("┌ files"),
+        "the screen was not restored:\n{after}"
+    );
     let _ = tmux(&["kill-session", "-t", &session]);
 }

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use ignore::overrides::OverrideBuilder;
+use globset::{Glob, GlobSet, GlobSetBuilder};
 use ignore::WalkBuilder;
 use serde::Serialize;
 
@@ -116,22 +116,11 @@ impl Corpus {
             corpus.read_one(root, name, rules.max_file_bytes);
             return Ok(corpus);
         }
-        let mut overrides = OverrideBuilder::new(root);
-        for g in &rules.include {
-            overrides
-                .add(g)
-                .map_err(|e| anyhow::anyhow!("corpus.include: bad glob '{g}': {e}"))?;
-        }
-        for g in &rules.exclude {
-            overrides
-                .add(&format!("!{g}"))
-                .map_err(|e| anyhow::anyhow!("corpus.exclude: bad glob '{g}': {e}"))?;
-        }
-        let overrides = overrides
-            .build()
-            .map_err(|e| anyhow::anyhow!("corpus globs: {e}"))?;
+        let include = glob_set(&rules.include, "corpus.include")?;
+        let exclude = glob_set(&rules.exclude, "corpus.exclude")?;
+        // Include/exclude are checked per file, after .gitignore: overrides in the walker would
+        // take precedence over ignore files.
         let walker = WalkBuilder::new(root)
-            .overrides(overrides)
             .git_ignore(rules.gitignore)
             .git_exclude(rules.gitignore)
             .git_global(false)
@@ -145,7 +134,9 @@ impl Corpus {
             match entry {
                 Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => {
                     let rel = relative(root, e.path());
-                    corpus.read_one(e.path(), rel, rules.max_file_bytes);
+                    if include.is_match(&rel) && !exclude.is_match(&rel) {
+                        corpus.read_one(e.path(), rel, rules.max_file_bytes);
+                    }
                 }
                 Ok(_) => {}
                 Err(err) => corpus.skipped.push(Skipped {
@@ -211,6 +202,14 @@ pub fn read_document(path: &Path, max_bytes: u64) -> Result<(String, bool), Stri
         Ok(s) => Ok((s, false)),
         Err(e) => Ok((String::from_utf8_lossy(e.as_bytes()).into_owned(), true)),
     }
+}
+
+fn glob_set(globs: &[String], key: &str) -> Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        b.add(Glob::new(g).map_err(|e| anyhow::anyhow!("{key}: bad glob '{g}': {e}"))?);
+    }
+    b.build().map_err(|e| anyhow::anyhow!("{key}: {e}"))
 }
 
 fn relative(root: &Path, path: &Path) -> String {

@@ -3,7 +3,9 @@
 pub mod chunk;
 pub mod config;
 pub mod corpus;
+pub mod embed;
 pub mod engine;
+pub mod index;
 pub mod measure;
 pub mod model;
 pub mod stats;

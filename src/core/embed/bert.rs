@@ -1,0 +1,313 @@
+//! A BERT encoder forward pass over the model's safetensors weights (memory-mapped, read once),
+//! with matrix products by the gemm crate. Sequences are packed without padding: the dense layers
+//! run on all real tokens of a batch at once and attention runs per sequence and head, so no work
+//! is spent on pad tokens and no attention mask is needed.
+
+use std::fs::File;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use gemm::Parallelism;
+use rayon::prelude::*;
+use safetensors::{Dtype, SafeTensors};
+
+use super::kernels::{gelu, layer_norm, softmax};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BertConfig {
+    pub hidden: usize,
+    pub heads: usize,
+    pub layers: usize,
+    pub intermediate: usize,
+    pub eps: f32,
+    pub max_positions: usize,
+    pub vocab: usize,
+}
+
+impl BertConfig {
+    pub fn from_file(path: &Path) -> Result<BertConfig> {
+        let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("{}: not valid JSON", path.display()))?;
+        let num = |k: &str| -> Result<usize> {
+            v.get(k)
+                .and_then(|n| n.as_u64())
+                .map(|n| n as usize)
+                .with_context(|| format!("{}: no {k}", path.display()))
+        };
+        let act = v.get("hidden_act").and_then(|a| a.as_str()).unwrap_or("gelu");
+        if act != "gelu" {
+            bail!("{}: hidden_act {act} is not supported (gelu only)", path.display());
+        }
+        Ok(BertConfig {
+            hidden: num("hidden_size")?,
+            heads: num("num_attention_heads")?,
+            layers: num("num_hidden_layers")?,
+            intermediate: num("intermediate_size")?,
+            eps: v.get("layer_norm_eps").and_then(|e| e.as_f64()).unwrap_or(1e-12) as f32,
+            max_positions: num("max_position_embeddings")?,
+            vocab: num("vocab_size")?,
+        })
+    }
+}
+
+struct Layer {
+    /// Query, key and value projections stacked: (3 hidden) x hidden, and their biases.
+    qkv_w: Vec<f32>,
+    qkv_b: Vec<f32>,
+    out_w: Vec<f32>,
+    out_b: Vec<f32>,
+    ln1_g: Vec<f32>,
+    ln1_b: Vec<f32>,
+    inter_w: Vec<f32>,
+    inter_b: Vec<f32>,
+    down_w: Vec<f32>,
+    down_b: Vec<f32>,
+    ln2_g: Vec<f32>,
+    ln2_b: Vec<f32>,
+}
+
+pub struct Bert {
+    pub config: BertConfig,
+    word: Vec<f32>,
+    position: Vec<f32>,
+    token_type0: Vec<f32>,
+    emb_ln_g: Vec<f32>,
+    emb_ln_b: Vec<f32>,
+    layers: Vec<Layer>,
+}
+
+fn tensor(st: &SafeTensors, prefix: &str, name: &str, len: usize) -> Result<Vec<f32>> {
+    let full = format!("{prefix}{name}");
+    let t = st.tensor(&full).with_context(|| format!("weights: no tensor {full}"))?;
+    if t.dtype() != Dtype::F32 {
+        bail!("weights: {full} is {:?}, expected F32", t.dtype());
+    }
+    let data = t.data();
+    if data.len() != len * 4 {
+        bail!("weights: {full} has {} values, expected {len}", data.len() / 4);
+    }
+    Ok(data
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
+}
+
+impl Bert {
+    /// Load from a model folder holding config.json and model.safetensors.
+    pub fn load(dir: &Path) -> Result<Bert> {
+        let config = BertConfig::from_file(&dir.join("config.json"))?;
+        let path = dir.join("model.safetensors");
+        let file = File::open(&path).with_context(|| format!("{}: cannot open the weights", path.display()))?;
+        // SAFETY: the file is opened read-only and only read while mapped; we copy what we need.
+        let map = unsafe { memmap2::Mmap::map(&file) }.with_context(|| path.display().to_string())?;
+        let st = SafeTensors::deserialize(&map).with_context(|| format!("{}: not a safetensors file", path.display()))?;
+        let prefix = if st.names().iter().any(|n| n.starts_with("bert.")) { "bert." } else { "" };
+        let c = &config;
+        let (h, i) = (c.hidden, c.intermediate);
+        let g = |name: &str, len: usize| tensor(&st, prefix, name, len);
+        let mut layers = Vec::with_capacity(c.layers);
+        for l in 0..c.layers {
+            let p = format!("encoder.layer.{l}.");
+            let mut qkv_w = g(&format!("{p}attention.self.query.weight"), h * h)?;
+            qkv_w.extend(g(&format!("{p}attention.self.key.weight"), h * h)?);
+            qkv_w.extend(g(&format!("{p}attention.self.value.weight"), h * h)?);
+            let mut qkv_b = g(&format!("{p}attention.self.query.bias"), h)?;
+            qkv_b.extend(g(&format!("{p}attention.self.key.bias"), h)?);
+            qkv_b.extend(g(&format!("{p}attention.self.value.bias"), h)?);
+            layers.push(Layer {
+                qkv_w,
+                qkv_b,
+                out_w: g(&format!("{p}attention.output.dense.weight"), h * h)?,
+                out_b: g(&format!("{p}attention.output.dense.bias"), h)?,
+                ln1_g: g(&format!("{p}attention.output.LayerNorm.weight"), h)?,
+                ln1_b: g(&format!("{p}attention.output.LayerNorm.bias"), h)?,
+                inter_w: g(&format!("{p}intermediate.dense.weight"), i * h)?,
+                inter_b: g(&format!("{p}intermediate.dense.bias"), i)?,
+                down_w: g(&format!("{p}output.dense.weight"), h * i)?,
+                down_b: g(&format!("{p}output.dense.bias"), h)?,
+                ln2_g: g(&format!("{p}output.LayerNorm.weight"), h)?,
+                ln2_b: g(&format!("{p}output.LayerNorm.bias"), h)?,
+            });
+        }
+        let token_types = st
+            .tensor(&format!("{prefix}embeddings.token_type_embeddings.weight"))
+            .map(|t| t.shape()[0])
+            .unwrap_or(1);
+        let mut token_type0 = g("embeddings.token_type_embeddings.weight", token_types * h)?;
+        token_type0.truncate(h);
+        Ok(Bert {
+            word: g("embeddings.word_embeddings.weight", c.vocab * h)?,
+            position: g("embeddings.position_embeddings.weight", c.max_positions * h)?,
+            token_type0,
+            emb_ln_g: g("embeddings.LayerNorm.weight", h)?,
+            emb_ln_b: g("embeddings.LayerNorm.bias", h)?,
+            layers,
+            config,
+        })
+    }
+
+    /// Mean-pooled, L2-normalised embeddings of token id sequences (specials included).
+    pub fn embed(&self, seqs: &[Vec<u32>]) -> Vec<Vec<f32>> {
+        let c = &self.config;
+        let h = c.hidden;
+        let total: usize = seqs.iter().map(Vec::len).sum();
+        if total == 0 {
+            return seqs.iter().map(|_| vec![0.0; h]).collect();
+        }
+        let starts: Vec<usize> = seqs
+            .iter()
+            .scan(0, |acc, s| {
+                let at = *acc;
+                *acc += s.len();
+                Some(at)
+            })
+            .collect();
+        // Embeddings: word + position + token type 0, then LayerNorm.
+        let mut x = vec![0.0f32; total * h];
+        for (s, seq) in seqs.iter().enumerate() {
+            for (p, &id) in seq.iter().enumerate() {
+                let row = &mut x[(starts[s] + p) * h..][..h];
+                let id = (id as usize).min(c.vocab - 1);
+                let w = &self.word[id * h..][..h];
+                let pos = &self.position[p.min(c.max_positions - 1) * h..][..h];
+                for k in 0..h {
+                    row[k] = w[k] + pos[k] + self.token_type0[k];
+                }
+                layer_norm(row, &self.emb_ln_g, &self.emb_ln_b, c.eps);
+            }
+        }
+        let mut qkv = vec![0.0f32; total * 3 * h];
+        let mut ctx = vec![0.0f32; total * h];
+        let mut tmp = vec![0.0f32; total * h];
+        let mut inter = vec![0.0f32; total * c.intermediate];
+        for layer in &self.layers {
+            linear(&x, total, h, &layer.qkv_w, &layer.qkv_b, 3 * h, &mut qkv);
+            self.attention(&qkv, seqs, &starts, &mut ctx);
+            linear(&ctx, total, h, &layer.out_w, &layer.out_b, h, &mut tmp);
+            residual_norm(&mut tmp, &x, h, &layer.ln1_g, &layer.ln1_b, c.eps);
+            std::mem::swap(&mut x, &mut tmp);
+            linear(&x, total, h, &layer.inter_w, &layer.inter_b, c.intermediate, &mut inter);
+            inter.par_chunks_mut(c.intermediate * 64).for_each(gelu);
+            linear(&inter, total, c.intermediate, &layer.down_w, &layer.down_b, h, &mut tmp);
+            residual_norm(&mut tmp, &x, h, &layer.ln2_g, &layer.ln2_b, c.eps);
+            std::mem::swap(&mut x, &mut tmp);
+        }
+        seqs.iter()
+            .enumerate()
+            .map(|(s, seq)| {
+                let mut v = vec![0.0f32; h];
+                for p in 0..seq.len() {
+                    for (a, b) in v.iter_mut().zip(&x[(starts[s] + p) * h..][..h]) {
+                        *a += b;
+                    }
+                }
+                let n = seq.len().max(1) as f32;
+                v.iter_mut().for_each(|a| *a /= n);
+                let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-12);
+                v.iter_mut().for_each(|a| *a /= norm);
+                v
+            })
+            .collect()
+    }
+
+    /// Self-attention of every sequence and head; writes the context vectors into `ctx`.
+    fn attention(&self, qkv: &[f32], seqs: &[Vec<u32>], starts: &[usize], ctx: &mut [f32]) {
+        let h = self.config.hidden;
+        let heads = self.config.heads;
+        let d = h / heads;
+        let scale = 1.0 / (d as f32).sqrt();
+        let stride = 3 * h;
+        let ctx_ptr = SendPtr(ctx.as_mut_ptr());
+        let tasks: Vec<(usize, usize)> = (0..seqs.len())
+            .flat_map(|s| (0..heads).map(move |hd| (s, hd)))
+            .collect();
+        tasks.par_iter().for_each_init(Vec::new, |scores: &mut Vec<f32>, &(s, hd)| {
+            let len = seqs[s].len();
+            if len == 0 {
+                return;
+            }
+            let base = starts[s] * stride;
+            scores.clear();
+            scores.resize(len * len, 0.0);
+            let q = qkv[base + hd * d..].as_ptr();
+            let k = qkv[base + h + hd * d..].as_ptr();
+            let v = qkv[base + 2 * h + hd * d..].as_ptr();
+            // SAFETY: all pointers address rows of this sequence inside `qkv`/`scores`/`ctx` with the
+            // strides given; each task writes a disjoint block (its rows, its head's columns) of ctx.
+            unsafe {
+                // scores (len x len) = scale * Q (len x d) K^T (d x len)
+                gemm::gemm(
+                    len, len, d,
+                    scores.as_mut_ptr(), 1, len as isize, false,
+                    q, 1, stride as isize,
+                    k, stride as isize, 1,
+                    0.0, scale, false, false, false, Parallelism::None,
+                );
+            }
+            for row in scores.chunks_exact_mut(len) {
+                softmax(row);
+            }
+            unsafe {
+                let out = ctx_ptr.get().add(starts[s] * h + hd * d);
+                // ctx (len x d) = P (len x len) V (len x d)
+                gemm::gemm(
+                    len, d, len,
+                    out, 1, h as isize, false,
+                    scores.as_ptr(), 1, len as isize,
+                    v, 1, stride as isize,
+                    0.0, 1.0, false, false, false, Parallelism::None,
+                );
+            }
+        });
+    }
+}
+
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f32);
+// SAFETY: used only for disjoint writes from the attention tasks.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+impl SendPtr {
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// out (rows x n) = x (rows x k) W^T + b, with W stored (n x k) as PyTorch's Linear does.
+fn linear(x: &[f32], rows: usize, k: usize, w: &[f32], b: &[f32], n: usize, out: &mut [f32]) {
+    let out = &mut out[..rows * n];
+    for row in out.chunks_exact_mut(n) {
+        row.copy_from_slice(b);
+    }
+    let threads = rayon::current_num_threads();
+    let par = if rows * n * k >= 1 << 18 && threads > 1 {
+        Parallelism::Rayon(threads)
+    } else {
+        Parallelism::None
+    };
+    // SAFETY: the slices hold rows*k, n*k and rows*n values with the strides given.
+    unsafe {
+        gemm::gemm(
+            rows, n, k,
+            out.as_mut_ptr(), 1, n as isize, true,
+            x.as_ptr(), 1, k as isize,
+            w.as_ptr(), k as isize, 1,
+            1.0, 1.0, false, false, false, par,
+        );
+    }
+}
+
+/// out = LayerNorm(out + residual), row by row.
+fn residual_norm(out: &mut [f32], residual: &[f32], h: usize, g: &[f32], b: &[f32], eps: f32) {
+    out.par_chunks_mut(h * 64)
+        .zip(residual.par_chunks(h * 64))
+        .for_each(|(o, r)| {
+            for (orow, rrow) in o.chunks_exact_mut(h).zip(r.chunks_exact(h)) {
+                for (a, c) in orow.iter_mut().zip(rrow) {
+                    *a += c;
+                }
+                layer_norm(orow, g, b, eps);
+            }
+        });
+}

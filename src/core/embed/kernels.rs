@@ -1,0 +1,132 @@
+//! The element-wise steps of the forward pass, written so the compiler vectorizes them: LayerNorm,
+//! GELU (erf form, rational approximation) and softmax (exp by range reduction and a polynomial).
+
+/// LayerNorm of one row in place.
+pub fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let n = row.len() as f32;
+    let mean = row.iter().sum::<f32>() / n;
+    let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n;
+    let inv = 1.0 / (var + eps).sqrt();
+    for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+        *v = (*v - mean) * inv * g + b;
+    }
+}
+
+/// erf(x) for f32 by a rational approximation on [-4, 4] (erf is +-1 in f32 beyond); max error a
+/// few ulp. Only multiplies, adds and one division, so it vectorizes.
+#[inline(always)]
+pub fn erf(x: f32) -> f32 {
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    let mut p = x2 * -2.726_142_3e-10 + 2.770_681_4e-8;
+    p = x2 * p + -2.101_024e-6;
+    p = x2 * p + -5.692_506_4e-5;
+    p = x2 * p + -7.349_906_3e-4;
+    p = x2 * p + -2.954_6e-3;
+    p = x2 * p + -1.609_603_3e-2;
+    p *= x;
+    let mut q = x2 * -1.456_607_2e-5 + -2.133_740_6e-4;
+    q = x2 * q + -1.682_827e-3;
+    q = x2 * q + -7.373_329e-3;
+    q = x2 * q + -1.426_474e-2;
+    p / q
+}
+
+/// GELU, the erf form BERT uses: x/2 * (1 + erf(x / sqrt 2)).
+pub fn gelu(xs: &mut [f32]) {
+    for v in xs {
+        *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
+    }
+}
+
+/// e^x for f32: x = n ln2 + r with |r| <= ln2/2, e^r by a degree-6 polynomial, 2^n from bits.
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_145_75;
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    const ROUND: f32 = 12_582_912.0; // 1.5 * 2^23: adding and subtracting rounds to an integer
+    let x = x.clamp(-87.0, 88.0);
+    let n = (x * LOG2E + ROUND) - ROUND;
+    let r = x - n * LN2_HI - n * LN2_LO;
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    p * scale
+}
+
+/// Softmax of one row in place.
+pub fn softmax(row: &mut [f32]) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for v in row.iter_mut() {
+        *v = exp(*v - max);
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    for v in row.iter_mut() {
+        *v *= inv;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// erf in f64 by its Taylor series (|x| < 3) or the continued fraction of erfc.
+    fn erf64(x: f64) -> f64 {
+        if x.abs() < 3.0 {
+            let mut sum = 0.0;
+            let mut term = x;
+            let mut n = 0.0;
+            while term.abs() > 1e-17 {
+                sum += term / (2.0 * n + 1.0);
+                n += 1.0;
+                term *= -x * x / n;
+            }
+            sum * 2.0 / std::f64::consts::PI.sqrt()
+        } else {
+            let t = x.abs();
+            let mut f = 0.0;
+            for k in (1..60).rev() {
+                f = (k as f64 / 2.0) / (t + f);
+            }
+            let erfc = (-t * t).exp() / std::f64::consts::PI.sqrt() / (t + f);
+            (1.0 - erfc) * x.signum()
+        }
+    }
+
+    #[test]
+    fn erf_is_accurate() {
+        let mut worst = 0.0f64;
+        for i in -6000..=6000 {
+            let x = i as f32 / 1000.0;
+            worst = worst.max((erf(x) as f64 - erf64(x as f64)).abs());
+        }
+        assert!(worst < 5e-7, "max erf error {worst}");
+    }
+
+    #[test]
+    fn exp_is_accurate() {
+        let mut worst = 0.0f64;
+        for i in -8000..=8000 {
+            let x = i as f32 / 100.0;
+            let want = (x as f64).exp();
+            worst = worst.max(((exp(x) as f64) - want).abs() / want);
+        }
+        assert!(worst < 3e-7, "max relative exp error {worst}");
+    }
+
+    #[test]
+    fn softmax_and_layer_norm() {
+        let mut r = vec![1.0, 2.0, 3.0];
+        softmax(&mut r);
+        assert!((r.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        assert!((r[2] - 0.665_240_9).abs() < 1e-6);
+        let mut v = vec![1.0, 2.0, 3.0, 4.0];
+        layer_norm(&mut v, &[1.0; 4], &[0.0; 4], 1e-12);
+        assert!(v.iter().sum::<f32>().abs() < 1e-6);
+        assert!((v[3] - 1.341_640_8).abs() < 1e-5);
+    }
+}

@@ -1,0 +1,130 @@
+//! The embedder: the model's tokenizer truncated to the window in force, our BERT forward pass,
+//! mean pooling and L2 normalisation, and a cache so nothing is embedded twice.
+
+pub mod bert;
+pub mod cache;
+pub mod kernels;
+
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+use tokenizers::{Tokenizer, TruncationDirection};
+
+use super::model::ModelInfo;
+pub use bert::Bert;
+pub use cache::EmbedCache;
+
+/// Sequences are grouped into forward passes of about this many tokens.
+const TOKENS_PER_PASS: usize = 4096;
+
+pub struct Embedder {
+    bert: Bert,
+    tok: Tokenizer,
+    specials: usize,
+    /// Identifies the model in cache keys: its id and the weights' size.
+    pub model_key: String,
+}
+
+/// What an embedding run measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EmbedRun {
+    pub texts: usize,
+    pub tokens: usize,
+    pub seconds: f64,
+}
+
+impl Embedder {
+    pub fn load(info: &ModelInfo) -> Result<Embedder> {
+        let bert = Bert::load(&info.dir)?;
+        let mut tok = Tokenizer::from_file(info.tokenizer_path())
+            .map_err(|e| anyhow!("{}: {e}", info.tokenizer_path().display()))?;
+        tok.with_truncation(None).map_err(|e| anyhow!("{e}"))?;
+        tok.with_padding(None);
+        let specials = tok
+            .get_post_processor()
+            .map(|p| tokenizers::tokenizer::PostProcessor::added_tokens(p, false))
+            .unwrap_or(0);
+        let weights = std::fs::metadata(info.dir.join("model.safetensors")).map(|m| m.len()).unwrap_or(0);
+        Ok(Embedder {
+            bert,
+            tok,
+            specials,
+            model_key: format!("{}#{weights}", info.id),
+        })
+    }
+
+    pub fn dim(&self) -> usize {
+        self.bert.config.hidden
+    }
+
+    /// The ids the model reads for `text` at `window`: content truncated to window - specials, then
+    /// [CLS] and [SEP] added, as the tokenizers pipeline does with truncation on.
+    pub fn ids(&self, text: &str, window: usize) -> Vec<u32> {
+        let window = window.min(self.bert.config.max_positions);
+        let Ok(mut enc) = self.tok.encode(text, false) else {
+            return Vec::new();
+        };
+        enc.truncate(window.saturating_sub(self.specials), 0, TruncationDirection::Right);
+        match self.tok.post_process(enc, None, true) {
+            Ok(e) => e.get_ids().to_vec(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Embed `texts` at `window`. `keep_going` is called between forward passes with the number
+    /// done so far; returning false stops early (the result is then `None`).
+    pub fn embed_with(
+        &self,
+        texts: &[&str],
+        window: usize,
+        mut keep_going: impl FnMut(usize) -> bool,
+    ) -> Option<(Vec<Vec<f32>>, EmbedRun)> {
+        let started = Instant::now();
+        let ids: Vec<Vec<u32>> = texts.iter().map(|t| self.ids(t, window)).collect();
+        let tokens = ids.iter().map(Vec::len).sum();
+        // Longest first, so passes hold sequences of similar length.
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); ids.len()];
+        let mut done = 0;
+        let mut at = 0;
+        while at < order.len() {
+            if !keep_going(done) {
+                return None;
+            }
+            let mut budget = 0;
+            let mut end = at;
+            while end < order.len() && (end == at || budget + ids[order[end]].len() <= TOKENS_PER_PASS) {
+                budget += ids[order[end]].len();
+                end += 1;
+            }
+            let batch: Vec<Vec<u32>> = order[at..end].iter().map(|&i| ids[i].clone()).collect();
+            for (v, &i) in self.bert.embed(&batch).into_iter().zip(&order[at..end]) {
+                out[i] = v;
+            }
+            done += end - at;
+            at = end;
+        }
+        keep_going(done);
+        Some((
+            out,
+            EmbedRun {
+                texts: texts.len(),
+                tokens,
+                seconds: started.elapsed().as_secs_f64(),
+            },
+        ))
+    }
+
+    pub fn embed(&self, texts: &[&str], window: usize) -> Vec<Vec<f32>> {
+        self.embed_with(texts, window, |_| true).map(|r| r.0).unwrap_or_default()
+    }
+}
+
+/// Cosine of two vectors (1.0 for identical directions).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb).max(1e-12)
+}

@@ -1,0 +1,120 @@
+//! BM25 over chunk texts with tantivy, in RAM. The text is indexed with positions; file and heading
+//! are indexed too. Any user text is a valid query: syntax errors fall back to plain terms.
+
+use anyhow::Result;
+use tantivy::collector::TopDocs;
+use tantivy::query::QueryParser;
+use tantivy::schema::{Field, Schema, Value, FAST, STORED, STRING, TEXT};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{doc, Index, IndexReader, ReloadPolicy, TantivyDocument};
+
+pub struct Bm25 {
+    index: Index,
+    reader: IndexReader,
+    text: Field,
+    id: Field,
+    parser: QueryParser,
+}
+
+/// A BM25 hit: the chunk id given at build time, its score, and the byte (in the chunk text) where
+/// the first matched term starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bm25Hit {
+    pub id: u64,
+    pub score: f32,
+    pub first_match: Option<usize>,
+}
+
+impl Bm25 {
+    /// Index `(id, text, file, heading)` for every chunk.
+    pub fn build<'a>(chunks: impl IntoIterator<Item = (u64, &'a str, &'a str, &'a str)>) -> Result<Bm25> {
+        let mut sb = Schema::builder();
+        let text = sb.add_text_field("text", TEXT);
+        let file = sb.add_text_field("file", TEXT);
+        let heading = sb.add_text_field("heading", TEXT);
+        let _path = sb.add_text_field("path", STRING);
+        let id = sb.add_u64_field("id", STORED | FAST);
+        let index = Index::create_in_ram(sb.build());
+        let mut writer = index.writer_with_num_threads(1, 30_000_000)?;
+        for (cid, t, f, h) in chunks {
+            writer.add_document(doc!(text => t, file => f, heading => h, id => cid))?;
+        }
+        writer.commit()?;
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let mut parser = QueryParser::for_index(&index, vec![text, heading, file]);
+        parser.set_field_boost(heading, 0.5);
+        parser.set_field_boost(file, 0.2);
+        Ok(Bm25 {
+            index,
+            reader,
+            text,
+            id,
+            parser,
+        })
+    }
+
+    pub fn len(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Top `k` chunks for `query`; `text_of(id)` gives a chunk's text to place the first match.
+    pub fn search<'t>(&self, query: &str, k: usize, text_of: impl Fn(u64) -> Option<&'t str>) -> Result<Vec<Bm25Hit>> {
+        let searcher = self.reader.searcher();
+        let (q, errors) = self.parser.parse_query_lenient(query);
+        if !errors.is_empty() {
+            log::debug!("query {query:?} read leniently: {errors:?}");
+        }
+        let top = searcher.search(&q, &TopDocs::with_limit(k.max(1)).order_by_score())?;
+        let mut snippets = SnippetGenerator::create(&searcher, &*q, self.text)?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let d: TantivyDocument = searcher.doc(addr)?;
+            let Some(id) = d.get_first(self.id).and_then(|v| v.as_u64()) else {
+                continue;
+            };
+            let first_match = text_of(id).and_then(|t| {
+                snippets.set_max_num_chars(t.len().max(1));
+                let s = snippets.snippet(t);
+                let base = s.fragment_range().start;
+                s.highlighted().iter().map(|r| base + r.start).min()
+            });
+            hits.push(Bm25Hit { id, score, first_match });
+        }
+        Ok(hits)
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_and_places_terms_and_survives_bad_syntax() {
+        let texts = [
+            "Keys are rotated every ninety days.",
+            "Restart the payments API with kubectl rollout restart.",
+            "Refunds are pro rata for annual plans.",
+        ];
+        let idx = Bm25::build(texts.iter().enumerate().map(|(i, t)| (i as u64, *t, "f.md", ""))).unwrap();
+        assert_eq!(idx.len(), 3);
+        let text_of = |id: u64| texts.get(id as usize).copied();
+        let hits = idx.search("kubectl restart", 5, text_of).unwrap();
+        assert_eq!(hits[0].id, 1);
+        assert_eq!(hits[0].first_match, Some(0), "'Restart' opens the text");
+        let hits = idx.search("kubectl", 5, text_of).unwrap();
+        assert_eq!(hits[0].first_match, Some(30));
+        for q in ["AND OR (", "\"unclosed", "title:", "((", "", "+-"] {
+            assert!(idx.search(q, 5, text_of).is_ok(), "{q}");
+        }
+        let hits = idx.search("refunds (annual", 5, text_of).unwrap();
+        assert_eq!(hits[0].id, 2);
+    }
+}

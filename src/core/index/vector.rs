@@ -1,0 +1,67 @@
+//! Exact top-k search over L2-normalised vectors (dot product = cosine), flat in memory.
+
+#[derive(Debug, Clone, Default)]
+pub struct VectorIndex {
+    dim: usize,
+    data: Vec<f32>,
+    ids: Vec<u64>,
+}
+
+impl VectorIndex {
+    pub fn new(dim: usize) -> VectorIndex {
+        VectorIndex {
+            dim,
+            data: Vec::new(),
+            ids: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, id: u64, v: &[f32]) {
+        assert_eq!(v.len(), self.dim, "vector dimension");
+        self.data.extend_from_slice(v);
+        self.ids.push(id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The `k` nearest ids by cosine, best first.
+    pub fn search(&self, q: &[f32], k: usize) -> Vec<(u64, f32)> {
+        let mut scored: Vec<(u64, f32)> = self
+            .data
+            .chunks_exact(self.dim.max(1))
+            .zip(&self.ids)
+            .map(|(v, &id)| (id, v.iter().zip(q).map(|(a, b)| a * b).sum()))
+            .collect();
+        let k = k.min(scored.len());
+        if k == 0 {
+            return Vec::new();
+        }
+        scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+        scored.truncate(k);
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_first() {
+        let mut ix = VectorIndex::new(2);
+        ix.push(7, &[1.0, 0.0]);
+        ix.push(8, &[0.0, 1.0]);
+        ix.push(9, &[0.6, 0.8]);
+        let hits = ix.search(&[0.0, 1.0], 2);
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![8, 9]);
+        assert!(ix.search(&[1.0, 0.0], 0).is_empty());
+        assert_eq!(ix.search(&[1.0, 0.0], 10).len(), 3);
+    }
+}

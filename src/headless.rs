@@ -11,7 +11,9 @@ use serde_json::json;
 
 use crate::core::config::Config;
 use crate::core::corpus::Corpus;
+use crate::core::embed::{cache, EmbedCache, Embedder};
 use crate::core::engine::{Chunking, Engine};
+use crate::core::search::{embed_cached, SearchIndex};
 use crate::core::model;
 use crate::core::stats::Stats;
 use crate::core::tokenize::EmbedTokenizer;
@@ -189,4 +191,116 @@ pub fn audit(
         }
     }
     Ok(total.over_window > 0)
+}
+
+/// The embedder, its cache (loaded from disk), and one vector per chunk of `chunking`, embedding
+/// only what the cache lacks. Progress goes to `say`.
+pub fn chunk_vectors(
+    engine: &Engine,
+    chunking: &Chunking,
+    window: &Window,
+    say: &mut dyn FnMut(&str),
+) -> Result<(Embedder, EmbedCache, Vec<Vec<f32>>)> {
+    let embedder = Embedder::load(&engine.model)?;
+    let mut cache = EmbedCache::open(&cache::default_path(&embedder.model_key), embedder.dim());
+    let texts: Vec<&str> = chunking
+        .files
+        .iter()
+        .flat_map(|f| {
+            let doc = &engine.corpus.docs[f.doc].text;
+            f.chunks.iter().map(move |c| c.text(doc))
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let mut last = std::time::Instant::now();
+    let (vectors, embedded) = embed_cached(&embedder, &mut cache, &texts, window.tokens, |done, total| {
+        if last.elapsed().as_millis() > 500 {
+            say(&format!("embedding {done}/{total} chunks…"));
+            last = std::time::Instant::now();
+        }
+        true
+    })
+    .context("embedding stopped")?;
+    if embedded == 0 {
+        say(&format!("{} chunks, all embeddings from the cache: nothing embedded", texts.len()));
+    } else {
+        say(&format!(
+            "embedded {embedded} of {} chunks in {:.1} s ({} from the cache)",
+            texts.len(),
+            started.elapsed().as_secs_f64(),
+            texts.len() - embedded
+        ));
+    }
+    if let Err(e) = cache.save() {
+        say(&format!("embedding cache not saved: {e}"));
+    }
+    Ok((embedder, cache, vectors))
+}
+
+/// `chunkscope embed --format jsonl`: each chunk's vector with its file and index.
+pub fn write_vectors_jsonl(
+    engine: &Engine,
+    chunking: &Chunking,
+    window: &Window,
+    vectors: &[Vec<f32>],
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut i = 0;
+    for f in &chunking.files {
+        let doc = &engine.corpus.docs[f.doc];
+        for c in &f.chunks {
+            let line = json!({
+                "file": doc.path,
+                "index": c.index,
+                "start_byte": c.chunk.start,
+                "end_byte": c.chunk.end,
+                "window": window.tokens,
+                "text": c.text(&doc.text),
+                "vector": vectors.get(i),
+            });
+            writeln!(out, "{line}")?;
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+/// `chunkscope query`: both result lists.
+#[allow(clippy::too_many_arguments)]
+pub fn query(
+    engine: &Engine,
+    chunking: &Chunking,
+    window: &Window,
+    text: &str,
+    k: usize,
+    as_json: bool,
+    say: &mut dyn FnMut(&str),
+    out: &mut dyn Write,
+) -> Result<()> {
+    let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, say)?;
+    let index = SearchIndex::build(engine, chunking, &vectors, embedder.dim())?;
+    let results = index.search(engine, chunking, &embedder, &mut cache, text, k, window.tokens)?;
+    let _ = cache.save();
+    if as_json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
+        return Ok(());
+    }
+    writeln!(out, "query {:?}  k {}  window {}", results.query, k, window.tokens)?;
+    for (name, hits) in [("BM25 (tantivy)", &results.bm25), ("vector", &results.vector)] {
+        writeln!(out, "{name}:")?;
+        for h in hits.iter() {
+            writeln!(
+                out,
+                "  {:>2} {:>7.3} {} #{} @tok {} {}{}",
+                h.rank,
+                h.score,
+                h.file,
+                h.chunk,
+                h.token_offset.map_or("-".to_string(), |t| t.to_string()),
+                if h.in_tail { "TAIL" } else { "window" },
+                if h.only_here { "  only here" } else { "" }
+            )?;
+        }
+    }
+    Ok(())
 }

@@ -8,6 +8,7 @@
 //! - [`tui`]: the terminal guard and the event loop.
 
 pub mod app;
+pub mod bench;
 pub mod core;
 pub mod headless;
 pub mod tui;

@@ -60,6 +60,35 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Jsonl)]
         format: Format,
     },
+    /// Embed every chunk (through the cache) and write its vector.
+    Embed {
+        corpus: PathBuf,
+        #[command(flatten)]
+        knobs: Knobs,
+        /// Output format (one JSON object per line: file, index, byte range, window, text, vector).
+        #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+        format: Format,
+    },
+    /// BM25 and vector search side by side; each hit with its file, chunk, the token offset of the
+    /// match and whether it lies inside the window or in the tail.
+    Query {
+        corpus: PathBuf,
+        /// The query text (any text: syntax errors fall back to plain terms).
+        text: String,
+        #[command(flatten)]
+        knobs: Knobs,
+        /// Hits per retriever.
+        #[arg(long, default_value_t = 5)]
+        k: usize,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = QueryFormat::Text)]
+        format: QueryFormat,
+    },
+    /// Benchmarks that print figures.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
     /// The embedding model.
     Model {
         #[command(subcommand)]
@@ -83,6 +112,40 @@ enum ModelAction {
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
     Jsonl,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum QueryFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum BenchWhat {
+    /// Embedding speed, ours and (with --reference) sentence-transformers' on the same texts.
+    Embed {
+        /// Corpus whose paragraphs are embedded.
+        #[arg(default_value = "examples")]
+        corpus: PathBuf,
+        /// Number of texts (paragraphs, cycled).
+        #[arg(long, default_value_t = 256)]
+        texts: usize,
+        /// Windows to measure, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "128,256")]
+        windows: Vec<usize>,
+        /// Batch sizes to measure, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
+        batches: Vec<usize>,
+        /// A Python interpreter with sentence-transformers, to run the reference in the same run.
+        #[arg(long)]
+        reference: Option<String>,
+        /// Repetitions per measurement (the best is kept).
+        #[arg(long, default_value_t = 2)]
+        repeat: usize,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
 }
 
 /// Knobs shared by every command; each overrides workbench.toml.
@@ -233,6 +296,73 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
             for note in engine.corpus.notes() {
                 eprintln!("{note}");
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Embed { corpus, knobs, .. }) => {
+            let config = knobs.config(Some(&corpus))?;
+            let engine = headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
+            let window = engine.model.windows.resolve(config.window);
+            let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+            let (_, _, vectors) =
+                headless::chunk_vectors(&engine, &chunking, &window, &mut say).map_err(|e| format!("{e:#}"))?;
+            let mut out = io::BufWriter::new(io::stdout().lock());
+            headless::write_vectors_jsonl(&engine, &chunking, &window, &vectors, &mut out)
+                .map_err(|e| format!("{e:#}"))?;
+            out.flush().map_err(|e| e.to_string())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Query {
+            corpus,
+            text,
+            knobs,
+            k,
+            format,
+        }) => {
+            let config = knobs.config(Some(&corpus))?;
+            let engine = headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
+            let window = engine.model.windows.resolve(config.window);
+            let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+            let mut out = io::stdout().lock();
+            headless::query(
+                &engine,
+                &chunking,
+                &window,
+                &text,
+                k,
+                matches!(format, QueryFormat::Json),
+                &mut say,
+                &mut out,
+            )
+            .map_err(|e| format!("{e:#}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            what:
+                BenchWhat::Embed {
+                    corpus,
+                    texts,
+                    windows,
+                    batches,
+                    reference,
+                    repeat,
+                    model: m,
+                },
+        }) => {
+            let knobs = Knobs {
+                model: m,
+                ..Knobs::default()
+            };
+            let c = knobs.config(None)?;
+            let info = model::locate(&c.model, &mut say).map_err(|e| format!("{e:#}"))?;
+            let args = chunkscope::bench::BenchArgs {
+                corpus: &corpus,
+                texts,
+                windows,
+                batches,
+                reference,
+                repeat,
+            };
+            chunkscope::bench::run(&info, &args, &mut io::stdout().lock()).map_err(|e| format!("{e:#}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Model {

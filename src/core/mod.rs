@@ -8,6 +8,7 @@ pub mod engine;
 pub mod index;
 pub mod measure;
 pub mod model;
+pub mod search;
 pub mod stats;
 pub mod text;
 pub mod tokenize;

@@ -179,3 +179,12 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 }
+
+/// Where the embedding cache of a model lives: one file per model, under the cache directory.
+pub fn default_path(model_key: &str) -> std::path::PathBuf {
+    let safe: String = model_key
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .collect();
+    crate::core::model::cache_root().join("embeddings").join(format!("{safe}.bin"))
+}

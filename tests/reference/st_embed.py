@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Reference embeddings and timings from sentence-transformers (torch, CPU).
+
+JSON on stdin:
+  {"model_dir": path, "texts": [str, ...], "window": int,
+   "batch_sizes": [int, ...] (optional: time encode() at each batch size),
+   "repeat": int (optional, timing repetitions, default 1)}
+JSON on stdout:
+  {"vectors": [[float, ...] per text] (batch 32, normalised),
+   "timings": {"<batch>": seconds for one encode() of all texts, best of `repeat`},
+   "torch_threads": int, "versions": {...}}
+
+The window is set as sentence-transformers' max_seq_length, which truncates the tokenizer's input to
+that many tokens, [CLS] and [SEP] included.
+"""
+
+import json
+import sys
+import time
+
+import torch
+from sentence_transformers import SentenceTransformer
+import sentence_transformers
+
+
+def main():
+    req = json.load(sys.stdin)
+    model = SentenceTransformer(req["model_dir"], device="cpu")
+    model.max_seq_length = int(req["window"])
+    texts = req["texts"]
+    vectors = model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+    timings = {}
+    for b in req.get("batch_sizes", []):
+        model.encode(texts[: max(1, b)], batch_size=b, normalize_embeddings=True)  # warm up
+        best = None
+        for _ in range(int(req.get("repeat", 1))):
+            t0 = time.perf_counter()
+            model.encode(texts, batch_size=b, normalize_embeddings=True)
+            dt = time.perf_counter() - t0
+            best = dt if best is None else min(best, dt)
+        timings[str(b)] = best
+    json.dump(
+        {
+            "vectors": vectors.tolist(),
+            "timings": timings,
+            "torch_threads": torch.get_num_threads(),
+            "versions": {"sentence_transformers": sentence_transformers.__version__, "torch": torch.__version__},
+        },
+        sys.stdout,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -30,7 +30,14 @@ pub fn bench_texts(corpus: &Path, n: usize) -> Result<Vec<String>> {
     let paras: Vec<String> = c
         .docs
         .iter()
-        .flat_map(|d| d.text.split("\n\n").map(str::trim).filter(|p| p.chars().count() >= 40).map(String::from).collect::<Vec<_>>())
+        .flat_map(|d| {
+            d.text
+                .split("\n\n")
+                .map(str::trim)
+                .filter(|p| p.chars().count() >= 40)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
         .collect();
     if paras.is_empty() {
         bail!("{}: no paragraphs to embed", corpus.display());
@@ -60,12 +67,23 @@ pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()
         // One untimed pass warms caches and the thread pool.
         emb.embed(&refs[..refs.len().min(16)], window);
         let reference = match &args.reference {
-            Some(py) => Some(st_reference(py, info, &refs, window, &args.batches, args.repeat)?),
+            Some(py) => Some(st_reference(
+                py,
+                info,
+                &refs,
+                window,
+                &args.batches,
+                args.repeat,
+            )?),
             None => None,
         };
         let ours_vectors = emb.embed(&refs, window);
         if let Some(r) = &reference {
-            let cos: Vec<f32> = ours_vectors.iter().zip(&r.vectors).map(|(a, b)| cosine(a, b)).collect();
+            let cos: Vec<f32> = ours_vectors
+                .iter()
+                .zip(&r.vectors)
+                .map(|(a, b)| cosine(a, b))
+                .collect();
             let min = cos.iter().copied().fold(f32::INFINITY, f32::min);
             let mean = cos.iter().sum::<f32>() / cos.len().max(1) as f32;
             writeln!(out, "window {window}: cosine to sentence-transformers min {min:.6} mean {mean:.6} over {} texts", cos.len())?;
@@ -84,7 +102,11 @@ pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()
             let (st_tps, st_xps, ratio) = match reference.as_ref().and_then(|r| r.timings.get(&b)) {
                 Some(&secs) => {
                     let tps = tokens as f64 / secs;
-                    (format!("{tps:.0}"), format!("{:.1}", refs.len() as f64 / secs), format!("{:.2}", ours_tps / tps))
+                    (
+                        format!("{tps:.0}"),
+                        format!("{:.1}", refs.len() as f64 / secs),
+                        format!("{:.2}", ours_tps / tps),
+                    )
                 }
                 None => ("-".into(), "-".into(), "-".into()),
             };
@@ -105,7 +127,14 @@ struct Reference {
     timings: std::collections::HashMap<usize, f64>,
 }
 
-fn st_reference(py: &str, info: &ModelInfo, texts: &[&str], window: usize, batches: &[usize], repeat: usize) -> Result<Reference> {
+fn st_reference(
+    py: &str,
+    info: &ModelInfo,
+    texts: &[&str],
+    window: usize,
+    batches: &[usize],
+    repeat: usize,
+) -> Result<Reference> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/st_embed.py");
     let req = json!({
         "model_dir": info.dir,
@@ -121,17 +150,29 @@ fn st_reference(py: &str, info: &ModelInfo, texts: &[&str], window: usize, batch
         .stderr(Stdio::inherit())
         .spawn()
         .with_context(|| format!("running {py} {}", script.display()))?;
-    child.stdin.take().context("stdin")?.write_all(req.to_string().as_bytes())?;
+    child
+        .stdin
+        .take()
+        .context("stdin")?
+        .write_all(req.to_string().as_bytes())?;
     let o = child.wait_with_output()?;
     if !o.status.success() {
-        bail!("{py} {}: failed ({}); is sentence-transformers installed?", script.display(), o.status);
+        bail!(
+            "{py} {}: failed ({}); is sentence-transformers installed?",
+            script.display(),
+            o.status
+        );
     }
     let v: serde_json::Value = serde_json::from_slice(&o.stdout)?;
     let vectors = v["vectors"]
         .as_array()
         .context("no vectors")?
         .iter()
-        .map(|r| r.as_array().map(|a| a.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect()).unwrap_or_default())
+        .map(|r| {
+            r.as_array()
+                .map(|a| a.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect())
+                .unwrap_or_default()
+        })
         .collect();
     let timings = v["timings"]
         .as_object()

@@ -13,8 +13,8 @@ use crate::core::config::Config;
 use crate::core::corpus::Corpus;
 use crate::core::embed::{cache, EmbedCache, Embedder};
 use crate::core::engine::{Chunking, Engine};
-use crate::core::search::{embed_cached, SearchIndex};
 use crate::core::model;
+use crate::core::search::{embed_cached, SearchIndex};
 use crate::core::stats::Stats;
 use crate::core::tokenize::EmbedTokenizer;
 use crate::core::window::Window;
@@ -213,16 +213,25 @@ pub fn chunk_vectors(
         .collect();
     let started = std::time::Instant::now();
     let mut last = std::time::Instant::now();
-    let (vectors, embedded) = embed_cached(&embedder, &mut cache, &texts, window.tokens, |done, total| {
-        if last.elapsed().as_millis() > 500 {
-            say(&format!("embedding {done}/{total} chunks…"));
-            last = std::time::Instant::now();
-        }
-        true
-    })
+    let (vectors, embedded) = embed_cached(
+        &embedder,
+        &mut cache,
+        &texts,
+        window.tokens,
+        |done, total| {
+            if last.elapsed().as_millis() > 500 {
+                say(&format!("embedding {done}/{total} chunks…"));
+                last = std::time::Instant::now();
+            }
+            true
+        },
+    )
     .context("embedding stopped")?;
     if embedded == 0 {
-        say(&format!("{} chunks, all embeddings from the cache: nothing embedded", texts.len()));
+        say(&format!(
+            "{} chunks, all embeddings from the cache: nothing embedded",
+            texts.len()
+        ));
     } else {
         say(&format!(
             "embedded {embedded} of {} chunks in {:.1} s ({} from the cache)",
@@ -278,15 +287,30 @@ pub fn query(
     out: &mut dyn Write,
 ) -> Result<()> {
     let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, say)?;
-    let index = SearchIndex::build(engine, chunking, &vectors, embedder.dim())?;
-    let results = index.search(engine, chunking, &embedder, &mut cache, text, k, window.tokens)?;
+    let index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
+    let results = index.search(
+        engine,
+        chunking,
+        &embedder,
+        &mut cache,
+        text,
+        k,
+        window.tokens,
+    )?;
     let _ = cache.save();
     if as_json {
         writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
         return Ok(());
     }
-    writeln!(out, "query {:?}  k {}  window {}", results.query, k, window.tokens)?;
-    for (name, hits) in [("BM25 (tantivy)", &results.bm25), ("vector", &results.vector)] {
+    writeln!(
+        out,
+        "query {:?}  k {}  window {}",
+        results.query, k, window.tokens
+    )?;
+    for (name, hits) in [
+        ("BM25 (tantivy)", &results.bm25),
+        ("vector", &results.vector),
+    ] {
         writeln!(out, "{name}:")?;
         for h in hits.iter() {
             writeln!(

@@ -300,11 +300,12 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
         }
         Some(Command::Embed { corpus, knobs, .. }) => {
             let config = knobs.config(Some(&corpus))?;
-            let engine = headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
+            let engine =
+                headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
             let window = engine.model.windows.resolve(config.window);
             let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
-            let (_, _, vectors) =
-                headless::chunk_vectors(&engine, &chunking, &window, &mut say).map_err(|e| format!("{e:#}"))?;
+            let (_, _, vectors) = headless::chunk_vectors(&engine, &chunking, &window, &mut say)
+                .map_err(|e| format!("{e:#}"))?;
             let mut out = io::BufWriter::new(io::stdout().lock());
             headless::write_vectors_jsonl(&engine, &chunking, &window, &vectors, &mut out)
                 .map_err(|e| format!("{e:#}"))?;
@@ -319,7 +320,8 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
             format,
         }) => {
             let config = knobs.config(Some(&corpus))?;
-            let engine = headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
+            let engine =
+                headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
             let window = engine.model.windows.resolve(config.window);
             let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
             let mut out = io::stdout().lock();
@@ -362,7 +364,8 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                 reference,
                 repeat,
             };
-            chunkscope::bench::run(&info, &args, &mut io::stdout().lock()).map_err(|e| format!("{e:#}"))?;
+            chunkscope::bench::run(&info, &args, &mut io::stdout().lock())
+                .map_err(|e| format!("{e:#}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Model {

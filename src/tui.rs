@@ -26,6 +26,7 @@ use crate::core::model;
 use crate::core::tokenize::EmbedTokenizer;
 use crate::ui;
 use crate::ui::theme::Theme;
+use crate::work::embedder::EmbedWorker;
 use crate::work::pipeline::{Pipeline, Source};
 
 const FRAME: Duration = Duration::from_millis(16);
@@ -152,6 +153,8 @@ pub fn run(corpus: &Path, config: Config, config_error: Option<String>, mono: bo
     );
 
     let (tx, rx) = channel::<Msg>();
+    let embedder = EmbedWorker::spawn(info.clone(), tx.clone());
+    m.query.k = config.search_k;
     let pipeline = Pipeline::spawn(
         Source {
             corpus: corpus.to_path_buf(),
@@ -175,7 +178,7 @@ pub fn run(corpus: &Path, config: Config, config_error: Option<String>, mono: bo
     terminal.clear()?;
     // Only now: the input thread holds crossterm's event reader, which clear() also needs.
     spawn_input(tx);
-    let result = event_loop(&mut terminal, &mut m, &rx, &pipeline);
+    let result = event_loop(&mut terminal, &mut m, &rx, &pipeline, &embedder);
     drop(guard);
     if let Some(p) = log_path {
         log::info!("exit; log at {}", p.display());
@@ -209,6 +212,7 @@ fn event_loop(
     m: &mut Model,
     rx: &Receiver<Msg>,
     pipeline: &Pipeline,
+    embedder: &EmbedWorker,
 ) -> Result<()> {
     let mut dirty = true;
     let mut last_draw = Instant::now() - FRAME;
@@ -243,6 +247,13 @@ fn event_loop(
                         generation,
                         settings,
                     } => pipeline.rechunk(generation, settings),
+                    Cmd::Embed { generation, window } => {
+                        if let (Some(e), Some(c)) = (&m.engine, &m.chunking) {
+                            embedder.embed(generation, Arc::clone(e), Arc::clone(c), window);
+                        }
+                    }
+                    Cmd::Query { id, text, k } => embedder.query(id, text, k),
+                    Cmd::Probe { file_pos, chunk } => embedder.probe(file_pos, chunk),
                 }
             }
         }

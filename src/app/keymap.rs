@@ -25,6 +25,8 @@ pub enum Action {
     Window,
     Theme,
     Rescan,
+    Query,
+    Probe,
 }
 
 /// (action, config name, description, default keys, shown in the hint line)
@@ -77,6 +79,20 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
         "window",
         "next window (auto, st, max)",
         &["w"],
+        true,
+    ),
+    (
+        Action::Query,
+        "query",
+        "query pane: BM25 and vector side by side (Enter runs, Tab column, Enter on a hit opens it, Esc back)",
+        &["/"],
+        true,
+    ),
+    (
+        Action::Probe,
+        "probe",
+        "tail probe: cosine of the chunk's vector before and after appending a sentence",
+        &["P"],
         true,
     ),
     (

@@ -10,6 +10,7 @@ use ratatui::crossterm::event::{KeyEvent, KeyEventKind, MouseEvent, MouseEventKi
 
 use crate::core::chunk::{ChunkSettings, Preset, Strategy};
 use crate::core::engine::{Chunking, Engine};
+use crate::core::search::Results;
 use crate::core::tokenize::Unit;
 use crate::core::window::{ModelWindows, Window, WindowSpec};
 use crate::ui::theme::Theme;
@@ -32,6 +33,77 @@ pub enum Msg {
         result: Result<Arc<Chunking>, String>,
         millis: u64,
     },
+    /// Embedding progress of a chunking.
+    EmbedProgress {
+        generation: u64,
+        done: usize,
+        total: usize,
+        embedded: usize,
+        per_second: f64,
+    },
+    /// Every chunk of a chunking has its vector; the vector index is ready.
+    Embedded {
+        generation: u64,
+        total: usize,
+        embedded: usize,
+        seconds: f64,
+    },
+    EmbedFailed(String),
+    QueryDone {
+        id: u64,
+        generation: u64,
+        result: Result<Results, String>,
+    },
+    ProbeDone {
+        generation: u64,
+        file_pos: usize,
+        chunk: usize,
+        cosine: f32,
+        window: usize,
+    },
+}
+
+/// Where the embedding of the current chunking stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EmbedStatus {
+    pub generation: u64,
+    pub window: usize,
+    pub done: usize,
+    pub total: usize,
+    pub embedded: usize,
+    pub per_second: f64,
+    pub finished: bool,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Chunks,
+    Query,
+}
+
+/// The query pane.
+#[derive(Debug, Clone, Default)]
+pub struct QueryState {
+    pub input: String,
+    pub editing: bool,
+    pub results: Option<Results>,
+    /// Id of the query in flight.
+    pub pending: Option<u64>,
+    pub next_id: u64,
+    /// 0 = BM25, 1 = vector.
+    pub column: usize,
+    pub selected: usize,
+    pub k: usize,
+}
+
+/// The last tail probe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Probe {
+    pub file_pos: usize,
+    pub chunk: usize,
+    pub cosine: f32,
+    pub window: usize,
 }
 
 /// What update asks the outside world to do.
@@ -45,6 +117,20 @@ pub enum Cmd {
     Rechunk {
         generation: u64,
         settings: ChunkSettings,
+    },
+    /// Embed the current chunking at `window` and index it (latest wins).
+    Embed {
+        generation: u64,
+        window: usize,
+    },
+    Query {
+        id: u64,
+        text: String,
+        k: usize,
+    },
+    Probe {
+        file_pos: usize,
+        chunk: usize,
     },
     Quit,
 }
@@ -76,6 +162,14 @@ pub struct Model {
     pub error: Option<String>,
     pub last_chunk_millis: Option<u64>,
     pub quit: bool,
+    pub embed: Option<EmbedStatus>,
+    pub view: View,
+    pub query: QueryState,
+    pub probe: Option<Probe>,
+    /// A match to highlight in the chunk pane: (file position, chunk, byte in the chunk text).
+    pub highlight: Option<(usize, usize, usize)>,
+    /// Generation of the chunking on screen.
+    pub chunked_at: u64,
 }
 
 impl Model {
@@ -111,6 +205,15 @@ impl Model {
             error: None,
             last_chunk_millis: None,
             quit: false,
+            embed: None,
+            view: View::Chunks,
+            query: QueryState {
+                k: 5,
+                ..QueryState::default()
+            },
+            probe: None,
+            highlight: None,
+            chunked_at: 0,
         }
     }
 
@@ -125,6 +228,41 @@ impl Model {
                 .chunking
                 .as_ref()
                 .is_none_or(|c| c.settings != self.settings)
+    }
+
+    /// True while the vectors on hand do not match the chunks and window on screen.
+    pub fn embeddings_stale(&self) -> bool {
+        self.stale()
+            || self.embed.is_none_or(|e| {
+                !e.finished
+                    || Some(e.generation) != self.chunked_generation()
+                    || e.window != self.window().tokens
+            })
+    }
+
+    fn chunked_generation(&self) -> Option<u64> {
+        self.chunking.as_ref().map(|_| self.chunked_at)
+    }
+
+    fn embed_cmd(&mut self) -> Vec<Cmd> {
+        if self.chunking.is_none() {
+            return Vec::new();
+        }
+        let window = self.window().tokens;
+        self.embed = Some(EmbedStatus {
+            generation: self.chunked_at,
+            window,
+            done: 0,
+            total: 0,
+            embedded: 0,
+            per_second: 0.0,
+            finished: false,
+            seconds: 0.0,
+        });
+        vec![Cmd::Embed {
+            generation: self.chunked_at,
+            window,
+        }]
     }
 
     pub fn file_count(&self) -> usize {
@@ -166,6 +304,22 @@ fn step(v: usize) -> usize {
 
 pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
     match msg {
+        Msg::Key(ev)
+            if ev.kind != KeyEventKind::Release && m.view == View::Query && m.query.editing =>
+        {
+            edit_query(m, &ev)
+        }
+        Msg::Key(ev)
+            if ev.kind != KeyEventKind::Release && m.view == View::Query && !m.show_help =>
+        {
+            match browse_query(m, &ev) {
+                Some(cmds) => cmds,
+                None => match m.keymap.action_for(&ev) {
+                    Some(a) => act(m, a),
+                    None => Vec::new(),
+                },
+            }
+        }
         Msg::Key(ev) if ev.kind != KeyEventKind::Release => match m.keymap.action_for(&ev) {
             Some(a) => act(m, a),
             None => {
@@ -213,14 +367,166 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             match result {
                 Ok(c) => {
                     m.chunking = Some(c);
+                    m.chunked_at = generation;
                     m.last_chunk_millis = Some(millis);
+                    m.highlight = None;
+                    m.probe = None;
                     clamp_focus(m);
+                    return m.embed_cmd();
                 }
                 Err(e) => m.error = Some(e),
             }
             Vec::new()
         }
+        Msg::EmbedProgress {
+            generation,
+            done,
+            total,
+            embedded,
+            per_second,
+        } => {
+            if let Some(e) = m.embed.as_mut().filter(|e| e.generation == generation) {
+                e.done = done;
+                e.total = total;
+                e.embedded = embedded;
+                e.per_second = per_second;
+            }
+            Vec::new()
+        }
+        Msg::Embedded {
+            generation,
+            total,
+            embedded,
+            seconds,
+        } => {
+            if let Some(e) = m.embed.as_mut().filter(|e| e.generation == generation) {
+                e.done = total;
+                e.total = total;
+                e.embedded = embedded;
+                e.finished = true;
+                e.seconds = seconds;
+            }
+            Vec::new()
+        }
+        Msg::EmbedFailed(e) => {
+            m.error = Some(e);
+            Vec::new()
+        }
+        Msg::QueryDone {
+            id,
+            generation,
+            result,
+        } => {
+            if m.query.pending == Some(id) {
+                m.query.pending = None;
+                match result {
+                    Ok(r) if generation == m.chunked_at => {
+                        m.query.results = Some(r);
+                        m.query.selected = 0;
+                    }
+                    Ok(_) => {}
+                    Err(e) => m.error = Some(format!("query: {e}")),
+                }
+            }
+            Vec::new()
+        }
+        Msg::ProbeDone {
+            generation,
+            file_pos,
+            chunk,
+            cosine,
+            window,
+        } => {
+            if generation == m.chunked_at {
+                m.probe = Some(Probe {
+                    file_pos,
+                    chunk,
+                    cosine,
+                    window,
+                });
+            }
+            Vec::new()
+        }
     }
+}
+
+/// Keys while the query line is being edited: text goes into the line.
+fn edit_query(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
+    use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+    match ev.code {
+        KeyCode::Char('c') if ev.modifiers.contains(KeyModifiers::CONTROL) => {
+            m.quit = true;
+            return vec![Cmd::Quit];
+        }
+        KeyCode::Char(c) => m.query.input.push(c),
+        KeyCode::Backspace => {
+            m.query.input.pop();
+        }
+        KeyCode::Esc => {
+            m.query.editing = false;
+            if m.query.input.is_empty() && m.query.results.is_none() {
+                m.view = View::Chunks;
+            }
+        }
+        KeyCode::Enter => {
+            m.query.editing = false;
+            return run_query(m);
+        }
+        _ => {}
+    }
+    Vec::new()
+}
+
+fn run_query(m: &mut Model) -> Vec<Cmd> {
+    if m.query.input.trim().is_empty() || m.chunking.is_none() {
+        return Vec::new();
+    }
+    m.query.next_id += 1;
+    m.query.pending = Some(m.query.next_id);
+    vec![Cmd::Query {
+        id: m.query.next_id,
+        text: m.query.input.clone(),
+        k: m.query.k,
+    }]
+}
+
+/// Keys in the query view when not editing: move among hits, open one.
+fn browse_query(m: &mut Model, ev: &KeyEvent) -> Option<Vec<Cmd>> {
+    use ratatui::crossterm::event::KeyCode;
+    let hits = m.query.results.as_ref().map_or(0, |r| {
+        if m.query.column == 0 {
+            r.bm25.len()
+        } else {
+            r.vector.len()
+        }
+    });
+    match ev.code {
+        KeyCode::Tab | KeyCode::BackTab | KeyCode::Left | KeyCode::Right => {
+            m.query.column = 1 - m.query.column;
+            m.query.selected = 0;
+        }
+        KeyCode::Down | KeyCode::Char('j') => {
+            m.query.selected = (m.query.selected + 1).min(hits.saturating_sub(1))
+        }
+        KeyCode::Up | KeyCode::Char('k') => m.query.selected = m.query.selected.saturating_sub(1),
+        KeyCode::Esc => m.view = View::Chunks,
+        KeyCode::Enter => {
+            let r = m.query.results.as_ref()?;
+            let list = if m.query.column == 0 {
+                &r.bm25
+            } else {
+                &r.vector
+            };
+            let h = list.get(m.query.selected)?;
+            m.selected = h.file_pos;
+            m.focus_chunk = h.chunk;
+            m.scroll = 0;
+            m.highlight = h.match_byte.map(|b| (h.file_pos, h.chunk, b));
+            m.view = View::Chunks;
+        }
+        _ => return None,
+    }
+    Some(Vec::new())
 }
 
 fn chunks_in_selected(m: &Model) -> usize {
@@ -334,8 +640,21 @@ fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
         Action::Window => {
             m.window_spec = ModelWindows::cycle(m.window_spec);
             m.error = None;
+            m.probe = None;
+            m.embed_cmd()
+        }
+        Action::Query => {
+            m.view = View::Query;
+            m.query.editing = true;
             Vec::new()
         }
+        Action::Probe => match m.chunking.as_ref().and_then(|c| c.files.get(m.selected)) {
+            Some(f) if m.focus_chunk < f.chunks.len() => vec![Cmd::Probe {
+                file_pos: m.selected,
+                chunk: m.focus_chunk,
+            }],
+            _ => Vec::new(),
+        },
         Action::Theme => {
             if let Some(t) = Theme::built_in(m.theme.next_name()) {
                 m.theme = t;

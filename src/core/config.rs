@@ -43,6 +43,7 @@ struct RawFile {
     spring_ai: Option<RawSpringAi>,
     corpus: Option<RawCorpus>,
     ui: Option<RawUi>,
+    search: Option<RawSearch>,
     keys: Option<BTreeMap<String, Vec<String>>>,
 }
 
@@ -84,6 +85,12 @@ struct RawCorpus {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawSearch {
+    k: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawUi {
     theme: Option<String>,
     mouse: Option<bool>,
@@ -100,6 +107,8 @@ pub struct Config {
     pub theme: String,
     pub mouse: bool,
     pub log_file: Option<PathBuf>,
+    /// Hits per retriever in the query pane.
+    pub search_k: usize,
     /// Action name -> keys, overriding the default keymap.
     pub keys: BTreeMap<String, Vec<String>>,
     /// The file this came from, if any.
@@ -116,6 +125,7 @@ impl Default for Config {
             theme: "dark".into(),
             mouse: false,
             log_file: None,
+            search_k: 5,
             keys: BTreeMap::new(),
             source: None,
         }
@@ -233,6 +243,12 @@ impl Config {
                 c.mouse = m;
             }
             c.log_file = ui.log_file.filter(|s| !s.is_empty()).map(PathBuf::from);
+        }
+        if let Some(k) = raw.search.and_then(|s| s.k) {
+            if k == 0 {
+                return Err(err(at("search", "k"), "search.k must be at least 1".into()));
+            }
+            c.search_k = k;
         }
         if let Some(keys) = raw.keys {
             c.keys = keys;

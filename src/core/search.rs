@@ -21,7 +21,10 @@ pub fn embed_cached(
     window: usize,
     mut progress: impl FnMut(usize, usize) -> bool,
 ) -> Option<(Vec<Vec<f32>>, usize)> {
-    let keys: Vec<u128> = texts.iter().map(|t| key(&embedder.model_key, window, t)).collect();
+    let keys: Vec<u128> = texts
+        .iter()
+        .map(|t| key(&embedder.model_key, window, t))
+        .collect();
     let mut missing: Vec<usize> = Vec::new();
     let mut seen = HashSet::new();
     for (i, k) in keys.iter().enumerate() {
@@ -84,8 +87,14 @@ pub struct SearchIndex {
 }
 
 impl SearchIndex {
-    /// Build both indexes; `vectors` holds one embedding per chunk in chunking order.
-    pub fn build(engine: &Engine, chunking: &Chunking, vectors: &[Vec<f32>], dim: usize) -> Result<SearchIndex> {
+    /// Build both indexes; `vectors` holds one embedding per chunk in chunking order (the vector
+    /// side stays empty when it is `None`, to be filled by `set_vectors`).
+    pub fn build(
+        engine: &Engine,
+        chunking: &Chunking,
+        vectors: Option<&[Vec<f32>]>,
+        dim: usize,
+    ) -> Result<SearchIndex> {
         let mut refs = Vec::new();
         for (fp, f) in chunking.files.iter().enumerate() {
             for c in 0..f.chunks.len() {
@@ -95,19 +104,45 @@ impl SearchIndex {
         let bm25 = Bm25::build(refs.iter().enumerate().map(|(id, &(fp, c))| {
             let f = &chunking.files[fp];
             let doc = &engine.corpus.docs[f.doc];
-            (id as u64, f.chunks[c].text(&doc.text), doc.path.as_str(), "")
+            (
+                id as u64,
+                f.chunks[c].text(&doc.text),
+                doc.path.as_str(),
+                "",
+            )
         }))?;
+        let mut index = SearchIndex {
+            refs,
+            bm25,
+            vectors: VectorIndex::new(dim),
+        };
+        if let Some(v) = vectors {
+            index.set_vectors(v, dim);
+        }
+        Ok(index)
+    }
+
+    /// Fill the vector side: one embedding per chunk in chunking order.
+    pub fn set_vectors(&mut self, vectors: &[Vec<f32>], dim: usize) {
         let mut vix = VectorIndex::new(dim);
         for (id, v) in vectors.iter().enumerate() {
             if v.len() == dim {
                 vix.push(id as u64, v);
             }
         }
-        Ok(SearchIndex {
-            refs,
-            bm25,
-            vectors: vix,
-        })
+        self.vectors = vix;
+    }
+
+    pub fn has_vectors(&self) -> bool {
+        !self.vectors.is_empty()
+    }
+
+    /// The chunk id of (file position, chunk index), as the indexes know it.
+    pub fn id_of(&self, file_pos: usize, chunk: usize) -> Option<u64> {
+        self.refs
+            .iter()
+            .position(|&r| r == (file_pos, chunk))
+            .map(|i| i as u64)
     }
 
     pub fn len(&self) -> usize {
@@ -118,7 +153,12 @@ impl SearchIndex {
         self.refs.is_empty()
     }
 
-    fn chunk<'a>(&self, engine: &'a Engine, chunking: &'a Chunking, id: u64) -> Option<(&'a str, &'a MeasuredChunk, &'a str)> {
+    fn chunk<'a>(
+        &self,
+        engine: &'a Engine,
+        chunking: &'a Chunking,
+        id: u64,
+    ) -> Option<(&'a str, &'a MeasuredChunk, &'a str)> {
         let &(fp, c) = self.refs.get(id as usize)?;
         let f = &chunking.files[fp];
         let doc = &engine.corpus.docs[f.doc];
@@ -139,18 +179,37 @@ impl SearchIndex {
     ) -> Result<Results> {
         let specials = engine.specials();
         let bm = self.bm25.search(query, k, |id| {
-            self.chunk(engine, chunking, id).map(|(_, c, doc)| c.text(doc))
+            self.chunk(engine, chunking, id)
+                .map(|(_, c, doc)| c.text(doc))
         })?;
-        let qv = embed_cached(embedder, cache, &[query], window, |_, _| true)
-            .map(|(v, _)| v.into_iter().next().unwrap_or_default())
-            .unwrap_or_default();
-        let vec_hits = if qv.is_empty() { Vec::new() } else { self.vectors.search(&qv, k) };
+        let qv = if self.has_vectors() {
+            embed_cached(embedder, cache, &[query], window, |_, _| true)
+                .map(|(v, _)| v.into_iter().next().unwrap_or_default())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let vec_hits = if qv.is_empty() {
+            Vec::new()
+        } else {
+            self.vectors.search(&qv, k)
+        };
         let bm_ids: HashSet<u64> = bm.iter().map(|h| h.id).collect();
         let vec_ids: HashSet<u64> = vec_hits.iter().map(|h| h.0).collect();
-        let make = |rank: usize, id: u64, score: f32, match_byte: Option<usize>, only_here: bool| -> Option<Hit> {
+        let make = |rank: usize,
+                    id: u64,
+                    score: f32,
+                    match_byte: Option<usize>,
+                    only_here: bool|
+         -> Option<Hit> {
             let &(fp, c) = self.refs.get(id as usize)?;
             let (path, chunk, _) = self.chunk(engine, chunking, id)?;
-            let token = match_byte.map(|b| chunk.token_starts.partition_point(|&s| s as usize <= b).saturating_sub(1));
+            let token = match_byte.map(|b| {
+                chunk
+                    .token_starts
+                    .partition_point(|&s| s as usize <= b)
+                    .saturating_sub(1)
+            });
             let readable = window.saturating_sub(specials);
             Some(Hit {
                 rank,
@@ -168,7 +227,15 @@ impl SearchIndex {
         let bm25 = bm
             .iter()
             .enumerate()
-            .filter_map(|(i, h)| make(i + 1, h.id, h.score, h.first_match, !vec_ids.contains(&h.id)))
+            .filter_map(|(i, h)| {
+                make(
+                    i + 1,
+                    h.id,
+                    h.score,
+                    h.first_match,
+                    !vec_ids.contains(&h.id),
+                )
+            })
             .collect();
         let mut vector = Vec::new();
         for (i, &(id, score)) in vec_hits.iter().enumerate() {
@@ -222,7 +289,13 @@ pub fn sentences(text: &str) -> Vec<(usize, usize)> {
 }
 
 /// Start byte of the sentence of `text` closest to the query vector.
-fn best_sentence(embedder: &Embedder, cache: &mut EmbedCache, text: &str, qv: &[f32], window: usize) -> Option<usize> {
+fn best_sentence(
+    embedder: &Embedder,
+    cache: &mut EmbedCache,
+    text: &str,
+    qv: &[f32],
+    window: usize,
+) -> Option<usize> {
     let spans = sentences(text);
     let texts: Vec<&str> = spans.iter().map(|&(a, b)| &text[a..b]).collect();
     let (vs, _) = embed_cached(embedder, cache, &texts, window, |_, _| true)?;
@@ -241,6 +314,9 @@ mod tests {
     fn splits_sentences() {
         let t = "One two. Three four? Five\n\nSix. 七八。九";
         let parts: Vec<&str> = sentences(t).iter().map(|&(a, b)| &t[a..b]).collect();
-        assert_eq!(parts, vec!["One two.", "Three four?", "Five", "Six.", "七八。", "九"]);
+        assert_eq!(
+            parts,
+            vec!["One two.", "Three four?", "Five", "Six.", "七八。", "九"]
+        );
     }
 }

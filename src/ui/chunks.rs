@@ -144,8 +144,47 @@ pub fn render_chunk<'a>(
         ));
     }
     let tail_start = tail.map(|x| x.start_byte);
-    lines.extend(wrap_styled(text, overlap, tail_start, width, t));
+    let mut body = wrap_styled(text, overlap, tail_start, width, t);
+    if let Some((fp, c, at)) = m.highlight {
+        if fp == m.selected && c == ch.index {
+            mark_match(&mut body, text, at, width, t);
+        }
+    }
+    lines.extend(body);
     lines
+}
+
+/// Restyle the word starting at byte `at` (a search match) on the wrapped lines.
+fn mark_match(lines: &mut [Line], text: &str, at: usize, width: usize, t: &Theme) {
+    let end = text[at.min(text.len())..]
+        .find(|c: char| c.is_whitespace())
+        .map_or(text.len(), |e| at + e);
+    for (line, &(a, b)) in lines
+        .iter_mut()
+        .zip(&visual_lines(text, width.saturating_sub(2).max(1)))
+    {
+        if b <= at || a >= end {
+            continue;
+        }
+        // Rebuild this line's body: before, match, after.
+        let gutter = line.spans.first().cloned();
+        let mut spans: Vec<Span> = gutter.into_iter().collect();
+        let mut shown = |s: usize, e: usize, style: Style| {
+            let mut out = String::new();
+            for c in text[s..e].chars() {
+                push_shown(&mut out, c);
+            }
+            if !out.is_empty() {
+                spans.push(Span::styled(out, style));
+            }
+        };
+        let (ms, me) = (at.max(a), end.min(b));
+        let base = line.spans.get(1).map_or(t.text, |s| s.style);
+        shown(a, ms, base);
+        shown(ms, me, base.patch(t.selected));
+        shown(me, b, base);
+        *line = Line::from(spans);
+    }
 }
 
 /// Wrap `text` to `width` columns (gutter included) at spaces where it can, styling bytes before

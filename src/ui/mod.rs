@@ -3,6 +3,7 @@
 pub mod chunks;
 pub mod files;
 pub mod help;
+pub mod query;
 pub mod stats;
 pub mod status;
 pub mod theme;
@@ -34,7 +35,10 @@ pub fn draw(frame: &mut Frame, m: &Model) {
         .split(cols[0]);
     files::draw(frame, left[0], m);
     stats::draw(frame, left[1], m);
-    chunks::draw(frame, cols[1], m);
+    match m.view {
+        crate::app::View::Chunks => chunks::draw(frame, cols[1], m),
+        crate::app::View::Query => query::draw(frame, cols[1], m),
+    }
     status::bottom(frame, rows[2], m);
     if m.show_help {
         help::draw(frame, frame.area(), m);

@@ -54,6 +54,53 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
         Span::styled(" reading and tokenizing the corpus… ", t.warn)
     } else if m.stale() {
         Span::styled(" chunking… ", t.warn)
+    } else if let Some(p) = m.probe {
+        let verdict = if p.cosine >= 0.99995 {
+            "the end of this chunk never reaches the vector"
+        } else {
+            "the appended text moves the vector"
+        };
+        Span::styled(
+            format!(
+                " tail probe chunk {}: cosine {:.4} at window {}: {verdict} ",
+                p.chunk + 1,
+                p.cosine,
+                p.window
+            ),
+            if p.cosine >= 0.99995 { t.tail } else { t.text },
+        )
+    } else if let Some(e) = m.embed.filter(|e| !e.finished) {
+        let eta = if e.per_second > 0.0 && e.total > e.done {
+            format!(" · ETA {:.0} s", (e.total - e.done) as f64 / e.per_second)
+        } else {
+            String::new()
+        };
+        Span::styled(
+            format!(
+                " chunked in {} ms · embedding {}/{} · {:.0} chunks/s{eta} ",
+                m.last_chunk_millis.unwrap_or(0),
+                e.done,
+                e.total,
+                e.per_second
+            ),
+            t.warn,
+        )
+    } else if let Some(e) = m.embed {
+        let what = if e.embedded == 0 {
+            format!("all {} vectors from the cache, nothing embedded", e.total)
+        } else {
+            format!(
+                "embedded {} of {} in {:.1} s",
+                e.embedded, e.total, e.seconds
+            )
+        };
+        Span::styled(
+            format!(
+                " chunked in {} ms · {what} ",
+                m.last_chunk_millis.unwrap_or(0)
+            ),
+            t.dim,
+        )
     } else if let Some(ms) = m.last_chunk_millis {
         Span::styled(format!(" chunked in {ms} ms "), t.dim)
     } else {

@@ -27,24 +27,33 @@ pub struct BertConfig {
 impl BertConfig {
     pub fn from_file(path: &Path) -> Result<BertConfig> {
         let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("{}: not valid JSON", path.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not valid JSON", path.display()))?;
         let num = |k: &str| -> Result<usize> {
             v.get(k)
                 .and_then(|n| n.as_u64())
                 .map(|n| n as usize)
                 .with_context(|| format!("{}: no {k}", path.display()))
         };
-        let act = v.get("hidden_act").and_then(|a| a.as_str()).unwrap_or("gelu");
+        let act = v
+            .get("hidden_act")
+            .and_then(|a| a.as_str())
+            .unwrap_or("gelu");
         if act != "gelu" {
-            bail!("{}: hidden_act {act} is not supported (gelu only)", path.display());
+            bail!(
+                "{}: hidden_act {act} is not supported (gelu only)",
+                path.display()
+            );
         }
         Ok(BertConfig {
             hidden: num("hidden_size")?,
             heads: num("num_attention_heads")?,
             layers: num("num_hidden_layers")?,
             intermediate: num("intermediate_size")?,
-            eps: v.get("layer_norm_eps").and_then(|e| e.as_f64()).unwrap_or(1e-12) as f32,
+            eps: v
+                .get("layer_norm_eps")
+                .and_then(|e| e.as_f64())
+                .unwrap_or(1e-12) as f32,
             max_positions: num("max_position_embeddings")?,
             vocab: num("vocab_size")?,
         })
@@ -79,13 +88,18 @@ pub struct Bert {
 
 fn tensor(st: &SafeTensors, prefix: &str, name: &str, len: usize) -> Result<Vec<f32>> {
     let full = format!("{prefix}{name}");
-    let t = st.tensor(&full).with_context(|| format!("weights: no tensor {full}"))?;
+    let t = st
+        .tensor(&full)
+        .with_context(|| format!("weights: no tensor {full}"))?;
     if t.dtype() != Dtype::F32 {
         bail!("weights: {full} is {:?}, expected F32", t.dtype());
     }
     let data = t.data();
     if data.len() != len * 4 {
-        bail!("weights: {full} has {} values, expected {len}", data.len() / 4);
+        bail!(
+            "weights: {full} has {} values, expected {len}",
+            data.len() / 4
+        );
     }
     Ok(data
         .chunks_exact(4)
@@ -98,11 +112,18 @@ impl Bert {
     pub fn load(dir: &Path) -> Result<Bert> {
         let config = BertConfig::from_file(&dir.join("config.json"))?;
         let path = dir.join("model.safetensors");
-        let file = File::open(&path).with_context(|| format!("{}: cannot open the weights", path.display()))?;
+        let file = File::open(&path)
+            .with_context(|| format!("{}: cannot open the weights", path.display()))?;
         // SAFETY: the file is opened read-only and only read while mapped; we copy what we need.
-        let map = unsafe { memmap2::Mmap::map(&file) }.with_context(|| path.display().to_string())?;
-        let st = SafeTensors::deserialize(&map).with_context(|| format!("{}: not a safetensors file", path.display()))?;
-        let prefix = if st.names().iter().any(|n| n.starts_with("bert.")) { "bert." } else { "" };
+        let map =
+            unsafe { memmap2::Mmap::map(&file) }.with_context(|| path.display().to_string())?;
+        let st = SafeTensors::deserialize(&map)
+            .with_context(|| format!("{}: not a safetensors file", path.display()))?;
+        let prefix = if st.names().iter().any(|n| n.starts_with("bert.")) {
+            "bert."
+        } else {
+            ""
+        };
         let c = &config;
         let (h, i) = (c.hidden, c.intermediate);
         let g = |name: &str, len: usize| tensor(&st, prefix, name, len);
@@ -187,9 +208,25 @@ impl Bert {
             linear(&ctx, total, h, &layer.out_w, &layer.out_b, h, &mut tmp);
             residual_norm(&mut tmp, &x, h, &layer.ln1_g, &layer.ln1_b, c.eps);
             std::mem::swap(&mut x, &mut tmp);
-            linear(&x, total, h, &layer.inter_w, &layer.inter_b, c.intermediate, &mut inter);
+            linear(
+                &x,
+                total,
+                h,
+                &layer.inter_w,
+                &layer.inter_b,
+                c.intermediate,
+                &mut inter,
+            );
             inter.par_chunks_mut(c.intermediate * 64).for_each(gelu);
-            linear(&inter, total, c.intermediate, &layer.down_w, &layer.down_b, h, &mut tmp);
+            linear(
+                &inter,
+                total,
+                c.intermediate,
+                &layer.down_w,
+                &layer.down_b,
+                h,
+                &mut tmp,
+            );
             residual_norm(&mut tmp, &x, h, &layer.ln2_g, &layer.ln2_b, c.eps);
             std::mem::swap(&mut x, &mut tmp);
         }
@@ -222,44 +259,74 @@ impl Bert {
         let tasks: Vec<(usize, usize)> = (0..seqs.len())
             .flat_map(|s| (0..heads).map(move |hd| (s, hd)))
             .collect();
-        tasks.par_iter().for_each_init(Vec::new, |scores: &mut Vec<f32>, &(s, hd)| {
-            let len = seqs[s].len();
-            if len == 0 {
-                return;
-            }
-            let base = starts[s] * stride;
-            scores.clear();
-            scores.resize(len * len, 0.0);
-            let q = qkv[base + hd * d..].as_ptr();
-            let k = qkv[base + h + hd * d..].as_ptr();
-            let v = qkv[base + 2 * h + hd * d..].as_ptr();
-            // SAFETY: all pointers address rows of this sequence inside `qkv`/`scores`/`ctx` with the
-            // strides given; each task writes a disjoint block (its rows, its head's columns) of ctx.
-            unsafe {
-                // scores (len x len) = scale * Q (len x d) K^T (d x len)
-                gemm::gemm(
-                    len, len, d,
-                    scores.as_mut_ptr(), 1, len as isize, false,
-                    q, 1, stride as isize,
-                    k, stride as isize, 1,
-                    0.0, scale, false, false, false, Parallelism::None,
-                );
-            }
-            for row in scores.chunks_exact_mut(len) {
-                softmax(row);
-            }
-            unsafe {
-                let out = ctx_ptr.get().add(starts[s] * h + hd * d);
-                // ctx (len x d) = P (len x len) V (len x d)
-                gemm::gemm(
-                    len, d, len,
-                    out, 1, h as isize, false,
-                    scores.as_ptr(), 1, len as isize,
-                    v, 1, stride as isize,
-                    0.0, 1.0, false, false, false, Parallelism::None,
-                );
-            }
-        });
+        tasks
+            .par_iter()
+            .for_each_init(Vec::new, |scores: &mut Vec<f32>, &(s, hd)| {
+                let len = seqs[s].len();
+                if len == 0 {
+                    return;
+                }
+                let base = starts[s] * stride;
+                scores.clear();
+                scores.resize(len * len, 0.0);
+                let q = qkv[base + hd * d..].as_ptr();
+                let k = qkv[base + h + hd * d..].as_ptr();
+                let v = qkv[base + 2 * h + hd * d..].as_ptr();
+                // SAFETY: all pointers address rows of this sequence inside `qkv`/`scores`/`ctx` with the
+                // strides given; each task writes a disjoint block (its rows, its head's columns) of ctx.
+                unsafe {
+                    // scores (len x len) = scale * Q (len x d) K^T (d x len)
+                    gemm::gemm(
+                        len,
+                        len,
+                        d,
+                        scores.as_mut_ptr(),
+                        1,
+                        len as isize,
+                        false,
+                        q,
+                        1,
+                        stride as isize,
+                        k,
+                        stride as isize,
+                        1,
+                        0.0,
+                        scale,
+                        false,
+                        false,
+                        false,
+                        Parallelism::None,
+                    );
+                }
+                for row in scores.chunks_exact_mut(len) {
+                    softmax(row);
+                }
+                unsafe {
+                    let out = ctx_ptr.get().add(starts[s] * h + hd * d);
+                    // ctx (len x d) = P (len x len) V (len x d)
+                    gemm::gemm(
+                        len,
+                        d,
+                        len,
+                        out,
+                        1,
+                        h as isize,
+                        false,
+                        scores.as_ptr(),
+                        1,
+                        len as isize,
+                        v,
+                        1,
+                        stride as isize,
+                        0.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        Parallelism::None,
+                    );
+                }
+            });
     }
 }
 
@@ -289,11 +356,25 @@ fn linear(x: &[f32], rows: usize, k: usize, w: &[f32], b: &[f32], n: usize, out:
     // SAFETY: the slices hold rows*k, n*k and rows*n values with the strides given.
     unsafe {
         gemm::gemm(
-            rows, n, k,
-            out.as_mut_ptr(), 1, n as isize, true,
-            x.as_ptr(), 1, k as isize,
-            w.as_ptr(), k as isize, 1,
-            1.0, 1.0, false, false, false, par,
+            rows,
+            n,
+            k,
+            out.as_mut_ptr(),
+            1,
+            n as isize,
+            true,
+            x.as_ptr(),
+            1,
+            k as isize,
+            w.as_ptr(),
+            k as isize,
+            1,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            par,
         );
     }
 }

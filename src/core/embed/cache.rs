@@ -184,7 +184,15 @@ mod tests {
 pub fn default_path(model_key: &str) -> std::path::PathBuf {
     let safe: String = model_key
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
-    crate::core::model::cache_root().join("embeddings").join(format!("{safe}.bin"))
+    crate::core::model::cache_root()
+        .join("embeddings")
+        .join(format!("{safe}.bin"))
 }

@@ -44,7 +44,9 @@ impl Embedder {
             .get_post_processor()
             .map(|p| tokenizers::tokenizer::PostProcessor::added_tokens(p, false))
             .unwrap_or(0);
-        let weights = std::fs::metadata(info.dir.join("model.safetensors")).map(|m| m.len()).unwrap_or(0);
+        let weights = std::fs::metadata(info.dir.join("model.safetensors"))
+            .map(|m| m.len())
+            .unwrap_or(0);
         Ok(Embedder {
             bert,
             tok,
@@ -64,7 +66,11 @@ impl Embedder {
         let Ok(mut enc) = self.tok.encode(text, false) else {
             return Vec::new();
         };
-        enc.truncate(window.saturating_sub(self.specials), 0, TruncationDirection::Right);
+        enc.truncate(
+            window.saturating_sub(self.specials),
+            0,
+            TruncationDirection::Right,
+        );
         match self.tok.post_process(enc, None, true) {
             Ok(e) => e.get_ids().to_vec(),
             Err(_) => Vec::new(),
@@ -94,7 +100,9 @@ impl Embedder {
             }
             let mut budget = 0;
             let mut end = at;
-            while end < order.len() && (end == at || budget + ids[order[end]].len() <= TOKENS_PER_PASS) {
+            while end < order.len()
+                && (end == at || budget + ids[order[end]].len() <= TOKENS_PER_PASS)
+            {
                 budget += ids[order[end]].len();
                 end += 1;
             }
@@ -117,7 +125,9 @@ impl Embedder {
     }
 
     pub fn embed(&self, texts: &[&str], window: usize) -> Vec<Vec<f32>> {
-        self.embed_with(texts, window, |_| true).map(|r| r.0).unwrap_or_default()
+        self.embed_with(texts, window, |_| true)
+            .map(|r| r.0)
+            .unwrap_or_default()
     }
 }
 

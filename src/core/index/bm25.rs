@@ -27,7 +27,9 @@ pub struct Bm25Hit {
 
 impl Bm25 {
     /// Index `(id, text, file, heading)` for every chunk.
-    pub fn build<'a>(chunks: impl IntoIterator<Item = (u64, &'a str, &'a str, &'a str)>) -> Result<Bm25> {
+    pub fn build<'a>(
+        chunks: impl IntoIterator<Item = (u64, &'a str, &'a str, &'a str)>,
+    ) -> Result<Bm25> {
         let mut sb = Schema::builder();
         let text = sb.add_text_field("text", TEXT);
         let file = sb.add_text_field("file", TEXT);
@@ -40,7 +42,10 @@ impl Bm25 {
             writer.add_document(doc!(text => t, file => f, heading => h, id => cid))?;
         }
         writer.commit()?;
-        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
         let mut parser = QueryParser::for_index(&index, vec![text, heading, file]);
         parser.set_field_boost(heading, 0.5);
         parser.set_field_boost(file, 0.2);
@@ -62,7 +67,12 @@ impl Bm25 {
     }
 
     /// Top `k` chunks for `query`; `text_of(id)` gives a chunk's text to place the first match.
-    pub fn search<'t>(&self, query: &str, k: usize, text_of: impl Fn(u64) -> Option<&'t str>) -> Result<Vec<Bm25Hit>> {
+    pub fn search<'t>(
+        &self,
+        query: &str,
+        k: usize,
+        text_of: impl Fn(u64) -> Option<&'t str>,
+    ) -> Result<Vec<Bm25Hit>> {
         let searcher = self.reader.searcher();
         let (q, errors) = self.parser.parse_query_lenient(query);
         if !errors.is_empty() {
@@ -82,7 +92,11 @@ impl Bm25 {
                 let base = s.fragment_range().start;
                 s.highlighted().iter().map(|r| base + r.start).min()
             });
-            hits.push(Bm25Hit { id, score, first_match });
+            hits.push(Bm25Hit {
+                id,
+                score,
+                first_match,
+            });
         }
         Ok(hits)
     }
@@ -103,7 +117,13 @@ mod tests {
             "Restart the payments API with kubectl rollout restart.",
             "Refunds are pro rata for annual plans.",
         ];
-        let idx = Bm25::build(texts.iter().enumerate().map(|(i, t)| (i as u64, *t, "f.md", ""))).unwrap();
+        let idx = Bm25::build(
+            texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as u64, *t, "f.md", "")),
+        )
+        .unwrap();
         assert_eq!(idx.len(), 3);
         let text_of = |id: u64| texts.get(id as usize).copied();
         let hits = idx.search("kubectl restart", 5, text_of).unwrap();

@@ -1,0 +1,111 @@
+//! The query pane: BM25 and vector hits side by side on the same chunks, each placed at the token
+//! offset of its match and marked inside the window or in the tail.
+
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
+use ratatui::Frame;
+
+use crate::app::Model;
+use crate::core::search::Hit;
+
+pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
+    let t = &m.theme;
+    let rows = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([
+            Constraint::Length(3),
+            Constraint::Min(3),
+            Constraint::Length(1),
+        ])
+        .split(area);
+    let cursor = if m.query.editing { "▏" } else { "" };
+    let state = if m.query.pending.is_some() {
+        " · searching…"
+    } else if m.embeddings_stale() {
+        " · vectors not ready: BM25 only until embedding ends"
+    } else {
+        ""
+    };
+    frame.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::raw(m.query.input.clone()),
+            Span::styled(cursor, t.title),
+        ]))
+        .block(Block::default().borders(Borders::ALL).title(Span::styled(
+            format!(" query · k {}{state} ", m.query.k),
+            t.title,
+        ))),
+        rows[0],
+    );
+    let cols = Layout::default()
+        .direction(Direction::Horizontal)
+        .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
+        .split(rows[1]);
+    let window = m
+        .query
+        .results
+        .as_ref()
+        .map_or(m.window().tokens, |r| r.window);
+    let empty = Vec::new();
+    let (bm, vec) = m
+        .query
+        .results
+        .as_ref()
+        .map_or((&empty, &empty), |r| (&r.bm25, &r.vector));
+    column(frame, cols[0], m, " BM25 (tantivy) ".to_string(), bm, 0);
+    column(
+        frame,
+        cols[1],
+        m,
+        format!(" vector ({}, window {window}) ", m.model_name),
+        vec,
+        1,
+    );
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            " / edit query  Enter run · open hit  Tab switch column  Esc back to chunks   TAIL = match past the window   ◆ only here",
+            t.dim,
+        )),
+        rows[2],
+    );
+}
+
+fn column(frame: &mut Frame, area: Rect, m: &Model, title: String, hits: &[Hit], col: usize) {
+    let t = &m.theme;
+    let items: Vec<ListItem> = hits
+        .iter()
+        .map(|h| {
+            let place = match (h.token_offset, h.in_tail) {
+                (Some(tok), true) => Span::styled(format!("@tok {tok} TAIL"), t.tail),
+                (Some(tok), false) => Span::raw(format!("@tok {tok} window")),
+                (None, _) => Span::styled("@tok -".to_string(), t.dim),
+            };
+            let mut first = vec![
+                Span::raw(format!("{:>2} {:>6.3} ", h.rank, h.score)),
+                Span::styled(format!("{} #{}", h.file, h.chunk + 1), t.title),
+            ];
+            if let Some(hd) = &h.heading {
+                first.push(Span::raw(format!(" \"{hd}\"")));
+            }
+            let mut second = vec![Span::raw("   "), place];
+            if h.only_here {
+                second.push(Span::styled("  ◆ only here", t.warn));
+            }
+            let spans = [Line::from(first), Line::from(second)];
+            ListItem::new(spans.to_vec())
+        })
+        .collect();
+    let focused = m.query.column == col && !m.query.editing;
+    let list = List::new(items)
+        .block(Block::default().borders(Borders::ALL).title(Span::styled(
+            title,
+            if focused { t.selected } else { t.title },
+        )))
+        .highlight_style(t.selected);
+    let mut state = ListState::default();
+    if focused && !hits.is_empty() {
+        state.select(Some(m.query.selected.min(hits.len() - 1)));
+    }
+    frame.render_stateful_widget(list, area, &mut state);
+}

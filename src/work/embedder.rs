@@ -1,0 +1,316 @@
+//! The embedding worker: embeds a chunking's texts in slices (cancellable, latest wins), reports
+//! progress, builds the BM25 index at once and the vector index when the embeddings are in, and
+//! answers queries and tail probes between slices, ahead of the bulk work.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Instant;
+
+use crate::app::Msg;
+use crate::core::embed::cache::default_path;
+use crate::core::embed::{cosine, EmbedCache, Embedder};
+use crate::core::engine::{Chunking, Engine};
+use crate::core::model::ModelInfo;
+use crate::core::search::{embed_cached, SearchIndex};
+
+/// Texts embedded between two looks at the queue.
+const SLICE: usize = 64;
+
+/// The sentence appended by the tail probe: distinctive, and unlike any corpus text.
+pub const PROBE_SENTENCE: &str =
+    " Zebra xylophone quartz: the violet submarine juggles seventeen marmalade comets.";
+
+pub enum Job {
+    Embed {
+        generation: u64,
+        engine: Arc<Engine>,
+        chunking: Arc<Chunking>,
+        window: usize,
+    },
+    Query {
+        id: u64,
+        text: String,
+        k: usize,
+    },
+    Probe {
+        file_pos: usize,
+        chunk: usize,
+    },
+}
+
+pub struct EmbedWorker {
+    jobs: Sender<Job>,
+    urgent: Sender<Job>,
+    cancel: Arc<Mutex<Arc<AtomicBool>>>,
+}
+
+impl EmbedWorker {
+    pub fn spawn(model: ModelInfo, out: Sender<Msg>) -> EmbedWorker {
+        let (jobs, rx) = channel();
+        let (urgent, urx) = channel();
+        let cancel = Arc::new(Mutex::new(Arc::new(AtomicBool::new(false))));
+        let flag = Arc::clone(&cancel);
+        thread::Builder::new()
+            .name("embedder".into())
+            .spawn(move || worker(model, rx, urx, out, flag))
+            .expect("spawn embedder thread");
+        EmbedWorker {
+            jobs,
+            urgent,
+            cancel,
+        }
+    }
+
+    /// Embed a new chunking; cancels the one in flight.
+    pub fn embed(
+        &self,
+        generation: u64,
+        engine: Arc<Engine>,
+        chunking: Arc<Chunking>,
+        window: usize,
+    ) {
+        let mut g = self.cancel.lock().unwrap_or_else(|p| p.into_inner());
+        g.store(true, Ordering::Relaxed);
+        *g = Arc::new(AtomicBool::new(false));
+        drop(g);
+        let _ = self.jobs.send(Job::Embed {
+            generation,
+            engine,
+            chunking,
+            window,
+        });
+    }
+
+    pub fn query(&self, id: u64, text: String, k: usize) {
+        let _ = self.urgent.send(Job::Query { id, text, k });
+    }
+
+    pub fn probe(&self, file_pos: usize, chunk: usize) {
+        let _ = self.urgent.send(Job::Probe { file_pos, chunk });
+    }
+}
+
+/// What the worker holds of the current chunking.
+struct Current {
+    generation: u64,
+    engine: Arc<Engine>,
+    chunking: Arc<Chunking>,
+    window: usize,
+    index: Option<SearchIndex>,
+}
+
+struct State {
+    embedder: Option<Embedder>,
+    cache: Option<EmbedCache>,
+    current: Option<Current>,
+    out: Sender<Msg>,
+}
+
+fn worker(
+    model: ModelInfo,
+    rx: Receiver<Job>,
+    urgent: Receiver<Job>,
+    out: Sender<Msg>,
+    cancel: Arc<Mutex<Arc<AtomicBool>>>,
+) {
+    let mut st = State {
+        embedder: None,
+        cache: None,
+        current: None,
+        out,
+    };
+    let load = |st: &mut State| -> bool {
+        if st.embedder.is_some() {
+            return true;
+        }
+        match Embedder::load(&model) {
+            Ok(e) => {
+                st.cache = Some(EmbedCache::open(&default_path(&e.model_key), e.dim()));
+                st.embedder = Some(e);
+                true
+            }
+            Err(e) => {
+                let _ = st.out.send(Msg::EmbedFailed(format!("{e:#}")));
+                false
+            }
+        }
+    };
+    loop {
+        // Urgent jobs first; otherwise wait for either queue.
+        let job = match urgent.try_recv() {
+            Ok(j) => j,
+            Err(TryRecvError::Disconnected) => return,
+            Err(TryRecvError::Empty) => match rx.recv_timeout(std::time::Duration::from_millis(50))
+            {
+                Ok(j) => j,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(_) => return,
+            },
+        };
+        let job = match job {
+            // Only the newest bulk job matters.
+            Job::Embed { .. } => rx.try_iter().last().unwrap_or(job),
+            other => other,
+        };
+        if !load(&mut st) {
+            continue;
+        }
+        match job {
+            Job::Embed {
+                generation,
+                engine,
+                chunking,
+                window,
+            } => {
+                let flag = Arc::clone(&cancel.lock().unwrap_or_else(|p| p.into_inner()));
+                run_embed(
+                    &mut st, &urgent, &flag, generation, engine, chunking, window,
+                );
+            }
+            other => serve(&mut st, other),
+        }
+    }
+}
+
+fn run_embed(
+    st: &mut State,
+    urgent: &Receiver<Job>,
+    flag: &AtomicBool,
+    generation: u64,
+    engine: Arc<Engine>,
+    chunking: Arc<Chunking>,
+    window: usize,
+) {
+    let dim = st.embedder.as_ref().map_or(0, Embedder::dim);
+    let index = SearchIndex::build(&engine, &chunking, None, dim);
+    if let Err(e) = &index {
+        let _ = st.out.send(Msg::EmbedFailed(format!("BM25 index: {e:#}")));
+    }
+    st.current = Some(Current {
+        generation,
+        engine: Arc::clone(&engine),
+        chunking: Arc::clone(&chunking),
+        window,
+        index: index.ok(),
+    });
+    let texts: Vec<&str> = chunking
+        .files
+        .iter()
+        .flat_map(|f| {
+            let doc = &engine.corpus.docs[f.doc].text;
+            f.chunks.iter().map(move |c| c.text(doc))
+        })
+        .collect();
+    let total = texts.len();
+    let started = Instant::now();
+    let mut embedded = 0usize;
+    let mut done = 0usize;
+    let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(total);
+    while done < total {
+        if flag.load(Ordering::Relaxed) {
+            return;
+        }
+        while let Ok(j) = urgent.try_recv() {
+            serve(st, j);
+        }
+        let end = (done + SLICE).min(total);
+        let (Some(embedder), Some(cache)) = (st.embedder.as_ref(), st.cache.as_mut()) else {
+            return;
+        };
+        let Some((vs, new)) = embed_cached(embedder, cache, &texts[done..end], window, |_, _| {
+            !flag.load(Ordering::Relaxed)
+        }) else {
+            return;
+        };
+        embedded += new;
+        vectors.extend(vs);
+        done = end;
+        let secs = started.elapsed().as_secs_f64();
+        let _ = st.out.send(Msg::EmbedProgress {
+            generation,
+            done,
+            total,
+            embedded,
+            per_second: if secs > 0.0 {
+                embedded as f64 / secs
+            } else {
+                0.0
+            },
+        });
+    }
+    if let Some(cache) = st.cache.as_mut() {
+        if let Err(e) = cache.save() {
+            log::warn!("embedding cache not saved: {e}");
+        }
+    }
+    if let Some(cur) = st.current.as_mut() {
+        if let Some(ix) = cur.index.as_mut() {
+            ix.set_vectors(&vectors, dim);
+        }
+    }
+    log::info!(
+        "generation {generation}: {total} chunks, {embedded} embedded in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    let _ = st.out.send(Msg::Embedded {
+        generation,
+        total,
+        embedded,
+        seconds: started.elapsed().as_secs_f64(),
+    });
+}
+
+fn serve(st: &mut State, job: Job) {
+    let (Some(embedder), Some(cache), Some(cur)) =
+        (st.embedder.as_ref(), st.cache.as_mut(), st.current.as_ref())
+    else {
+        return;
+    };
+    match job {
+        Job::Query { id, text, k } => {
+            let result = match &cur.index {
+                Some(ix) => ix
+                    .search(
+                        &cur.engine,
+                        &cur.chunking,
+                        embedder,
+                        cache,
+                        &text,
+                        k,
+                        cur.window,
+                    )
+                    .map_err(|e| format!("{e:#}")),
+                None => Err("no index yet".into()),
+            };
+            let _ = st.out.send(Msg::QueryDone {
+                id,
+                generation: cur.generation,
+                result,
+            });
+        }
+        Job::Probe { file_pos, chunk } => {
+            let Some(c) = cur
+                .chunking
+                .files
+                .get(file_pos)
+                .and_then(|f| f.chunks.get(chunk).map(|c| (f, c)))
+            else {
+                return;
+            };
+            let text = c.1.text(&cur.engine.corpus.docs[c.0.doc].text);
+            let probed = format!("{text}{PROBE_SENTENCE}");
+            let vs = embedder.embed(&[text, probed.as_str()], cur.window);
+            let cos = vs.get(1).map_or(0.0, |b| cosine(&vs[0], b));
+            let _ = st.out.send(Msg::ProbeDone {
+                generation: cur.generation,
+                file_pos,
+                chunk,
+                cosine: cos,
+                window: cur.window,
+            });
+        }
+        Job::Embed { .. } => {}
+    }
+}

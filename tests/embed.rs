@@ -1,0 +1,149 @@
+//! The embedder on the real all-MiniLM-L6-v2 weights: agreement with sentence-transformers' vectors
+//! (recorded by tests/reference/make_st_fixture.py), the truncation the window implies, the cache,
+//! and side-by-side search placing matches in the tail.
+
+mod common;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::OnceLock;
+
+use chunkscope::core::chunk::{ChunkSettings, Preset};
+use chunkscope::core::corpus::{Corpus, Document};
+use chunkscope::core::embed::{cosine, EmbedCache, Embedder};
+use chunkscope::core::engine::Engine;
+use chunkscope::core::search::{embed_cached, SearchIndex};
+
+fn embedder() -> &'static Embedder {
+    static E: OnceLock<Embedder> = OnceLock::new();
+    E.get_or_init(|| Embedder::load(common::model()).expect("weights load"))
+}
+
+#[test]
+fn agrees_with_sentence_transformers() {
+    let raw = std::fs::read_to_string(common::repo().join("tests/fixtures/st_vectors.json")).unwrap();
+    let fx: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    let mut texts: Vec<(String, String)> = fx["inline"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
+    for f in fx["files"].as_array().unwrap() {
+        let f = f.as_str().unwrap();
+        texts.push((f.to_string(), std::fs::read_to_string(common::repo().join(f)).unwrap()));
+    }
+    let mut worst = 1.0f32;
+    for window in [128usize, 256] {
+        let refs: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
+        let ours = embedder().embed(&refs, window);
+        for ((name, _), v) in texts.iter().zip(&ours) {
+            let want: Vec<f32> = fx["windows"][window.to_string()][name]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect();
+            let c = cosine(v, &want);
+            assert!(c >= 0.9999, "{name} at window {window}: cosine {c}");
+            worst = worst.min(c);
+        }
+    }
+    eprintln!("worst cosine to sentence-transformers: {worst:.6}");
+}
+
+#[test]
+fn text_past_the_window_never_reaches_the_vector() {
+    let long = std::fs::read_to_string(common::repo().join("examples/runbooks/rotate-keys.md")).unwrap();
+    let probe = format!("{long} The violet submarine juggles seventeen marmalade comets.");
+    let v = embedder().embed(&[long.as_str(), probe.as_str()], 128);
+    assert_eq!(v[0], v[1], "bit-identical: the appended sentence is past the window");
+    let short = "Keys are rotated every ninety days.";
+    let probe = format!("{short} The violet submarine juggles seventeen marmalade comets.");
+    let v = embedder().embed(&[short, probe.as_str()], 128);
+    assert!(cosine(&v[0], &v[1]) < 0.95, "inside the window the text changes the vector");
+    // The ids the model reads: [CLS] + 126 content tokens + [SEP].
+    assert_eq!(embedder().ids(&long, 128).len(), 128);
+    assert_eq!(embedder().ids(&long, 256).len(), 256);
+    assert_eq!(embedder().ids(short, 128).len(), common::tokenizer().count(short) + 2);
+}
+
+#[test]
+fn vectors_are_normalised_and_batch_independent() {
+    let texts = ["alpha beta", "a somewhat longer sentence about payments and refunds", "短い", ""];
+    let together = embedder().embed(&texts, 128);
+    for (t, v) in texts.iter().zip(&together) {
+        let alone = embedder().embed(&[t], 128);
+        assert!(cosine(v, &alone[0]) > 0.99999, "{t:?}");
+        let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "{t:?} norm {norm}");
+    }
+}
+
+#[test]
+fn cache_embeds_nothing_twice() {
+    let dir = std::env::temp_dir().join(format!("chunkscope-embcache-{}", std::process::id()));
+    let path = dir.join("c.bin");
+    let mut cache = EmbedCache::open(&path, 384);
+    let texts = ["one text", "another text", "one text"];
+    let (v1, n1) = embed_cached(embedder(), &mut cache, &texts, 128, |_, _| true).unwrap();
+    assert_eq!(n1, 2, "duplicates are embedded once");
+    cache.save().unwrap();
+    let mut reopened = EmbedCache::open(&path, 384);
+    let (v2, n2) = embed_cached(embedder(), &mut reopened, &texts, 128, |_, _| true).unwrap();
+    assert_eq!(n2, 0);
+    assert_eq!(v1, v2);
+    let (_, n3) = embed_cached(embedder(), &mut reopened, &texts, 256, |_, _| true).unwrap();
+    assert_eq!(n3, 2, "another window is another key");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// XQuAD English, one document per article, the spring-ai preset: for questions whose answer lies
+/// past the window of its chunk, BM25 finds the chunk and marks its match "tail".
+#[test]
+fn bm25_hits_in_the_tail_on_xquad() {
+    let Some(shared) = common::shared() else {
+        assert!(std::env::var_os("CI").is_none(), "../shared is expected in CI");
+        return;
+    };
+    let raw = std::fs::read_to_string(shared.join("data/xquad/xquad.en.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    let mut docs = Vec::new();
+    let mut questions = Vec::new();
+    for (i, art) in v["data"].as_array().unwrap().iter().enumerate().take(12) {
+        let paras: Vec<&str> = art["paragraphs"].as_array().unwrap().iter().map(|p| p["context"].as_str().unwrap()).collect();
+        for p in art["paragraphs"].as_array().unwrap() {
+            for q in p["qas"].as_array().unwrap() {
+                questions.push((i, q["question"].as_str().unwrap().to_string(), q["answers"][0]["text"].as_str().unwrap().to_string()));
+            }
+        }
+        docs.push(Document {
+            path: format!("article-{i:02}.txt"),
+            text: paras.join("\n\n"),
+            lossy: false,
+        });
+    }
+    let engine = Engine::new(
+        common::model().clone(),
+        common::tokenizer(),
+        Corpus {
+            root: "xquad".into(),
+            docs,
+            skipped: Vec::new(),
+        },
+    )
+    .unwrap();
+    let mut settings = ChunkSettings::default();
+    Preset::SpringAi.apply(&mut settings);
+    let chunking = engine.chunk_all(&settings, &AtomicBool::new(false)).unwrap();
+    let index = SearchIndex::build(&engine, &chunking, None, 384).unwrap();
+    let mut cache = EmbedCache::in_memory(384);
+    let mut tail_hits = 0;
+    for (doc, question, _) in &questions {
+        let r = index.search(&engine, &chunking, embedder(), &mut cache, question, 5, 128).unwrap();
+        if r.bm25.iter().any(|h| h.file_pos == *doc && h.in_tail) {
+            tail_hits += 1;
+        }
+    }
+    eprintln!("{tail_hits} of {} questions: BM25 hit in its article marked TAIL", questions.len());
+    assert!(tail_hits > 10);
+}

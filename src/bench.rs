@@ -22,10 +22,14 @@ pub struct BenchArgs<'a> {
     /// A Python with sentence-transformers installed; None runs ours only.
     pub reference: Option<String>,
     pub repeat: usize,
+    /// Join paragraphs into texts of at least this many characters (0: paragraphs as they are),
+    /// so that every text fills the window.
+    pub min_chars: usize,
 }
 
-/// Paragraphs of the corpus (blank-line separated, at least 40 characters), cycled to `n`.
-pub fn bench_texts(corpus: &Path, n: usize) -> Result<Vec<String>> {
+/// Paragraphs of the corpus (blank-line separated, at least 40 characters), joined until each has
+/// `min_chars` characters, cycled to `n`.
+pub fn bench_texts(corpus: &Path, n: usize, min_chars: usize) -> Result<Vec<String>> {
     let c = Corpus::load(corpus, &CorpusRules::default())?;
     let paras: Vec<String> = c
         .docs
@@ -42,12 +46,24 @@ pub fn bench_texts(corpus: &Path, n: usize) -> Result<Vec<String>> {
     if paras.is_empty() {
         bail!("{}: no paragraphs to embed", corpus.display());
     }
+    let mut joined: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for p in paras.iter().cycle().take(paras.len() * 2) {
+        if !cur.is_empty() {
+            cur.push_str("\n\n");
+        }
+        cur.push_str(p);
+        if cur.chars().count() >= min_chars {
+            joined.push(std::mem::take(&mut cur));
+        }
+    }
+    let paras = joined;
     Ok(paras.iter().cycle().take(n).cloned().collect())
 }
 
 pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let emb = Embedder::load(info)?;
-    let texts = bench_texts(args.corpus, args.texts)?;
+    let texts = bench_texts(args.corpus, args.texts, args.min_chars)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     writeln!(
         out,

@@ -142,6 +142,10 @@ enum BenchWhat {
         /// Repetitions per measurement (the best is kept).
         #[arg(long, default_value_t = 2)]
         repeat: usize,
+        /// Join paragraphs into texts of at least this many characters (e.g. 2000 so every text
+        /// fills a 256-token window); 0 embeds paragraphs as they are.
+        #[arg(long, default_value_t = 0)]
+        min_chars: usize,
         /// Model folder or hub id.
         #[arg(long)]
         model: Option<String>,
@@ -347,6 +351,7 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                     batches,
                     reference,
                     repeat,
+                    min_chars,
                     model: m,
                 },
         }) => {
@@ -363,6 +368,7 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                 batches,
                 reference,
                 repeat,
+                min_chars,
             };
             chunkscope::bench::run(&info, &args, &mut io::stdout().lock())
                 .map_err(|e| format!("{e:#}"))?;

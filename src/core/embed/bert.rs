@@ -11,7 +11,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 
-use super::kernels::{gelu, layer_norm, softmax};
+use super::kernels::{add_layer_norm_rows, gelu, layer_norm_rows, softmax_rows};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BertConfig {
@@ -195,9 +195,9 @@ impl Bert {
                 for k in 0..h {
                     row[k] = w[k] + pos[k] + self.token_type0[k];
                 }
-                layer_norm(row, &self.emb_ln_g, &self.emb_ln_b, c.eps);
             }
         }
+        layer_norm_rows(&mut x, &self.emb_ln_g, &self.emb_ln_b, c.eps);
         let mut qkv = vec![0.0f32; total * 3 * h];
         let mut ctx = vec![0.0f32; total * h];
         let mut tmp = vec![0.0f32; total * h];
@@ -298,9 +298,7 @@ impl Bert {
                         Parallelism::None,
                     );
                 }
-                for row in scores.chunks_exact_mut(len) {
-                    softmax(row);
-                }
+                softmax_rows(scores, len);
                 unsafe {
                     let out = ctx_ptr.get().add(starts[s] * h + hd * d);
                     // ctx (len x d) = P (len x len) V (len x d)
@@ -383,12 +381,5 @@ fn linear(x: &[f32], rows: usize, k: usize, w: &[f32], b: &[f32], n: usize, out:
 fn residual_norm(out: &mut [f32], residual: &[f32], h: usize, g: &[f32], b: &[f32], eps: f32) {
     out.par_chunks_mut(h * 64)
         .zip(residual.par_chunks(h * 64))
-        .for_each(|(o, r)| {
-            for (orow, rrow) in o.chunks_exact_mut(h).zip(r.chunks_exact(h)) {
-                for (a, c) in orow.iter_mut().zip(rrow) {
-                    *a += c;
-                }
-                layer_norm(orow, g, b, eps);
-            }
-        });
+        .for_each(|(o, r)| add_layer_norm_rows(o, r, g, b, eps));
 }

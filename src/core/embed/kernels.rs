@@ -1,11 +1,103 @@
 //! The element-wise steps of the forward pass, written so the compiler vectorizes them: LayerNorm,
 //! GELU (erf form, rational approximation) and softmax (exp by range reduction and a polynomial).
 
+/// Sum with eight independent accumulators, so the compiler can keep them in one vector register
+/// (a single running sum is a dependency chain it may not reorder).
+#[inline(always)]
+pub fn sum(xs: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let chunks = xs.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for i in 0..8 {
+            acc[i] += c[i];
+        }
+    }
+    acc.iter().sum::<f32>() + rest.iter().sum::<f32>()
+}
+
+/// Sum of squared distances to `mean`, vectorized like `sum`.
+#[inline(always)]
+fn sum_sq(xs: &[f32], mean: f32) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let chunks = xs.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for i in 0..8 {
+            let d = c[i] - mean;
+            acc[i] += d * d;
+        }
+    }
+    acc.iter().sum::<f32>() + rest.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>()
+}
+
+/// Run `$body` compiled for AVX-512 or AVX2+FMA when the CPU has them (checked once and cached by
+/// std), else for the baseline: one source, vectorized as wide as the machine allows.
+macro_rules! multiversion {
+    ($(#[$m:meta])* pub fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
+        $(#[$m])*
+        pub fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn generic($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                unsafe fn v4($($arg: $ty),*) { generic($($arg),*) }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn v3($($arg: $ty),*) { generic($($arg),*) }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU supports the features v4 is compiled for.
+                    return unsafe { v4($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    // SAFETY: as above, for v3.
+                    return unsafe { v3($($arg),*) };
+                }
+            }
+            generic($($arg),*)
+        }
+    };
+}
+
+/// Clamp without NaN bookkeeping, which would keep the loop scalar.
+#[inline(always)]
+fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
+    let x = if x < lo { lo } else { x };
+    if x > hi {
+        hi
+    } else {
+        x
+    }
+}
+
+multiversion! {
+/// LayerNorm of each `gamma.len()`-wide row of `rows` in place.
+pub fn layer_norm_rows(rows: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    for row in rows.chunks_exact_mut(gamma.len()) {
+        layer_norm(row, gamma, beta, eps);
+    }
+}
+}
+
+multiversion! {
+/// `out += residual`, then LayerNorm of each row.
+pub fn add_layer_norm_rows(out: &mut [f32], residual: &[f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let h = gamma.len();
+    for (orow, rrow) in out.chunks_exact_mut(h).zip(residual.chunks_exact(h)) {
+        for (a, c) in orow.iter_mut().zip(rrow) {
+            *a += c;
+        }
+        layer_norm(orow, gamma, beta, eps);
+    }
+}
+}
+
 /// LayerNorm of one row in place.
+#[inline(always)]
 pub fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let n = row.len() as f32;
-    let mean = row.iter().sum::<f32>() / n;
-    let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n;
+    let mean = sum(row) / n;
+    let var = sum_sq(row, mean) / n;
     let inv = 1.0 / (var + eps).sqrt();
     for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
         *v = (*v - mean) * inv * g + b;
@@ -16,7 +108,7 @@ pub fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
 /// few ulp. Only multiplies, adds and one division, so it vectorizes.
 #[inline(always)]
 pub fn erf(x: f32) -> f32 {
-    let x = x.clamp(-4.0, 4.0);
+    let x = clamp(x, -4.0, 4.0);
     let x2 = x * x;
     let mut p = x2 * -2.726_142_3e-10 + 2.770_681_4e-8;
     p = x2 * p + -2.101_024e-6;
@@ -32,11 +124,13 @@ pub fn erf(x: f32) -> f32 {
     p / q
 }
 
+multiversion! {
 /// GELU, the erf form BERT uses: x/2 * (1 + erf(x / sqrt 2)).
 pub fn gelu(xs: &mut [f32]) {
     for v in xs {
         *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
     }
+}
 }
 
 /// e^x for f32: x = n ln2 + r with |r| <= ln2/2, e^r by a degree-6 polynomial, 2^n from bits.
@@ -46,26 +140,46 @@ pub fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
     const ROUND: f32 = 12_582_912.0; // 1.5 * 2^23: adding and subtracting rounds to an integer
-    let x = x.clamp(-87.0, 88.0);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let x = clamp(x, -87.0, 88.0);
+    let shifted = x * LOG2E + ROUND;
+    let n = shifted - ROUND;
+    // The integer n read from the bits of `shifted` (one unit per ulp there): a float-to-int `as`
+    // saturates lane by lane and would keep the loop scalar.
+    let n_int = shifted.to_bits() as i32 - ROUND.to_bits() as i32;
     let r = x - n * LN2_HI - n * LN2_LO;
     let p = 1.0
         + r * (1.0
             + r * (0.5
                 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    let scale = f32::from_bits(((n_int + 127) as u32) << 23);
     p * scale
 }
 
+multiversion! {
+/// Softmax of each `width`-wide row of `rows` in place.
+pub fn softmax_rows(rows: &mut [f32], width: usize) {
+    for row in rows.chunks_exact_mut(width) {
+        softmax(row);
+    }
+}
+}
+
 /// Softmax of one row in place.
+#[inline(always)]
 pub fn softmax(row: &mut [f32]) {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0;
+    let mut acc = [f32::NEG_INFINITY; 8];
+    let chunks = row.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for i in 0..8 {
+            acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
+        }
+    }
+    let max = acc.iter().chain(rest).fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
     for v in row.iter_mut() {
         *v = exp(*v - max);
-        sum += *v;
     }
-    let inv = 1.0 / sum;
+    let inv = 1.0 / sum(row);
     for v in row.iter_mut() {
         *v *= inv;
     }

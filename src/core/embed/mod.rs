@@ -21,6 +21,9 @@ pub struct Embedder {
     bert: Bert,
     tok: Tokenizer,
     specials: usize,
+    /// BERT's pre-tokenizer encodes each word on its own, so a prefix of the text cut at
+    /// whitespace has exactly the first tokens of the whole text.
+    word_local: bool,
     /// Identifies the model in cache keys: its id and the weights' size.
     pub model_key: String,
 }
@@ -44,6 +47,10 @@ impl Embedder {
             .get_post_processor()
             .map(|p| tokenizers::tokenizer::PostProcessor::added_tokens(p, false))
             .unwrap_or(0);
+        let word_local = matches!(
+            tok.get_pre_tokenizer(),
+            Some(tokenizers::PreTokenizerWrapper::BertPreTokenizer(_))
+        );
         let weights = std::fs::metadata(info.dir.join("model.safetensors"))
             .map(|m| m.len())
             .unwrap_or(0);
@@ -51,6 +58,7 @@ impl Embedder {
             bert,
             tok,
             specials,
+            word_local,
             model_key: format!("{}#{weights}", info.id),
         })
     }
@@ -63,14 +71,30 @@ impl Embedder {
     /// [CLS] and [SEP] added, as the tokenizers pipeline does with truncation on.
     pub fn ids(&self, text: &str, window: usize) -> Vec<u32> {
         let window = window.min(self.bert.config.max_positions);
-        let Ok(mut enc) = self.tok.encode(text, false) else {
-            return Vec::new();
+        let content = window.saturating_sub(self.specials);
+        // Long texts: encode a prefix cut at whitespace that surely holds `content` tokens when the
+        // tokenizer is word-local (a word never straddles the cut, so the prefix's tokens are the
+        // first tokens of the whole text); fall back to the whole text otherwise.
+        let mut enc = None;
+        if self.word_local && text.len() > content * 16 {
+            let end = crate::core::text::floor_char(text, content * 12);
+            let cut = text[..end].rfind(char::is_whitespace).unwrap_or(0);
+            if cut > 0 {
+                if let Ok(e) = self.tok.encode(&text[..cut], false) {
+                    if e.len() >= content {
+                        enc = Some(e);
+                    }
+                }
+            }
+        }
+        let mut enc = match enc {
+            Some(e) => e,
+            None => match self.tok.encode(text, false) {
+                Ok(e) => e,
+                Err(_) => return Vec::new(),
+            },
         };
-        enc.truncate(
-            window.saturating_sub(self.specials),
-            0,
-            TruncationDirection::Right,
-        );
+        enc.truncate(content, 0, TruncationDirection::Right);
         match self.tok.post_process(enc, None, true) {
             Ok(e) => e.get_ids().to_vec(),
             Err(_) => Vec::new(),
@@ -86,7 +110,10 @@ impl Embedder {
         mut keep_going: impl FnMut(usize) -> bool,
     ) -> Option<(Vec<Vec<f32>>, EmbedRun)> {
         let started = Instant::now();
-        let ids: Vec<Vec<u32>> = texts.iter().map(|t| self.ids(t, window)).collect();
+        let ids: Vec<Vec<u32>> = {
+            use rayon::prelude::*;
+            texts.par_iter().map(|t| self.ids(t, window)).collect()
+        };
         let tokens = ids.iter().map(Vec::len).sum();
         // Longest first, so passes hold sequences of similar length.
         let mut order: Vec<usize> = (0..ids.len()).collect();

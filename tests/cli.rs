@@ -192,3 +192,68 @@ fn missing_model_folder_is_explained() {
     );
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+#[test]
+fn query_json_places_hits_and_embed_writes_vectors() {
+    let o = run(&[
+        "query",
+        &examples(),
+        "which flag rolls back the gateway deployment",
+        "--k",
+        "3",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for side in ["bm25", "vector"] {
+        let hits = v[side].as_array().unwrap();
+        assert_eq!(hits.len(), 3, "{side}");
+        for h in hits {
+            for key in [
+                "rank",
+                "score",
+                "file",
+                "chunk",
+                "heading",
+                "token_offset",
+                "in_tail",
+                "only_here",
+            ] {
+                assert!(h.get(key).is_some(), "{side} hit lacks {key}");
+            }
+        }
+    }
+    // Second run: every vector comes from the cache.
+    let o = run(&[
+        "query",
+        &examples(),
+        "refund window for annual plans",
+        "--format",
+        "json",
+    ]);
+    assert!(stderr(&o).contains("nothing embedded"), "{}", stderr(&o));
+
+    let o = run(&[
+        "embed",
+        &examples(),
+        "--format",
+        "jsonl",
+        "--preset",
+        "langchain-tokens",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let vec: Vec<f64> = v["vector"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(vec.len(), 384);
+        let norm: f64 = vec.iter().map(|x| x * x).sum::<f64>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-3, "norm {norm}");
+    }
+}

@@ -20,7 +20,8 @@ fn embedder() -> &'static Embedder {
 
 #[test]
 fn agrees_with_sentence_transformers() {
-    let raw = std::fs::read_to_string(common::repo().join("tests/fixtures/st_vectors.json")).unwrap();
+    let raw =
+        std::fs::read_to_string(common::repo().join("tests/fixtures/st_vectors.json")).unwrap();
     let fx: serde_json::Value = serde_json::from_str(&raw).unwrap();
     let mut texts: Vec<(String, String)> = fx["inline"]
         .as_object()
@@ -30,7 +31,10 @@ fn agrees_with_sentence_transformers() {
         .collect();
     for f in fx["files"].as_array().unwrap() {
         let f = f.as_str().unwrap();
-        texts.push((f.to_string(), std::fs::read_to_string(common::repo().join(f)).unwrap()));
+        texts.push((
+            f.to_string(),
+            std::fs::read_to_string(common::repo().join(f)).unwrap(),
+        ));
     }
     let mut worst = 1.0f32;
     for window in [128usize, 256] {
@@ -53,23 +57,38 @@ fn agrees_with_sentence_transformers() {
 
 #[test]
 fn text_past_the_window_never_reaches_the_vector() {
-    let long = std::fs::read_to_string(common::repo().join("examples/runbooks/rotate-keys.md")).unwrap();
+    let long =
+        std::fs::read_to_string(common::repo().join("examples/runbooks/rotate-keys.md")).unwrap();
     let probe = format!("{long} The violet submarine juggles seventeen marmalade comets.");
     let v = embedder().embed(&[long.as_str(), probe.as_str()], 128);
-    assert_eq!(v[0], v[1], "bit-identical: the appended sentence is past the window");
+    assert_eq!(
+        v[0], v[1],
+        "bit-identical: the appended sentence is past the window"
+    );
     let short = "Keys are rotated every ninety days.";
     let probe = format!("{short} The violet submarine juggles seventeen marmalade comets.");
     let v = embedder().embed(&[short, probe.as_str()], 128);
-    assert!(cosine(&v[0], &v[1]) < 0.95, "inside the window the text changes the vector");
+    assert!(
+        cosine(&v[0], &v[1]) < 0.95,
+        "inside the window the text changes the vector"
+    );
     // The ids the model reads: [CLS] + 126 content tokens + [SEP].
     assert_eq!(embedder().ids(&long, 128).len(), 128);
     assert_eq!(embedder().ids(&long, 256).len(), 256);
-    assert_eq!(embedder().ids(short, 128).len(), common::tokenizer().count(short) + 2);
+    assert_eq!(
+        embedder().ids(short, 128).len(),
+        common::tokenizer().count(short) + 2
+    );
 }
 
 #[test]
 fn vectors_are_normalised_and_batch_independent() {
-    let texts = ["alpha beta", "a somewhat longer sentence about payments and refunds", "短い", ""];
+    let texts = [
+        "alpha beta",
+        "a somewhat longer sentence about payments and refunds",
+        "短い",
+        "",
+    ];
     let together = embedder().embed(&texts, 128);
     for (t, v) in texts.iter().zip(&together) {
         let alone = embedder().embed(&[t], 128);
@@ -102,7 +121,10 @@ fn cache_embeds_nothing_twice() {
 #[test]
 fn bm25_hits_in_the_tail_on_xquad() {
     let Some(shared) = common::shared() else {
-        assert!(std::env::var_os("CI").is_none(), "../shared is expected in CI");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "../shared is expected in CI"
+        );
         return;
     };
     let raw = std::fs::read_to_string(shared.join("data/xquad/xquad.en.json")).unwrap();
@@ -110,10 +132,19 @@ fn bm25_hits_in_the_tail_on_xquad() {
     let mut docs = Vec::new();
     let mut questions = Vec::new();
     for (i, art) in v["data"].as_array().unwrap().iter().enumerate().take(12) {
-        let paras: Vec<&str> = art["paragraphs"].as_array().unwrap().iter().map(|p| p["context"].as_str().unwrap()).collect();
+        let paras: Vec<&str> = art["paragraphs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["context"].as_str().unwrap())
+            .collect();
         for p in art["paragraphs"].as_array().unwrap() {
             for q in p["qas"].as_array().unwrap() {
-                questions.push((i, q["question"].as_str().unwrap().to_string(), q["answers"][0]["text"].as_str().unwrap().to_string()));
+                questions.push((
+                    i,
+                    q["question"].as_str().unwrap().to_string(),
+                    q["answers"][0]["text"].as_str().unwrap().to_string(),
+                ));
             }
         }
         docs.push(Document {
@@ -134,16 +165,23 @@ fn bm25_hits_in_the_tail_on_xquad() {
     .unwrap();
     let mut settings = ChunkSettings::default();
     Preset::SpringAi.apply(&mut settings);
-    let chunking = engine.chunk_all(&settings, &AtomicBool::new(false)).unwrap();
+    let chunking = engine
+        .chunk_all(&settings, &AtomicBool::new(false))
+        .unwrap();
     let index = SearchIndex::build(&engine, &chunking, None, 384).unwrap();
     let mut cache = EmbedCache::in_memory(384);
     let mut tail_hits = 0;
     for (doc, question, _) in &questions {
-        let r = index.search(&engine, &chunking, embedder(), &mut cache, question, 5, 128).unwrap();
+        let r = index
+            .search(&engine, &chunking, embedder(), &mut cache, question, 5, 128)
+            .unwrap();
         if r.bm25.iter().any(|h| h.file_pos == *doc && h.in_tail) {
             tail_hits += 1;
         }
     }
-    eprintln!("{tail_hits} of {} questions: BM25 hit in its article marked TAIL", questions.len());
+    eprintln!(
+        "{tail_hits} of {} questions: BM25 hit in its article marked TAIL",
+        questions.len()
+    );
     assert!(tail_hits > 10);
 }

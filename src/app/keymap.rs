@@ -84,14 +84,14 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     (
         Action::Query,
         "query",
-        "query pane: BM25 and vector side by side (Enter runs, Tab column, Enter on a hit opens it, Esc back)",
+        "query pane: BM25 and vector hits side by side",
         &["/"],
         true,
     ),
     (
         Action::Probe,
         "probe",
-        "tail probe: cosine of the chunk's vector before and after appending a sentence",
+        "tail probe: does appended text reach this chunk's vector?",
         &["P"],
         true,
     ),

@@ -759,6 +759,63 @@ mod tests {
     }
 
     #[test]
+    fn query_mode_edits_runs_and_opens_a_hit() {
+        use crate::core::search::{Hit, Results};
+        let mut m = model();
+        m.chunking = Some(Arc::new(Chunking {
+            settings: m.settings.clone(),
+            files: Vec::new(),
+        }));
+        update(&mut m, key('/'));
+        assert_eq!(m.view, View::Query);
+        for c in "q w?".chars() {
+            assert!(
+                update(&mut m, key(c)).is_empty(),
+                "typing is text, not actions"
+            );
+        }
+        assert_eq!(m.query.input, "q w?");
+        assert!(!m.quit);
+        let cmds = update(
+            &mut m,
+            Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        );
+        assert!(matches!(&cmds[..], [Cmd::Query { text, k: 5, .. }] if text == "q w?"));
+        let hit = Hit {
+            rank: 1,
+            score: 1.0,
+            file: "a.md".into(),
+            file_pos: 2,
+            chunk: 3,
+            heading: None,
+            match_byte: Some(40),
+            token_offset: Some(9),
+            in_tail: false,
+            only_here: true,
+        };
+        let id = m.query.pending.unwrap();
+        update(
+            &mut m,
+            Msg::QueryDone {
+                id,
+                generation: m.chunked_at,
+                result: Ok(Results {
+                    bm25: vec![hit],
+                    ..Results::default()
+                }),
+            },
+        );
+        assert!(m.query.results.is_some());
+        update(
+            &mut m,
+            Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+        );
+        assert_eq!(m.view, View::Chunks);
+        assert_eq!((m.selected, m.focus_chunk), (2, 3));
+        assert_eq!(m.highlight, Some((2, 3, 40)));
+    }
+
+    #[test]
     fn quit_and_help() {
         let mut m = model();
         update(&mut m, key('?'));

@@ -29,7 +29,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         " Keys are remapped in workbench.toml [keys]. Any key closes help.",
         t.dim,
     ));
-    let width = area.width.min(84);
+    let width = area.width.min(96);
     let height = (lines.len() as u16 + 2).min(area.height);
     let rect = Rect {
         x: area.x + (area.width - width) / 2,

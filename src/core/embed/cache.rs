@@ -152,6 +152,23 @@ fn decode(bytes: &[u8], dim: usize) -> Option<HashMap<u128, Vec<f32>>> {
     Some(map)
 }
 
+/// Where the embedding cache of a model lives: one file per model, under the cache directory.
+pub fn default_path(model_key: &str) -> std::path::PathBuf {
+    let safe: String = model_key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    crate::core::model::cache_root()
+        .join("embeddings")
+        .join(format!("{safe}.bin"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,21 +195,4 @@ mod tests {
         assert!(EmbedCache::open(&path, 3).is_empty());
         let _ = fs::remove_dir_all(&dir);
     }
-}
-
-/// Where the embedding cache of a model lives: one file per model, under the cache directory.
-pub fn default_path(model_key: &str) -> std::path::PathBuf {
-    let safe: String = model_key
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    crate::core::model::cache_root()
-        .join("embeddings")
-        .join(format!("{safe}.bin"))
 }

@@ -175,7 +175,10 @@ pub fn softmax(row: &mut [f32]) {
             acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
         }
     }
-    let max = acc.iter().chain(rest).fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+    let max = acc
+        .iter()
+        .chain(rest)
+        .fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
     for v in row.iter_mut() {
         *v = exp(*v - max);
     }

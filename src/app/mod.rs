@@ -794,11 +794,12 @@ mod tests {
             only_here: true,
         };
         let id = m.query.pending.unwrap();
+        let generation = m.chunked_at;
         update(
             &mut m,
             Msg::QueryDone {
                 id,
-                generation: m.chunked_at,
+                generation,
                 result: Ok(Results {
                     bm25: vec![hit],
                     ..Results::default()

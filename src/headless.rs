@@ -9,10 +9,12 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::core::cases::Cases;
 use crate::core::config::Config;
 use crate::core::corpus::Corpus;
 use crate::core::embed::{cache, EmbedCache, Embedder};
 use crate::core::engine::{Chunking, Engine};
+use crate::core::eval::{evaluate, Report};
 use crate::core::model;
 use crate::core::search::{embed_cached, SearchIndex};
 use crate::core::stats::Stats;
@@ -21,10 +23,73 @@ use crate::core::window::Window;
 
 /// Find the model, read the corpus and tokenize it once. Progress goes to `say`.
 pub fn open_engine(corpus: &Path, config: &Config, say: &mut dyn FnMut(&str)) -> Result<Engine> {
+    let corpus = Corpus::load(corpus, &config.corpus)?;
+    engine_for(corpus, config, say)
+}
+
+/// The engine over a corpus already in memory (e.g. built from SQuAD JSON).
+pub fn engine_for(corpus: Corpus, config: &Config, say: &mut dyn FnMut(&str)) -> Result<Engine> {
     let info = model::locate(&config.model, say)?;
     let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
-    let corpus = Corpus::load(corpus, &config.corpus)?;
     Engine::new(info, Arc::new(tok), corpus)
+}
+
+/// What `chunkscope eval` reads: SQuAD JSON gives corpus and cases; a directory needs a TSV
+/// (default CORPUS/cases.tsv).
+pub fn open_eval(
+    corpus: &Path,
+    cases: Option<&Path>,
+    config: &Config,
+    say: &mut dyn FnMut(&str),
+) -> Result<(Engine, Cases)> {
+    if corpus.extension().is_some_and(|e| e == "json") {
+        let (c, from_json) = Cases::from_squad(corpus)?;
+        let engine = engine_for(c, config, say)?;
+        let cases = match cases {
+            Some(p) if p != corpus => Cases::from_tsv(p, &engine.corpus)?,
+            _ => from_json,
+        };
+        return Ok((engine, cases));
+    }
+    let engine = open_engine(corpus, config, say)?;
+    let path = match cases {
+        Some(p) => p.to_path_buf(),
+        None => corpus.join("cases.tsv"),
+    };
+    let cases = if path.extension().is_some_and(|e| e == "json") {
+        Cases::from_squad(&path)?.1
+    } else {
+        Cases::from_tsv(&path, &engine.corpus)?
+    };
+    Ok((engine, cases))
+}
+
+/// `chunkscope eval`: the report, and the recall figures a floor is checked against.
+#[allow(clippy::too_many_arguments)]
+pub fn eval(
+    engine: &Engine,
+    chunking: &Chunking,
+    cases: &Cases,
+    window: &Window,
+    ks: &[usize],
+    k: usize,
+    say: &mut dyn FnMut(&str),
+) -> Result<Report> {
+    let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, say)?;
+    let index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
+    let report = evaluate(
+        engine,
+        chunking,
+        &index,
+        &embedder,
+        &mut cache,
+        cases,
+        window.tokens,
+        ks,
+        k,
+    )?;
+    let _ = cache.save();
+    Ok(report)
 }
 
 pub fn chunk(engine: &Engine, config: &Config) -> Result<Chunking> {

@@ -84,6 +84,36 @@ enum Command {
         #[arg(long, value_enum, default_value_t = QueryFormat::Text)]
         format: QueryFormat,
     },
+    /// Recall@k and MRR of BM25 and vectors on evaluation cases, by where the answer sits (inside
+    /// the window, in the tail, split across chunks, in no chunk) and in its document, with every
+    /// miss explained. CORPUS may be a SQuAD-format JSON file, which gives corpus and cases.
+    Eval {
+        corpus: PathBuf,
+        /// Cases: TSV (question TAB answer [TAB file]) or SQuAD JSON (default: CORPUS/cases.tsv,
+        /// or the JSON itself).
+        #[arg(long)]
+        cases: Option<PathBuf>,
+        #[command(flatten)]
+        knobs: Knobs,
+        /// The k values of recall@k, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,3,5,10")]
+        k: Vec<usize>,
+        /// The k that misses are explained at and --min-recall checks.
+        #[arg(long, default_value_t = 5)]
+        at: usize,
+        /// Exit 1 when recall@AT of a checked retriever falls below this (0..1).
+        #[arg(long)]
+        min_recall: Option<f64>,
+        /// Which retrievers --min-recall checks.
+        #[arg(long, value_enum, default_value_t = Retriever::Both)]
+        retriever: Retriever,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = EvalFormat::Markdown)]
+        format: EvalFormat,
+        /// Misses listed in the Markdown report.
+        #[arg(long, default_value_t = 20)]
+        misses: usize,
+    },
     /// Benchmarks that print figures.
     Bench {
         #[command(subcommand)]
@@ -117,6 +147,19 @@ enum Format {
 #[derive(Clone, Copy, ValueEnum)]
 enum QueryFormat {
     Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum Retriever {
+    Both,
+    Bm25,
+    Vector,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EvalFormat {
+    Markdown,
     Json,
 }
 
@@ -340,6 +383,68 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                 &mut out,
             )
             .map_err(|e| format!("{e:#}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Eval {
+            corpus,
+            cases,
+            knobs,
+            k,
+            at,
+            min_recall,
+            retriever,
+            format,
+            misses,
+        }) => {
+            let config = knobs.config(corpus.is_dir().then_some(corpus.as_path()))?;
+            let (engine, cases) = headless::open_eval(&corpus, cases.as_deref(), &config, &mut say)
+                .map_err(|e| format!("{e:#}"))?;
+            if cases.cases.is_empty() {
+                for b in &cases.bad {
+                    eprintln!("{}:{}: {}", cases.file, b.line, b.reason);
+                }
+                return Err(format!("{}: no usable cases", cases.file));
+            }
+            let window = engine.model.windows.resolve(config.window);
+            let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+            let mut ks = k.clone();
+            if !ks.contains(&at) {
+                ks.push(at);
+                ks.sort_unstable();
+            }
+            let report = headless::eval(&engine, &chunking, &cases, &window, &ks, at, &mut say)
+                .map_err(|e| format!("{e:#}"))?;
+            let mut out = io::stdout().lock();
+            match format {
+                EvalFormat::Json => writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+                ),
+                EvalFormat::Markdown => {
+                    write!(out, "{}", chunkscope::core::eval::markdown(&report, misses))
+                }
+            }
+            .map_err(|e| e.to_string())?;
+            for b in &cases.bad {
+                eprintln!("{}:{}: {}", cases.file, b.line, b.reason);
+            }
+            if let Some(floor) = min_recall {
+                let mut failed = Vec::new();
+                if retriever != Retriever::Vector && report.bm25.at(at) < floor {
+                    failed.push(format!("BM25 recall@{at} {:.3}", report.bm25.at(at)));
+                }
+                if retriever != Retriever::Bm25 && report.vector.at(at) < floor {
+                    failed.push(format!("vector recall@{at} {:.3}", report.vector.at(at)));
+                }
+                if !failed.is_empty() {
+                    eprintln!(
+                        "chunkscope: {} below --min-recall {floor}",
+                        failed.join(" and ")
+                    );
+                    return Ok(ExitCode::from(1));
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench {

@@ -1,10 +1,12 @@
 //! Pure logic: no terminal code, no threads.
 
+pub mod cases;
 pub mod chunk;
 pub mod config;
 pub mod corpus;
 pub mod embed;
 pub mod engine;
+pub mod eval;
 pub mod index;
 pub mod measure;
 pub mod model;

@@ -133,6 +133,30 @@ impl SearchIndex {
         self.vectors = vix;
     }
 
+    /// Every chunk id ranked by BM25 for `query` (chunks without a matching term are left out).
+    pub fn bm25_ranking(&self, query: &str) -> Result<Vec<u64>> {
+        Ok(self
+            .bm25
+            .search(query, self.refs.len(), |_| None)?
+            .into_iter()
+            .map(|h| h.id)
+            .collect())
+    }
+
+    /// Every chunk id ranked by cosine to `qv`.
+    pub fn vector_ranking(&self, qv: &[f32]) -> Vec<u64> {
+        self.vectors
+            .search(qv, self.refs.len())
+            .into_iter()
+            .map(|h| h.0)
+            .collect()
+    }
+
+    /// (file position, chunk index) of an id.
+    pub fn chunk_ref(&self, id: u64) -> Option<(usize, usize)> {
+        self.refs.get(id as usize).copied()
+    }
+
     pub fn has_vectors(&self) -> bool {
         !self.vectors.is_empty()
     }

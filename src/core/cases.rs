@@ -1,0 +1,340 @@
+//! Evaluation cases: a TSV file (question, TAB, answer span, optionally TAB, file) located in the
+//! corpus, or SQuAD-format JSON, from which the corpus itself is built (one document per article,
+//! paragraphs in order) with each answer at its exact offset. Lines that cannot be used are listed
+//! with their line numbers, never dropped silently.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use super::corpus::{Corpus, Document};
+
+/// One question with the answer span it must retrieve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Case {
+    /// Line in the cases file (TSV), or the question's position (SQuAD).
+    pub line: usize,
+    pub question: String,
+    pub answer: String,
+    /// Where the answer is: document index and byte range in it.
+    pub doc: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A line that could not become a case, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BadLine {
+    pub line: usize,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Cases {
+    pub file: String,
+    pub cases: Vec<Case>,
+    pub bad: Vec<BadLine>,
+}
+
+/// Lowercased text with whitespace runs collapsed to one space, and for each byte of it the byte of
+/// the original text it came from (plus one past the end).
+pub struct Normalized {
+    pub text: String,
+    pub origin: Vec<usize>,
+}
+
+pub fn normalize(s: &str) -> Normalized {
+    let mut text = String::with_capacity(s.len());
+    let mut origin = Vec::with_capacity(s.len() + 1);
+    let mut in_space = false;
+    for (i, c) in s.char_indices() {
+        if c.is_whitespace() {
+            if !in_space && !text.is_empty() {
+                text.push(' ');
+                origin.push(i);
+            }
+            in_space = true;
+            continue;
+        }
+        in_space = false;
+        for l in c.to_lowercase() {
+            let before = text.len();
+            text.push(l);
+            origin.extend(std::iter::repeat_n(i, text.len() - before));
+        }
+    }
+    if text.ends_with(' ') {
+        text.pop();
+        origin.pop();
+    }
+    origin.push(s.len());
+    Normalized { text, origin }
+}
+
+/// The normalised form used to compare answers with chunk texts.
+pub fn norm(s: &str) -> String {
+    normalize(s).text
+}
+
+/// Byte range in `doc` of the first occurrence of `answer`, compared normalised.
+pub fn locate(doc: &str, answer: &str) -> Option<(usize, usize)> {
+    let n = normalize(doc);
+    let a = norm(answer);
+    if a.is_empty() {
+        return None;
+    }
+    let at = n.text.find(&a)?;
+    let start = n.origin[at];
+    let last = at + a.len() - 1;
+    let end_char = n.origin[last];
+    let end = end_char + doc[end_char..].chars().next().map_or(0, char::len_utf8);
+    Some((start, end))
+}
+
+impl Cases {
+    /// Read a TSV cases file and locate every answer in `corpus`.
+    pub fn from_tsv(path: &Path, corpus: &Corpus) -> Result<Cases> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cases file {}", path.display()))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let name = path.display().to_string();
+        let mut out = Cases {
+            file: name.clone(),
+            ..Cases::default()
+        };
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let raw = raw.trim_end_matches('\r');
+            if raw.trim().is_empty() || raw.starts_with('#') {
+                continue;
+            }
+            let bad = |reason: String| BadLine { line, reason };
+            let fields: Vec<&str> = raw.split('\t').collect();
+            if fields.len() < 2 {
+                out.bad
+                    .push(bad("no TAB between question and answer".into()));
+                continue;
+            }
+            if fields.len() > 3 {
+                out.bad.push(bad(format!(
+                    "{} fields; expected question, answer and an optional file",
+                    fields.len()
+                )));
+                continue;
+            }
+            let (question, answer) = (fields[0].trim(), fields[1].trim());
+            if question.is_empty() {
+                out.bad.push(bad("empty question".into()));
+                continue;
+            }
+            if answer.is_empty() {
+                out.bad.push(bad("empty answer span".into()));
+                continue;
+            }
+            let file = fields.get(2).map(|f| f.trim()).filter(|f| !f.is_empty());
+            let candidates: Vec<usize> = match file {
+                Some(f) => match corpus.docs.iter().position(|d| d.path == f) {
+                    Some(i) => vec![i],
+                    None => {
+                        out.bad
+                            .push(bad(format!("file '{f}' is not in the corpus")));
+                        continue;
+                    }
+                },
+                None => (0..corpus.docs.len()).collect(),
+            };
+            let found = candidates
+                .iter()
+                .find_map(|&d| locate(&corpus.docs[d].text, answer).map(|(s, e)| (d, s, e)));
+            match found {
+                Some((doc, start, end)) => out.cases.push(Case {
+                    line,
+                    question: question.to_string(),
+                    answer: answer.to_string(),
+                    doc,
+                    start,
+                    end,
+                }),
+                None => out.bad.push(bad(match file {
+                    Some(f) => format!("answer span not found in {f}"),
+                    None => "answer span found nowhere in the corpus".into(),
+                })),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Read SQuAD-format JSON: the corpus (one document per article, paragraphs joined by a blank
+    /// line) and one case per question, its first answer at its exact offset.
+    pub fn from_squad(path: &Path) -> Result<(Corpus, Cases)> {
+        let raw = std::fs::read_to_string(path)
+            .with_context(|| format!("cases file {}", path.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&raw).map_err(|e| {
+            anyhow::anyhow!(
+                "{}:{}:{}: not valid JSON: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
+        })?;
+        let Some(data) = v.get("data").and_then(|d| d.as_array()) else {
+            bail!(
+                "{}: no \"data\" array (expected SQuAD format)",
+                path.display()
+            );
+        };
+        let mut corpus = Corpus {
+            root: path.to_path_buf(),
+            ..Corpus::default()
+        };
+        let mut cases = Cases {
+            file: path.display().to_string(),
+            ..Cases::default()
+        };
+        let mut number = 0;
+        for (a, art) in data.iter().enumerate() {
+            let title = art
+                .get("title")
+                .and_then(|t| t.as_str())
+                .unwrap_or("article");
+            let mut text = String::new();
+            let paras = art
+                .get("paragraphs")
+                .and_then(|p| p.as_array())
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            for p in paras {
+                let context = p.get("context").and_then(|c| c.as_str()).unwrap_or("");
+                if !text.is_empty() {
+                    text.push_str("\n\n");
+                }
+                let base = text.len();
+                text.push_str(context);
+                for q in p
+                    .get("qas")
+                    .and_then(|q| q.as_array())
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                {
+                    number += 1;
+                    let question = q
+                        .get("question")
+                        .and_then(|x| x.as_str())
+                        .unwrap_or("")
+                        .trim();
+                    let ans = q.get("answers").and_then(|x| x.get(0));
+                    let answer = ans
+                        .and_then(|x| x.get("text"))
+                        .and_then(|x| x.as_str())
+                        .unwrap_or("");
+                    // answer_start counts characters in the paragraph.
+                    let start_chars = ans
+                        .and_then(|x| x.get("answer_start"))
+                        .and_then(|x| x.as_u64());
+                    let located = start_chars.and_then(|c| {
+                        let s = context.char_indices().nth(c as usize).map(|(b, _)| b)?;
+                        context[s..].starts_with(answer).then_some(s)
+                    });
+                    match (question.is_empty(), answer.is_empty(), located) {
+                        (true, _, _) => cases.bad.push(BadLine {
+                            line: number,
+                            reason: "empty question".into(),
+                        }),
+                        (_, true, _) => cases.bad.push(BadLine {
+                            line: number,
+                            reason: "no answer text".into(),
+                        }),
+                        (_, _, None) => cases.bad.push(BadLine {
+                            line: number,
+                            reason: "answer_start does not point at the answer text".into(),
+                        }),
+                        (_, _, Some(s)) => cases.cases.push(Case {
+                            line: number,
+                            question: question.to_string(),
+                            answer: answer.to_string(),
+                            doc: a,
+                            start: base + s,
+                            end: base + s + answer.len(),
+                        }),
+                    }
+                }
+            }
+            let safe: String = title
+                .chars()
+                .map(|c| {
+                    if c.is_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            corpus.docs.push(Document {
+                path: format!("{a:02}-{safe}.txt"),
+                text,
+                lossy: false,
+            });
+        }
+        Ok((corpus, cases))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalised_location_maps_back_to_bytes() {
+        let doc = "Keys are   rotated\nevery NINETY days. Café au lait.";
+        let (s, e) = locate(doc, "rotated every ninety").unwrap();
+        assert_eq!(&doc[s..e], "rotated\nevery NINETY");
+        let (s, e) = locate(doc, "café").unwrap();
+        assert_eq!(&doc[s..e], "Café");
+        assert!(locate(doc, "missing").is_none());
+        assert!(locate(doc, "   ").is_none());
+    }
+
+    #[test]
+    fn tsv_lines_are_checked_with_line_numbers() {
+        let dir = std::env::temp_dir().join(format!("chunkscope-cases-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cases.tsv");
+        std::fs::write(
+            &path,
+            "Q1?\tninety days\n\nno tab here\nQ3?\t\nQ4?\tnot there\nQ5?\tninety days\tb.md\nQ6?\tpro rata\tb.md\n",
+        )
+        .unwrap();
+        let corpus = Corpus {
+            docs: vec![
+                Document {
+                    path: "a.md".into(),
+                    text: "every ninety days".into(),
+                    lossy: false,
+                },
+                Document {
+                    path: "b.md".into(),
+                    text: "refunds are pro rata".into(),
+                    lossy: false,
+                },
+            ],
+            ..Corpus::default()
+        };
+        let c = Cases::from_tsv(&path, &corpus).unwrap();
+        assert_eq!(
+            c.cases.iter().map(|c| c.line).collect::<Vec<_>>(),
+            vec![1, 7]
+        );
+        let bad: Vec<(usize, &str)> = c.bad.iter().map(|b| (b.line, b.reason.as_str())).collect();
+        assert_eq!(
+            bad,
+            vec![
+                (3, "no TAB between question and answer"),
+                (4, "empty answer span"),
+                (5, "answer span found nowhere in the corpus"),
+                (6, "answer span not found in b.md"),
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

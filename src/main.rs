@@ -20,8 +20,11 @@ use chunkscope::{headless, tui};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Corpus directory (or file) to open in the workbench.
+    /// Corpus directory (or file, or SQuAD-format JSON) to open in the workbench.
     corpus: Option<PathBuf>,
+    /// Evaluation cases for the eval pane (default: CORPUS/cases.tsv).
+    #[arg(long)]
+    cases: Option<PathBuf>,
     #[command(flatten)]
     knobs: Knobs,
     /// Colour: auto follows NO_COLOR; never forces the mono theme.
@@ -302,7 +305,8 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                 // The screen opens with defaults and shows the error.
                 Err(e) => (Config::default(), Some(e)),
             };
-            tui::run(&corpus, config, config_error, mono).map_err(|e| format!("{e:#}"))?;
+            tui::run(&corpus, cli.cases, config, config_error, mono)
+                .map_err(|e| format!("{e:#}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Audit {

@@ -109,7 +109,13 @@ fn init_log(path: Option<&Path>) -> Option<PathBuf> {
 
 /// Open the workbench on `corpus`. The model is located (and downloaded, with progress on stderr)
 /// before the screen opens.
-pub fn run(corpus: &Path, config: Config, config_error: Option<String>, mono: bool) -> Result<()> {
+pub fn run(
+    corpus: &Path,
+    cases: Option<PathBuf>,
+    config: Config,
+    config_error: Option<String>,
+    mono: bool,
+) -> Result<()> {
     let log_path = init_log(config.log_file.as_deref());
     if !corpus.exists() {
         anyhow::bail!("corpus {}: no such file or directory", corpus.display());
@@ -155,6 +161,18 @@ pub fn run(corpus: &Path, config: Config, config_error: Option<String>, mono: bo
     let (tx, rx) = channel::<Msg>();
     let embedder = EmbedWorker::spawn(info.clone(), tx.clone());
     m.query.k = config.search_k;
+    // Evaluation cases: --cases, else CORPUS/cases.tsv, else the SQuAD JSON the corpus came from.
+    let cases = cases.or_else(|| {
+        let tsv = corpus.join("cases.tsv");
+        if tsv.is_file() {
+            Some(tsv)
+        } else if corpus.extension().is_some_and(|e| e == "json") {
+            Some(corpus.to_path_buf())
+        } else {
+            None
+        }
+    });
+    m.has_cases = cases.is_some();
     let pipeline = Pipeline::spawn(
         Source {
             corpus: corpus.to_path_buf(),
@@ -178,7 +196,14 @@ pub fn run(corpus: &Path, config: Config, config_error: Option<String>, mono: bo
     terminal.clear()?;
     // Only now: the input thread holds crossterm's event reader, which clear() also needs.
     spawn_input(tx);
-    let result = event_loop(&mut terminal, &mut m, &rx, &pipeline, &embedder);
+    let result = event_loop(
+        &mut terminal,
+        &mut m,
+        &rx,
+        &pipeline,
+        &embedder,
+        cases.as_deref(),
+    );
     drop(guard);
     if let Some(p) = log_path {
         log::info!("exit; log at {}", p.display());
@@ -213,6 +238,7 @@ fn event_loop(
     rx: &Receiver<Msg>,
     pipeline: &Pipeline,
     embedder: &EmbedWorker,
+    cases: Option<&Path>,
 ) -> Result<()> {
     let mut dirty = true;
     let mut last_draw = Instant::now() - FRAME;
@@ -254,6 +280,11 @@ fn event_loop(
                     }
                     Cmd::Query { id, text, k } => embedder.query(id, text, k),
                     Cmd::Probe { file_pos, chunk } => embedder.probe(file_pos, chunk),
+                    Cmd::Eval => {
+                        if let Some(p) = cases {
+                            embedder.eval(p.to_path_buf());
+                        }
+                    }
                 }
             }
         }

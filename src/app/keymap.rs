@@ -27,6 +27,7 @@ pub enum Action {
     Rescan,
     Query,
     Probe,
+    Eval,
 }
 
 /// (action, config name, description, default keys, shown in the hint line)
@@ -86,6 +87,13 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
         "query",
         "query pane: BM25 and vector hits side by side",
         &["/"],
+        true,
+    ),
+    (
+        Action::Eval,
+        "eval",
+        "eval pane: recall by answer position, misses explained",
+        &["e"],
         true,
     ),
     (

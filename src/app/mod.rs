@@ -10,6 +10,7 @@ use ratatui::crossterm::event::{KeyEvent, KeyEventKind, MouseEvent, MouseEventKi
 
 use crate::core::chunk::{ChunkSettings, Preset, Strategy};
 use crate::core::engine::{Chunking, Engine};
+use crate::core::eval::Report;
 use crate::core::search::Results;
 use crate::core::tokenize::Unit;
 use crate::core::window::{ModelWindows, Window, WindowSpec};
@@ -61,6 +62,11 @@ pub enum Msg {
         cosine: f32,
         window: usize,
     },
+    EvalDone {
+        generation: u64,
+        window: usize,
+        result: Result<Arc<Report>, String>,
+    },
 }
 
 /// Where the embedding of the current chunking stands.
@@ -80,6 +86,19 @@ pub struct EmbedStatus {
 pub enum View {
     Chunks,
     Query,
+    Eval,
+}
+
+/// The evaluation pane: the latest report, a pinned configuration A, the selected case.
+#[derive(Debug, Clone, Default)]
+pub struct EvalState {
+    pub report: Option<Arc<Report>>,
+    /// (chunking generation, window) the report was made for.
+    pub made_for: Option<(u64, usize)>,
+    pub pinned: Option<Arc<Report>>,
+    pub misses_only: bool,
+    pub selected: usize,
+    pub running: bool,
 }
 
 /// The query pane.
@@ -132,6 +151,7 @@ pub enum Cmd {
         file_pos: usize,
         chunk: usize,
     },
+    Eval,
     Quit,
 }
 
@@ -170,6 +190,9 @@ pub struct Model {
     pub highlight: Option<(usize, usize, usize)>,
     /// Generation of the chunking on screen.
     pub chunked_at: u64,
+    pub eval: EvalState,
+    /// True when the corpus has evaluation cases (CORPUS/cases.tsv, --cases, or SQuAD JSON).
+    pub has_cases: bool,
 }
 
 impl Model {
@@ -214,6 +237,8 @@ impl Model {
             probe: None,
             highlight: None,
             chunked_at: 0,
+            eval: EvalState::default(),
+            has_cases: false,
         }
     }
 
@@ -320,6 +345,17 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
                 },
             }
         }
+        Msg::Key(ev)
+            if ev.kind != KeyEventKind::Release && m.view == View::Eval && !m.show_help =>
+        {
+            match browse_eval(m, &ev) {
+                Some(cmds) => cmds,
+                None => match m.keymap.action_for(&ev) {
+                    Some(a) => act(m, a),
+                    None => Vec::new(),
+                },
+            }
+        }
         Msg::Key(ev) if ev.kind != KeyEventKind::Release => match m.keymap.action_for(&ev) {
             Some(a) => act(m, a),
             None => {
@@ -406,6 +442,9 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
                 e.finished = true;
                 e.seconds = seconds;
             }
+            if m.view == View::Eval {
+                return start_eval(m);
+            }
             Vec::new()
         }
         Msg::EmbedFailed(e) => {
@@ -430,6 +469,23 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             }
             Vec::new()
         }
+        Msg::EvalDone {
+            generation,
+            window,
+            result,
+        } => {
+            m.eval.running = false;
+            match result {
+                Ok(r) if generation == m.chunked_at && window == m.window().tokens => {
+                    m.eval.report = Some(r);
+                    m.eval.made_for = Some((generation, window));
+                    m.eval.selected = m.eval.selected.min(eval_rows(m).len().saturating_sub(1));
+                }
+                Ok(_) => {}
+                Err(e) => m.error = Some(format!("eval: {e}")),
+            }
+            Vec::new()
+        }
         Msg::ProbeDone {
             generation,
             file_pos,
@@ -448,6 +504,69 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             Vec::new()
         }
     }
+}
+
+fn start_eval(m: &mut Model) -> Vec<Cmd> {
+    if !m.has_cases || m.chunking.is_none() {
+        return Vec::new();
+    }
+    if m.eval.made_for == Some((m.chunked_at, m.window().tokens)) {
+        return Vec::new();
+    }
+    m.eval.running = true;
+    vec![Cmd::Eval]
+}
+
+/// The cases listed in the eval pane (all, or the misses at k).
+pub fn eval_rows(m: &Model) -> Vec<&crate::core::eval::CaseResult> {
+    m.eval.report.as_ref().map_or(Vec::new(), |r| {
+        r.results
+            .iter()
+            .filter(|c| !m.eval.misses_only || c.bm25_miss.is_some() || c.vector_miss.is_some())
+            .collect()
+    })
+}
+
+/// Keys in the eval pane.
+fn browse_eval(m: &mut Model, ev: &KeyEvent) -> Option<Vec<Cmd>> {
+    use ratatui::crossterm::event::KeyCode;
+    let n = eval_rows(m).len();
+    match ev.code {
+        KeyCode::Down | KeyCode::Char('j') => {
+            m.eval.selected = (m.eval.selected + 1).min(n.saturating_sub(1))
+        }
+        KeyCode::Up | KeyCode::Char('k') => m.eval.selected = m.eval.selected.saturating_sub(1),
+        KeyCode::PageDown => m.eval.selected = (m.eval.selected + 10).min(n.saturating_sub(1)),
+        KeyCode::PageUp => m.eval.selected = m.eval.selected.saturating_sub(10),
+        KeyCode::Char('m') => {
+            m.eval.misses_only = !m.eval.misses_only;
+            m.eval.selected = 0;
+        }
+        KeyCode::Char('a') => {
+            m.eval.pinned = m.eval.report.clone();
+        }
+        KeyCode::Char('A') => m.eval.pinned = None,
+        KeyCode::Esc => m.view = View::Chunks,
+        KeyCode::Enter => {
+            let rows = eval_rows(m);
+            let c = rows.get(m.eval.selected)?;
+            let (fp, ci) = c.holding?;
+            let chunking = m.chunking.as_ref()?;
+            let engine = m.engine.as_ref()?;
+            let f = chunking.files.get(fp)?;
+            let ch = f.chunks.get(ci)?;
+            // The answer's byte in the chunk text, found again by its normalised text.
+            let text = ch.text(&engine.corpus.docs[f.doc].text);
+            let at = crate::core::cases::locate(text, &c.answer).map(|(s, _)| s);
+            m.selected = fp;
+            m.focus_chunk = ci;
+            m.scroll = 0;
+            m.highlight = at.map(|b| (fp, ci, b));
+            m.view = View::Chunks;
+        }
+        _ => return None,
+    }
+    Some(Vec::new())
 }
 
 /// Keys while the query line is being edited: text goes into the line.
@@ -647,6 +766,16 @@ fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             m.view = View::Query;
             m.query.editing = true;
             Vec::new()
+        }
+        Action::Eval => {
+            if !m.has_cases {
+                m.error = Some(
+                    "no evaluation cases: put cases.tsv in the corpus or pass --cases FILE".into(),
+                );
+                return Vec::new();
+            }
+            m.view = View::Eval;
+            start_eval(m)
         }
         Action::Probe => match m.chunking.as_ref().and_then(|c| c.files.get(m.selected)) {
             Some(f) if m.focus_chunk < f.chunks.len() => vec![Cmd::Probe {

@@ -101,6 +101,17 @@ pub struct CaseResult {
     pub vector_miss: Option<MissReason>,
 }
 
+impl CaseResult {
+    pub fn bucket_label(&self) -> &'static str {
+        match self.bucket {
+            Bucket::InsideWindow => "window",
+            Bucket::InTheTail => "TAIL",
+            Bucket::SplitAcrossChunks => "split",
+            Bucket::InNoChunk => "no chunk",
+        }
+    }
+}
+
 /// Recall@k for each k, and MRR, of one retriever over some cases.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Recall {

@@ -1,6 +1,7 @@
 //! Pure view functions, one file per pane. They read the model and draw; nothing else.
 
 pub mod chunks;
+pub mod eval;
 pub mod files;
 pub mod help;
 pub mod query;
@@ -38,6 +39,7 @@ pub fn draw(frame: &mut Frame, m: &Model) {
     match m.view {
         crate::app::View::Chunks => chunks::draw(frame, cols[1], m),
         crate::app::View::Query => query::draw(frame, cols[1], m),
+        crate::app::View::Eval => eval::draw(frame, cols[1], m),
     }
     status::bottom(frame, rows[2], m);
     if m.show_help {

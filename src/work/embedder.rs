@@ -38,6 +38,9 @@ pub enum Job {
         file_pos: usize,
         chunk: usize,
     },
+    Eval {
+        cases: std::path::PathBuf,
+    },
 }
 
 pub struct EmbedWorker {
@@ -85,6 +88,11 @@ impl EmbedWorker {
 
     pub fn query(&self, id: u64, text: String, k: usize) {
         let _ = self.urgent.send(Job::Query { id, text, k });
+    }
+
+    /// Evaluate the current chunking once its vectors are in (queued behind the embedding).
+    pub fn eval(&self, cases: std::path::PathBuf) {
+        let _ = self.jobs.send(Job::Eval { cases });
     }
 
     pub fn probe(&self, file_pos: usize, chunk: usize) {
@@ -137,7 +145,19 @@ fn worker(
             }
         }
     };
+    let mut pending_eval: Option<Job> = None;
     loop {
+        if let Some(e) = pending_eval.take() {
+            if st
+                .current
+                .as_ref()
+                .is_some_and(|c| c.index.as_ref().is_some_and(|i| i.has_vectors()))
+            {
+                serve(&mut st, e);
+            } else {
+                pending_eval = Some(e);
+            }
+        }
         // Urgent jobs first; otherwise wait for either queue.
         let job = match urgent.try_recv() {
             Ok(j) => j,
@@ -150,8 +170,21 @@ fn worker(
             },
         };
         let job = match job {
-            // Only the newest bulk job matters.
-            Job::Embed { .. } => rx.try_iter().last().unwrap_or(job),
+            // Only the newest bulk job matters; an evaluation queued behind it still runs.
+            Job::Embed { .. } => {
+                let mut newest = job;
+                let mut eval = None;
+                for j in rx.try_iter() {
+                    match j {
+                        Job::Eval { .. } => eval = Some(j),
+                        other => newest = other,
+                    }
+                }
+                if let Some(e) = eval {
+                    pending_eval = Some(e);
+                }
+                newest
+            }
             other => other,
         };
         if !load(&mut st) {
@@ -168,6 +201,17 @@ fn worker(
                 run_embed(
                     &mut st, &urgent, &flag, generation, engine, chunking, window,
                 );
+            }
+            Job::Eval { cases } => {
+                let ready = st
+                    .current
+                    .as_ref()
+                    .is_some_and(|c| c.index.as_ref().is_some_and(|i| i.has_vectors()));
+                if ready {
+                    serve(&mut st, Job::Eval { cases });
+                } else {
+                    pending_eval = Some(Job::Eval { cases });
+                }
             }
             other => serve(&mut st, other),
         }
@@ -311,6 +355,42 @@ fn serve(st: &mut State, job: Job) {
                 window: cur.window,
             });
         }
+        Job::Eval { cases } => {
+            let result = load_cases(&cases, &cur.engine).and_then(|c| {
+                let index = cur
+                    .index
+                    .as_ref()
+                    .ok_or_else(|| anyhow::anyhow!("no index yet"))?;
+                crate::core::eval::evaluate(
+                    &cur.engine,
+                    &cur.chunking,
+                    index,
+                    embedder,
+                    cache,
+                    &c,
+                    cur.window,
+                    &[1, 3, 5, 10],
+                    5,
+                )
+            });
+            let _ = st.out.send(Msg::EvalDone {
+                generation: cur.generation,
+                window: cur.window,
+                result: result.map(Arc::new).map_err(|e| format!("{e:#}")),
+            });
+        }
         Job::Embed { .. } => {}
+    }
+}
+
+fn load_cases(
+    path: &std::path::Path,
+    engine: &Engine,
+) -> anyhow::Result<crate::core::cases::Cases> {
+    use crate::core::cases::Cases;
+    if path.extension().is_some_and(|e| e == "json") {
+        Ok(Cases::from_squad(path)?.1)
+    } else {
+        Cases::from_tsv(path, &engine.corpus)
     }
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use crate::app::Msg;
 use crate::core::chunk::ChunkSettings;
-use crate::core::corpus::{Corpus, CorpusRules};
+use crate::core::corpus::CorpusRules;
 use crate::core::engine::Engine;
 use crate::core::model::ModelInfo;
 use crate::core::tokenize::EmbedTokenizer;
@@ -92,7 +92,7 @@ fn worker(
         };
         if must_load {
             let started = Instant::now();
-            let result = Corpus::load(&source.corpus, &source.rules)
+            let result = crate::core::cases::load_corpus(&source.corpus, &source.rules)
                 .and_then(|c| Engine::new(source.model.clone(), Arc::clone(&source.tok), c))
                 .map(Arc::new)
                 .map_err(|e| format!("{e:#}"));

@@ -97,6 +97,8 @@ pub struct EvalState {
     pub made_for: Option<(u64, usize)>,
     pub pinned: Option<Arc<Report>>,
     pub misses_only: bool,
+    /// Only the cases whose hit/miss at k differs between A and B.
+    pub flipped_only: bool,
     pub selected: usize,
     pub running: bool,
 }
@@ -517,12 +519,24 @@ fn start_eval(m: &mut Model) -> Vec<Cmd> {
     vec![Cmd::Eval]
 }
 
-/// The cases listed in the eval pane (all, or the misses at k).
+/// The cases listed in the eval pane (all, the misses at k, or those that flipped against A).
 pub fn eval_rows(m: &Model) -> Vec<&crate::core::eval::CaseResult> {
     m.eval.report.as_ref().map_or(Vec::new(), |r| {
+        let flipped = |c: &crate::core::eval::CaseResult| {
+            m.eval.pinned.as_ref().is_some_and(|a| {
+                a.results
+                    .iter()
+                    .find(|x| x.line == c.line && x.question == c.question)
+                    .is_some_and(|x| {
+                        (x.bm25_miss.is_none() != c.bm25_miss.is_none())
+                            || (x.vector_miss.is_none() != c.vector_miss.is_none())
+                    })
+            })
+        };
         r.results
             .iter()
             .filter(|c| !m.eval.misses_only || c.bm25_miss.is_some() || c.vector_miss.is_some())
+            .filter(|c| !m.eval.flipped_only || flipped(c))
             .collect()
     })
 }
@@ -542,10 +556,17 @@ fn browse_eval(m: &mut Model, ev: &KeyEvent) -> Option<Vec<Cmd>> {
             m.eval.misses_only = !m.eval.misses_only;
             m.eval.selected = 0;
         }
+        KeyCode::Char('f') => {
+            m.eval.flipped_only = !m.eval.flipped_only && m.eval.pinned.is_some();
+            m.eval.selected = 0;
+        }
         KeyCode::Char('a') => {
             m.eval.pinned = m.eval.report.clone();
         }
-        KeyCode::Char('A') => m.eval.pinned = None,
+        KeyCode::Char('A') => {
+            m.eval.pinned = None;
+            m.eval.flipped_only = false;
+        }
         KeyCode::Esc => m.view = View::Chunks,
         KeyCode::Enter => {
             let rows = eval_rows(m);

@@ -145,9 +145,14 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     let list_rows = eval_rows(m);
     let items: Vec<ListItem> = list_rows.iter().map(|c| case_item(c, k, m)).collect();
     let title = format!(
-        " cases{} · ✓/✗ BM25 vector at k {k} ",
+        " cases{}{} · ✓/✗ BM25 vector at k {k} ",
         if m.eval.misses_only {
-            " (misses only)"
+            " · misses only"
+        } else {
+            ""
+        },
+        if m.eval.flipped_only {
+            " · flipped A -> B only"
         } else {
             ""
         }
@@ -169,7 +174,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     );
     frame.render_widget(
         Paragraph::new(Line::styled(
-            " Enter open the chunk holding the answer   m misses only   a pin as A   A unpin   Esc back",
+            " Enter open the chunk holding the answer   m misses only   a pin as A   f flipped vs A   A unpin   Esc back",
             t.dim,
         )),
         rows[2],

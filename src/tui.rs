@@ -184,6 +184,17 @@ pub fn run(
     );
     m.generation = 1;
     pipeline.load(1);
+    let _watcher = match crate::work::watcher::watch(corpus, tx.clone()) {
+        Ok(w) => {
+            m.watch = w.mode().to_string();
+            Some(w)
+        }
+        Err(e) => {
+            m.watch = "not watching".into();
+            m.notes.push(e);
+            None
+        }
+    };
 
     let mouse = config.mouse;
     let previous_hook = std::panic::take_hook();

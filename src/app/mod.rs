@@ -27,6 +27,12 @@ pub enum Msg {
     Loaded {
         generation: u64,
         result: Result<Arc<Engine>, String>,
+        /// Files tokenized by this load (the others kept their tokens).
+        tokenized: usize,
+    },
+    /// The corpus changed on disk (a debounced burst of `paths` events).
+    FilesChanged {
+        paths: usize,
     },
     /// A chunking finished.
     Chunked {
@@ -193,6 +199,10 @@ pub struct Model {
     /// Generation of the chunking on screen.
     pub chunked_at: u64,
     pub eval: EvalState,
+    /// The watcher's mode ("watching", "watching (polling)") or why it is off.
+    pub watch: String,
+    /// What the last reload did, for the status line.
+    pub last_reload: Option<String>,
     /// True when the corpus has evaluation cases (CORPUS/cases.tsv, --cases, or SQuAD JSON).
     pub has_cases: bool,
 }
@@ -240,6 +250,8 @@ impl Model {
             highlight: None,
             chunked_at: 0,
             eval: EvalState::default(),
+            watch: String::new(),
+            last_reload: None,
             has_cases: false,
         }
     }
@@ -376,7 +388,19 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             }
             Vec::new()
         }
-        Msg::Loaded { generation, result } => {
+        Msg::FilesChanged { paths } => {
+            m.last_reload = Some(format!("{paths} file events"));
+            m.generation += 1;
+            m.loading = true;
+            vec![Cmd::Load {
+                generation: m.generation,
+            }]
+        }
+        Msg::Loaded {
+            generation,
+            result,
+            tokenized,
+        } => {
             if generation != m.generation {
                 return Vec::new();
             }
@@ -384,7 +408,27 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             match result {
                 Ok(engine) => {
                     m.notes.extend(engine.corpus.notes());
-                    m.selected = m.selected.min(engine.corpus.docs.len().saturating_sub(1));
+                    // Keep the selected file by its path across reloads.
+                    let path = m
+                        .engine
+                        .as_ref()
+                        .and_then(|e| e.corpus.docs.get(m.selected))
+                        .map(|d| d.path.clone());
+                    let found =
+                        path.and_then(|p| engine.corpus.docs.iter().position(|d| d.path == p));
+                    if found != Some(m.selected) {
+                        m.focus_chunk = 0;
+                        m.scroll = 0;
+                    }
+                    m.selected = found
+                        .unwrap_or(m.selected)
+                        .min(engine.corpus.docs.len().saturating_sub(1));
+                    m.last_reload = m.last_reload.take().map(|w| {
+                        format!(
+                            "{w}: {} files, {tokenized} tokenized again",
+                            engine.corpus.docs.len()
+                        )
+                    });
                     m.engine = Some(engine);
                     m.rechunk()
                 }
@@ -812,6 +856,7 @@ fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             Vec::new()
         }
         Action::Rescan => {
+            m.last_reload = Some("rescan".into());
             m.generation += 1;
             m.loading = true;
             vec![Cmd::Load {

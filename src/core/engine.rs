@@ -41,8 +41,9 @@ pub struct Engine {
     pub model: ModelInfo,
     pub tok: Arc<EmbedTokenizer>,
     pub corpus: Corpus,
-    /// One per document, computed once at load.
-    pub tokens: Vec<DocTokens>,
+    /// One per document, computed once at load and shared with later loads while the file is
+    /// unchanged.
+    pub tokens: Vec<Arc<DocTokens>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -56,9 +57,56 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     /// Tokenize every document once, spread over the available cores.
-    pub fn new(model: ModelInfo, tok: Arc<EmbedTokenizer>, mut corpus: Corpus) -> Result<Engine> {
-        let texts: Vec<&str> = corpus.docs.iter().map(|d| d.text.as_str()).collect();
-        let results = parallel_map(&texts, |t| DocTokens::new(t, &tok));
+    pub fn new(model: ModelInfo, tok: Arc<EmbedTokenizer>, corpus: Corpus) -> Result<Engine> {
+        Engine::refreshed(None, model, tok, corpus).map(|(e, _)| e)
+    }
+
+    /// Like `new`, but documents whose path and text equal one of `prev` keep its tokens: after a
+    /// change only the changed files are tokenized again. Returns how many were tokenized.
+    pub fn refreshed(
+        prev: Option<&Engine>,
+        model: ModelInfo,
+        tok: Arc<EmbedTokenizer>,
+        mut corpus: Corpus,
+    ) -> Result<(Engine, usize)> {
+        let known: std::collections::HashMap<&str, (&str, &Arc<DocTokens>)> = prev
+            .map(|p| {
+                p.corpus
+                    .docs
+                    .iter()
+                    .zip(&p.tokens)
+                    .map(|(d, t)| (d.path.as_str(), (d.text.as_str(), t)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // A renamed or moved file keeps its tokens too: same text, new path.
+        let by_text: std::collections::HashMap<&str, &Arc<DocTokens>> = prev
+            .map(|p| {
+                p.corpus
+                    .docs
+                    .iter()
+                    .zip(&p.tokens)
+                    .map(|(d, t)| (d.text.as_str(), t))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let jobs: Vec<(&str, Option<Arc<DocTokens>>)> = corpus
+            .docs
+            .iter()
+            .map(|d| {
+                let reuse = known
+                    .get(d.path.as_str())
+                    .filter(|(text, _)| *text == d.text)
+                    .map(|(_, t)| Arc::clone(t))
+                    .or_else(|| by_text.get(d.text.as_str()).map(|t| Arc::clone(t)));
+                (d.text.as_str(), reuse)
+            })
+            .collect();
+        let tokenized = jobs.iter().filter(|j| j.1.is_none()).count();
+        let results = parallel_map(&jobs, |(t, reuse)| match reuse {
+            Some(r) => Ok(Arc::clone(r)),
+            None => DocTokens::new(t, &tok).map(Arc::new),
+        });
         let mut tokens = Vec::with_capacity(results.len());
         let mut failed = Vec::new();
         for (i, r) in results.into_iter().enumerate() {
@@ -74,12 +122,15 @@ impl Engine {
                 reason: format!("tokenizer failed: {e:#}"),
             });
         }
-        Ok(Engine {
-            model,
-            tok,
-            corpus,
-            tokens,
-        })
+        Ok((
+            Engine {
+                model,
+                tok,
+                corpus,
+                tokens,
+            },
+            tokenized,
+        ))
     }
 
     pub fn specials(&self) -> usize {

@@ -43,8 +43,13 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         }
     }
     let title = format!(
-        " files {}{} ",
+        " files {}{}{} ",
         m.file_count(),
+        if m.watch.is_empty() {
+            String::new()
+        } else {
+            format!(" · {}", m.watch)
+        },
         if m.loading { " · loading…" } else { "" }
     );
     let list = List::new(items)

@@ -106,6 +106,10 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
     } else {
         Span::raw("")
     };
+    let right = match (&m.last_reload, m.error.is_none() && !m.stale()) {
+        (Some(r), true) => Span::styled(format!(" {r} ·{}", right.content), right.style),
+        _ => right,
+    };
     let used: usize = spans.iter().map(|s| s.width()).sum();
     let free = (area.width as usize).saturating_sub(used + right.width());
     if free > 0 {

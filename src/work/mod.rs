@@ -2,3 +2,4 @@
 
 pub mod embedder;
 pub mod pipeline;
+pub mod watcher;

@@ -93,10 +93,22 @@ fn worker(
         if must_load {
             let started = Instant::now();
             let result = crate::core::cases::load_corpus(&source.corpus, &source.rules)
-                .and_then(|c| Engine::new(source.model.clone(), Arc::clone(&source.tok), c))
-                .map(Arc::new)
+                .and_then(|c| {
+                    Engine::refreshed(
+                        engine.as_deref(),
+                        source.model.clone(),
+                        Arc::clone(&source.tok),
+                        c,
+                    )
+                })
+                .map(|(e, n)| (Arc::new(e), n))
                 .map_err(|e| format!("{e:#}"));
-            log::info!("corpus loaded in {:?}", started.elapsed());
+            let tokenized = result.as_ref().map_or(0, |r| r.1);
+            let result = result.map(|r| r.0);
+            log::info!(
+                "corpus loaded in {:?}, {tokenized} files tokenized",
+                started.elapsed()
+            );
             engine = result.as_ref().ok().cloned();
             let load_generation = match &job {
                 Job::Load { generation } => *generation,
@@ -108,6 +120,7 @@ fn worker(
                 .send(Msg::Loaded {
                     generation: load_generation,
                     result,
+                    tokenized,
                 })
                 .is_err()
             {

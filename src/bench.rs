@@ -198,3 +198,125 @@ fn st_reference(
         .collect();
     Ok(Reference { vectors, timings })
 }
+
+/// `chunkscope bench rechunk`: on a generated corpus of about `megabytes` MB (the example corpus
+/// repeated with varied words, written under a temporary directory), the time from a knob change
+/// (size, overlap, window) to updated chunks and stats without embedding, and from a file save to
+/// its updated chunks.
+pub fn rechunk(
+    info: &ModelInfo,
+    megabytes: usize,
+    presses: usize,
+    out: &mut dyn Write,
+) -> Result<()> {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    use crate::core::chunk::{ChunkSettings, Preset};
+    use crate::core::engine::Engine;
+    use crate::core::tokenize::EmbedTokenizer;
+
+    let dir = std::env::temp_dir().join(format!("chunkscope-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let seed = Corpus::load(&examples, &CorpusRules::default())?;
+    let target = megabytes * 1024 * 1024;
+    let (mut written, mut n) = (0usize, 0usize);
+    while written < target {
+        for d in &seed.docs {
+            // Vary the words so documents differ (no cache can shortcut them).
+            let text = d
+                .text
+                .replace("the ", &format!("the{} ", n % 97))
+                .replace("key", &format!("key{}", n % 13));
+            let path = dir.join(format!(
+                "d{:03}/{n:05}-{}",
+                n / 100,
+                d.path.replace('/', "_")
+            ));
+            std::fs::create_dir_all(path.parent().context("parent")?)?;
+            std::fs::write(&path, &text)?;
+            written += text.len();
+            n += 1;
+        }
+    }
+    let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
+    let t0 = Instant::now();
+    let corpus = Corpus::load(&dir, &CorpusRules::default())?;
+    let engine = Engine::new(info.clone(), Arc::clone(&tok), corpus)?;
+    writeln!(
+        out,
+        "corpus: {n} files, {:.1} MB, read and tokenized once in {:.2} s",
+        written as f64 / 1e6,
+        t0.elapsed().as_secs_f64()
+    )?;
+    let never = AtomicBool::new(false);
+    let mut settings = ChunkSettings::default();
+    Preset::LangchainTokens.apply(&mut settings);
+    let time = |s: &ChunkSettings, window: usize| {
+        let t = Instant::now();
+        let c = engine.chunk_all(s, &never).expect("not cancelled");
+        let _ = c.stats(window, engine.specials());
+        t.elapsed().as_secs_f64() * 1000.0
+    };
+    let report = |out: &mut dyn Write, what: &str, mut ms: Vec<f64>| -> Result<()> {
+        ms.sort_by(f64::total_cmp);
+        let p = |q: f64| ms[((q * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
+        writeln!(
+            out,
+            "{what:<28} n {:>3}  p50 {:>8.1} ms  p95 {:>8.1} ms  max {:>8.1} ms",
+            ms.len(),
+            p(0.5),
+            p(0.95),
+            p(1.0)
+        )?;
+        Ok(())
+    };
+    time(&settings, 128);
+    let mut size_ms = Vec::new();
+    for i in 0..presses {
+        settings.size = if i % 2 == 0 { 270 } else { 240 };
+        size_ms.push(time(&settings, 128));
+    }
+    report(out, "size knob (langchain embed)", size_ms)?;
+    let mut ov_ms = Vec::new();
+    for i in 0..presses {
+        settings.overlap = if i % 2 == 0 { 40 } else { 32 };
+        ov_ms.push(time(&settings, 128));
+    }
+    report(out, "overlap knob", ov_ms)?;
+    // A window change recomputes tails from stored offsets: stats only.
+    let chunking = engine.chunk_all(&settings, &never).expect("not cancelled");
+    let mut win_ms = Vec::new();
+    for i in 0..presses {
+        let t = Instant::now();
+        let _ = chunking.stats(if i % 2 == 0 { 256 } else { 128 }, engine.specials());
+        win_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    report(out, "window knob (stats only)", win_ms)?;
+    let mut save_ms = Vec::new();
+    let victim = engine
+        .corpus
+        .docs
+        .first()
+        .map(|d| dir.join(&d.path))
+        .context("no files")?;
+    let mut prev = engine;
+    for i in 0..presses.min(10) {
+        std::fs::write(
+            &victim,
+            format!("# Saved {i}\n\nThe file was saved again with new text.\n"),
+        )?;
+        let t = Instant::now();
+        let corpus = Corpus::load(&dir, &CorpusRules::default())?;
+        let (next, _) = Engine::refreshed(Some(&prev), info.clone(), Arc::clone(&tok), corpus)?;
+        let c = next.chunk_all(&settings, &never).expect("not cancelled");
+        let _ = c.stats(128, next.specials());
+        save_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        prev = next;
+    }
+    report(out, "file save -> chunks + stats", save_ms)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

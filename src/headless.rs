@@ -127,7 +127,7 @@ pub fn write_chunks_jsonl(
                 "unit": unit.name(),
                 "unit_len": c.unit_len,
                 "chars": c.chars,
-                "cl100k_tokens": c.cl100k_tokens,
+                "cl100k_tokens": c.cl100k_tokens(&doc.text),
                 "heading": serde_json::Value::Null,
             });
             writeln!(out, "{line}")?;

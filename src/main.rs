@@ -168,6 +168,19 @@ enum EvalFormat {
 
 #[derive(Subcommand)]
 enum BenchWhat {
+    /// Knob change to updated chunks and stats (no embedding) on a generated corpus, and a file
+    /// save to its updated chunks.
+    Rechunk {
+        /// Size of the generated corpus in MB.
+        #[arg(long, default_value_t = 10)]
+        megabytes: usize,
+        /// Knob presses per measurement.
+        #[arg(long, default_value_t = 20)]
+        presses: usize,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// Embedding speed, ours and (with --reference) sentence-transformers' on the same texts.
     Embed {
         /// Corpus whose paragraphs are embedded.
@@ -449,6 +462,24 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                     return Ok(ExitCode::from(1));
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            what:
+                BenchWhat::Rechunk {
+                    megabytes,
+                    presses,
+                    model: m,
+                },
+        }) => {
+            let knobs = Knobs {
+                model: m,
+                ..Knobs::default()
+            };
+            let c = knobs.config(None)?;
+            let info = model::locate(&c.model, &mut say).map_err(|e| format!("{e:#}"))?;
+            chunkscope::bench::rechunk(&info, megabytes, presses, &mut io::stdout().lock())
+                .map_err(|e| format!("{e:#}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench {

@@ -12,7 +12,9 @@ pub struct MeasuredChunk {
     /// Start byte, relative to the chunk text, of each content embed token (specials excluded).
     pub token_starts: Vec<u32>,
     pub chars: usize,
-    pub cl100k_tokens: usize,
+    /// Known when the splitter counts cl100k; otherwise computed on demand (`cl100k_tokens()`),
+    /// since encoding every chunk again would dominate a knob change.
+    cl100k: Option<usize>,
     /// Length in the splitter's own unit (embed: content tokens).
     pub unit_len: usize,
 }
@@ -34,10 +36,10 @@ impl MeasuredChunk {
         };
         let text = chunk.text(doc.text);
         let chars = text.chars().count();
-        let cl100k_tokens = cl100k_count(text);
+        let cl100k = (unit == Unit::Cl100k).then(|| cl100k_count(text));
         let unit_len = match unit {
             Unit::Chars => chars,
-            Unit::Cl100k => cl100k_tokens,
+            Unit::Cl100k => cl100k.unwrap_or(0),
             Unit::Embed => token_starts.len(),
         };
         MeasuredChunk {
@@ -45,13 +47,18 @@ impl MeasuredChunk {
             chunk,
             token_starts,
             chars,
-            cl100k_tokens,
+            cl100k,
             unit_len,
         }
     }
 
     pub fn text<'a>(&'a self, doc: &'a str) -> &'a str {
         self.chunk.text(doc)
+    }
+
+    /// Length in cl100k_base tokens (computed now unless the splitter counted them).
+    pub fn cl100k_tokens(&self, doc: &str) -> usize {
+        self.cl100k.unwrap_or_else(|| cl100k_count(self.text(doc)))
     }
 
     /// Embed tokens the model would be given, specials included.

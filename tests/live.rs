@@ -188,3 +188,119 @@ fn workbench_follows_the_disk_in_tmux() {
     let _ = tmux(&["kill-session", "-t", &session]);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// 1,000 edits, creations, renames and deletions in about ten seconds while the watcher and the
+/// pipeline run; afterwards the pipeline's corpus, tokens and chunks equal a fresh start.
+#[test]
+fn churn_without_loss() {
+    use chunkscope::core::chunk::{ChunkSettings, Preset};
+    use chunkscope::work::pipeline::{Pipeline, Source};
+    use std::sync::atomic::AtomicBool;
+
+    let d = tmp("churn");
+    for i in 0..200 {
+        std::fs::create_dir_all(d.join(format!("dir{}", i % 10))).unwrap();
+        std::fs::write(
+            d.join(format!("dir{}/f{i}.md", i % 10)),
+            format!("# File {i}\n\nOriginal text number {i}.\n"),
+        )
+        .unwrap();
+    }
+    let (tx, rx) = channel();
+    let rules = CorpusRules::default();
+    let pipeline = Pipeline::spawn(
+        Source {
+            corpus: d.clone(),
+            rules: rules.clone(),
+            model: common::model().clone(),
+            tok: common::tokenizer(),
+        },
+        tx.clone(),
+    );
+    let _w = chunkscope::work::watcher::watch(&d, tx).unwrap();
+    let mut generation = 1;
+    pipeline.load(generation);
+    let started = Instant::now();
+    let mut latest = None;
+    let mut loads = 0;
+    let mut drain =
+        |generation: &mut u64, latest: &mut Option<std::sync::Arc<Engine>>, wait: Duration| {
+            while let Ok(msg) = rx.recv_timeout(wait) {
+                match msg {
+                    Msg::FilesChanged { .. } => {
+                        *generation += 1;
+                        pipeline.load(*generation);
+                    }
+                    Msg::Loaded {
+                        generation: g,
+                        result,
+                        ..
+                    } if g == *generation => {
+                        *latest = Some(result.expect("reload succeeds"));
+                        loads += 1;
+                    }
+                    _ => {}
+                }
+            }
+        };
+    for op in 0..1000 {
+        let i = (op * 7919) % 200;
+        let path = d.join(format!("dir{}/f{i}.md", i % 10));
+        match op % 4 {
+            0 | 1 => {
+                let _ = std::fs::write(&path, format!("# File {i}\n\nEdit {op} of file {i}.\n"));
+            }
+            2 => {
+                let moved = d.join(format!("dir{}/g{i}.md", (i + 1) % 10));
+                let _ = std::fs::rename(&path, &moved);
+                let _ = std::fs::rename(&moved, &path);
+            }
+            _ => {
+                let _ = std::fs::remove_file(&path);
+                let _ = std::fs::write(
+                    d.join(format!("new{op}.txt")),
+                    format!("created at op {op}"),
+                );
+                let _ = std::fs::write(&path, format!("# File {i}\n\nRecreated at {op}.\n"));
+            }
+        }
+        if op % 50 == 0 {
+            drain(&mut generation, &mut latest, Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(8));
+    }
+    let churn = started.elapsed();
+    // Quiet: let the last burst arrive and the last reload finish.
+    drain(&mut generation, &mut latest, Duration::from_secs(3));
+    let engine = latest.expect("at least one reload");
+    let fresh = Engine::new(
+        common::model().clone(),
+        common::tokenizer(),
+        Corpus::load(&d, &rules).unwrap(),
+    )
+    .unwrap();
+    let paths = |e: &Engine| {
+        e.corpus
+            .docs
+            .iter()
+            .map(|d| (d.path.clone(), d.text.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        paths(&engine),
+        paths(&fresh),
+        "corpus after churn equals a fresh read"
+    );
+    let mut s = ChunkSettings::default();
+    Preset::LangchainTokens.apply(&mut s);
+    let never = AtomicBool::new(false);
+    let a = engine.chunk_all(&s, &never).unwrap();
+    let b = fresh.chunk_all(&s, &never).unwrap();
+    assert_eq!(a.files, b.files, "chunks after churn equal a fresh start");
+    assert_eq!(a.stats(128, 2), b.stats(128, 2));
+    eprintln!(
+        "1000 operations in {churn:?}, {loads} reloads, {} files at the end",
+        fresh.corpus.docs.len()
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -207,6 +207,7 @@ pub fn rechunk(
     info: &ModelInfo,
     megabytes: usize,
     presses: usize,
+    reference: Option<&str>,
     out: &mut dyn Write,
 ) -> Result<()> {
     use std::sync::atomic::AtomicBool;
@@ -317,6 +318,46 @@ pub fn rechunk(
         prev = next;
     }
     report(out, "file save -> chunks + stats", save_ms)?;
+    if let Some(py) = reference {
+        // semantic-text-splitter on the same files and tokenizer, one full re-chunk per press.
+        let sizes: Vec<usize> = (0..presses.min(6))
+            .map(|i| if i % 2 == 0 { 270 } else { 240 })
+            .collect();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/sts_rechunk.py");
+        let req = json!({"dir": dir, "tokenizer_json": info.tokenizer_path(), "sizes": sizes});
+        let mut child = Command::new(py)
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("running {py} {}", script.display()))?;
+        child
+            .stdin
+            .take()
+            .context("stdin")?
+            .write_all(req.to_string().as_bytes())?;
+        let o = child.wait_with_output()?;
+        if !o.status.success() {
+            bail!(
+                "{}: failed; pip install semantic-text-splitter",
+                script.display()
+            );
+        }
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)?;
+        let ms: Vec<f64> = v["millis"]
+            .as_array()
+            .context("millis")?
+            .iter()
+            .filter_map(|x| x.as_f64())
+            .collect();
+        report(out, "semantic-text-splitter size", ms)?;
+        writeln!(
+            out,
+            "(semantic-text-splitter: {} files, re-tokenizes the corpus on every change)",
+            v["files"]
+        )?;
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

@@ -177,6 +177,9 @@ enum BenchWhat {
         /// Knob presses per measurement.
         #[arg(long, default_value_t = 20)]
         presses: usize,
+        /// A Python with semantic-text-splitter, to time it re-chunking the same corpus.
+        #[arg(long)]
+        reference: Option<String>,
         /// Model folder or hub id.
         #[arg(long)]
         model: Option<String>,
@@ -469,6 +472,7 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                 BenchWhat::Rechunk {
                     megabytes,
                     presses,
+                    reference,
                     model: m,
                 },
         }) => {
@@ -478,8 +482,14 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
             };
             let c = knobs.config(None)?;
             let info = model::locate(&c.model, &mut say).map_err(|e| format!("{e:#}"))?;
-            chunkscope::bench::rechunk(&info, megabytes, presses, &mut io::stdout().lock())
-                .map_err(|e| format!("{e:#}"))?;
+            chunkscope::bench::rechunk(
+                &info,
+                megabytes,
+                presses,
+                reference.as_deref(),
+                &mut io::stdout().lock(),
+            )
+            .map_err(|e| format!("{e:#}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench {

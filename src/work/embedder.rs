@@ -41,6 +41,8 @@ pub enum Job {
     Eval {
         cases: std::path::PathBuf,
     },
+    /// Sent on the bulk queue after an urgent job, so an idle worker can block on one queue.
+    Wake,
 }
 
 pub struct EmbedWorker {
@@ -88,6 +90,7 @@ impl EmbedWorker {
 
     pub fn query(&self, id: u64, text: String, k: usize) {
         let _ = self.urgent.send(Job::Query { id, text, k });
+        let _ = self.jobs.send(Job::Wake);
     }
 
     /// Evaluate the current chunking once its vectors are in (queued behind the embedding).
@@ -97,6 +100,7 @@ impl EmbedWorker {
 
     pub fn probe(&self, file_pos: usize, chunk: usize) {
         let _ = self.urgent.send(Job::Probe { file_pos, chunk });
+        let _ = self.jobs.send(Job::Wake);
     }
 }
 
@@ -162,10 +166,9 @@ fn worker(
         let job = match urgent.try_recv() {
             Ok(j) => j,
             Err(TryRecvError::Disconnected) => return,
-            Err(TryRecvError::Empty) => match rx.recv_timeout(std::time::Duration::from_millis(50))
-            {
+            // Idle: block until a job (or the wake-up that follows an urgent one) arrives.
+            Err(TryRecvError::Empty) => match rx.recv() {
                 Ok(j) => j,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(_) => return,
             },
         };
@@ -177,6 +180,7 @@ fn worker(
                 for j in rx.try_iter() {
                     match j {
                         Job::Eval { .. } => eval = Some(j),
+                        Job::Wake => {}
                         other => newest = other,
                     }
                 }
@@ -185,6 +189,7 @@ fn worker(
                 }
                 newest
             }
+            Job::Wake => continue,
             other => other,
         };
         if !load(&mut st) {
@@ -379,7 +384,7 @@ fn serve(st: &mut State, job: Job) {
                 result: result.map(Arc::new).map_err(|e| format!("{e:#}")),
             });
         }
-        Job::Embed { .. } => {}
+        Job::Embed { .. } | Job::Wake => {}
     }
 }
 

@@ -128,7 +128,7 @@ pub fn write_chunks_jsonl(
                 "unit_len": c.unit_len,
                 "chars": c.chars,
                 "cl100k_tokens": c.cl100k_tokens(&doc.text),
-                "heading": serde_json::Value::Null,
+                "heading": c.chunk.heading,
             });
             writeln!(out, "{line}")?;
         }

@@ -223,10 +223,11 @@ struct Knobs {
     /// Model: a local folder or a hub id.
     #[arg(long)]
     model: Option<String>,
-    /// Preset: spring-ai, langchain-chars (1500/150 chars), langchain-tokens (240/32 embed tokens).
+    /// Preset: spring-ai, langchain-chars (1500/150 chars), langchain-tokens (240/32 embed tokens),
+    /// markdown (structure first, 120 embed tokens).
     #[arg(long)]
     preset: Option<String>,
-    /// Strategy: fixed, recursive, spring-ai, langchain.
+    /// Strategy: fixed, recursive, spring-ai, langchain, markdown.
     #[arg(long)]
     strategy: Option<String>,
     /// Unit: chars, cl100k, embed.

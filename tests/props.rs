@@ -14,16 +14,18 @@ fn text_strategy() -> impl Strategy<Value = String> {
         "[a-zA-Z .,!?\\n]{0,600}",
         "([a-z]{1,12}[ \\n.]{1,3}){0,120}",
         "[\u{4e00}-\u{4e2f}😀é\u{1f} \\n\\t.]{0,300}",
+        "(# [a-z]{1,8}\\n\\n|[a-z ]{1,40}\\n\\n|\\| a \\| b \\|\\n\\|---\\|---\\|\\n\\| [a-z]{1,5} \\| [a-z]{1,5} \\|\\n\\n|```\\n[a-z ]{0,30}\\n```\\n){0,12}",
     ]
 }
 
 fn settings_strategy() -> impl Strategy<Value = ChunkSettings> {
-    (0usize..4, 0usize..3, 1usize..120, 0usize..100).prop_map(|(s, u, size, ov)| {
+    (0usize..5, 0usize..3, 1usize..120, 0usize..100).prop_map(|(s, u, size, ov)| {
         let strategy = [
             Splitter::Fixed,
             Splitter::Recursive,
             Splitter::Langchain,
             Splitter::SpringAi,
+            Splitter::Markdown,
         ][s];
         let unit = if strategy == Splitter::SpringAi {
             Unit::Cl100k
@@ -62,7 +64,8 @@ proptest! {
             prop_assert!(c.start >= last_start, "chunks out of order");
             last_start = c.start;
             covered[c.start..c.end].iter_mut().for_each(|b| *b = true);
-            if s.unit == Unit::Chars && s.strategy != Splitter::SpringAi {
+            // A Markdown table row written with its column names may exceed the size on its own.
+            if s.unit == Unit::Chars && s.strategy != Splitter::SpringAi && c.text.is_none() {
                 prop_assert!(c.text(&text).chars().count() <= s.size, "chunk over {} chars", s.size);
             }
         }

@@ -35,14 +35,14 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     (
         Action::Strategy,
         "strategy",
-        "next strategy (spring-ai, langchain, recursive, fixed)",
+        "next strategy (spring-ai, langchain, markdown, recursive, fixed)",
         &["s"],
         true,
     ),
     (
         Action::Preset,
         "preset",
-        "next preset (spring-ai, langchain-chars, langchain-tokens)",
+        "next preset (spring-ai, langchain-chars, langchain-tokens, markdown)",
         &["p"],
         true,
     ),

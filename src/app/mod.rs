@@ -950,6 +950,8 @@ mod tests {
             (240, 32, Unit::Embed)
         );
         update(&mut m, key('p'));
+        assert_eq!(m.settings.strategy, Strategy::Markdown);
+        update(&mut m, key('p'));
         assert_eq!(m.settings.strategy, Strategy::SpringAi);
     }
 

@@ -104,11 +104,12 @@ impl SearchIndex {
         let bm25 = Bm25::build(refs.iter().enumerate().map(|(id, &(fp, c))| {
             let f = &chunking.files[fp];
             let doc = &engine.corpus.docs[f.doc];
+            let ch = &f.chunks[c];
             (
                 id as u64,
-                f.chunks[c].text(&doc.text),
+                ch.text(&doc.text),
                 doc.path.as_str(),
-                "",
+                ch.chunk.heading.as_deref().unwrap_or(""),
             )
         }))?;
         let mut index = SearchIndex {
@@ -241,7 +242,7 @@ impl SearchIndex {
                 file: path.to_string(),
                 file_pos: fp,
                 chunk: c,
-                heading: None,
+                heading: chunk.chunk.heading.clone(),
                 match_byte,
                 token_offset: token.map(|t| t + specials / 2),
                 in_tail: token.is_some_and(|t| t >= readable),

@@ -3,6 +3,7 @@
 //! carries its own text as well.
 
 mod fixed;
+mod markdown;
 mod recursive;
 mod spring_ai;
 
@@ -10,6 +11,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use fixed::Fixed;
+pub use markdown::Markdown;
 pub use recursive::Recursive;
 pub use spring_ai::{SpringAi, SpringAiParams};
 
@@ -22,6 +24,9 @@ pub struct Chunk {
     pub end: usize,
     /// The splitter's text when it differs from `doc[start..end]`.
     pub text: Option<String>,
+    /// The heading path governing the chunk ("Runbook > Rotate keys > Staging"), for splitters
+    /// that know the document's structure.
+    pub heading: Option<String>,
 }
 
 impl Chunk {
@@ -30,6 +35,7 @@ impl Chunk {
             start,
             end,
             text: None,
+            heading: None,
         }
     }
 
@@ -66,12 +72,14 @@ pub enum Strategy {
     Recursive,
     SpringAi,
     Langchain,
+    Markdown,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 4] = [
+    pub const ALL: [Strategy; 5] = [
         Strategy::SpringAi,
         Strategy::Langchain,
+        Strategy::Markdown,
         Strategy::Recursive,
         Strategy::Fixed,
     ];
@@ -82,6 +90,7 @@ impl Strategy {
             Strategy::Recursive => "recursive",
             Strategy::SpringAi => "spring-ai",
             Strategy::Langchain => "langchain",
+            Strategy::Markdown => "markdown",
         }
     }
 
@@ -105,8 +114,9 @@ impl FromStr for Strategy {
             "recursive" => Ok(Strategy::Recursive),
             "spring-ai" | "spring_ai" | "springai" => Ok(Strategy::SpringAi),
             "langchain" => Ok(Strategy::Langchain),
+            "markdown" => Ok(Strategy::Markdown),
             other => Err(format!(
-                "unknown strategy '{other}' (expected fixed, recursive, spring-ai or langchain)"
+                "unknown strategy '{other}' (expected fixed, recursive, spring-ai, langchain or markdown)"
             )),
         }
     }
@@ -118,13 +128,15 @@ pub enum Preset {
     SpringAi,
     LangchainChars,
     LangchainTokens,
+    Markdown,
 }
 
 impl Preset {
-    pub const ALL: [Preset; 3] = [
+    pub const ALL: [Preset; 4] = [
         Preset::SpringAi,
         Preset::LangchainChars,
         Preset::LangchainTokens,
+        Preset::Markdown,
     ];
 
     pub fn name(self) -> &'static str {
@@ -132,6 +144,7 @@ impl Preset {
             Preset::SpringAi => "spring-ai",
             Preset::LangchainChars => "langchain-chars",
             Preset::LangchainTokens => "langchain-tokens",
+            Preset::Markdown => "markdown",
         }
     }
 
@@ -140,6 +153,8 @@ impl Preset {
             Preset::SpringAi => (Strategy::SpringAi, Unit::Cl100k, 800, 0),
             Preset::LangchainChars => (Strategy::Langchain, Unit::Chars, 1500, 150),
             Preset::LangchainTokens => (Strategy::Langchain, Unit::Embed, 240, 32),
+            // Structure first, sized to fit all-MiniLM-L6-v2's 128-token window (126 content).
+            Preset::Markdown => (Strategy::Markdown, Unit::Embed, 120, 0),
         };
         s.strategy = strategy;
         s.unit = unit;
@@ -158,7 +173,7 @@ impl FromStr for Preset {
             .into_iter()
             .find(|p| p.name() == s)
             .ok_or_else(|| {
-                format!("unknown preset '{s}' (expected spring-ai, langchain-chars or langchain-tokens)")
+                format!("unknown preset '{s}' (expected spring-ai, langchain-chars, langchain-tokens or markdown)")
             })
     }
 }
@@ -245,6 +260,11 @@ impl ChunkSettings {
                 overlap: self.overlap,
                 separators: LANGCHAIN_SEPARATORS.iter().map(|s| s.to_string()).collect(),
                 keep_at_end: false,
+            }),
+            Strategy::Markdown => Box::new(Markdown {
+                unit: self.unit,
+                size: self.size,
+                overlap: self.overlap,
             }),
             Strategy::SpringAi => Box::new(SpringAi {
                 size: self.size,

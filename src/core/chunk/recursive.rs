@@ -34,7 +34,7 @@ impl Chunker for Recursive {
 }
 
 impl Recursive {
-    fn split(
+    pub(super) fn split(
         &self,
         doc: &DocView,
         start: usize,

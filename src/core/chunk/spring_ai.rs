@@ -122,6 +122,7 @@ impl SpringAi {
                 start: s,
                 end: ceil_char(doc, end.min(doc.len())).max(s),
                 text: Some(trimmed.to_string()),
+                heading: None,
             }
         })
     }

@@ -1,0 +1,146 @@
+//! Structure-first chunking on Markdown: every chunk carries the heading path of its section, no
+//! table row is separated from its column names, and no code fence is split while it fits.
+
+mod common;
+
+use chunkscope::core::chunk::{ChunkSettings, Preset};
+use chunkscope::core::tokenize::Unit;
+use common::{chunk_text, tokenizer};
+
+/// Heading path at each byte offset where a heading line starts, scanning lines outside fences.
+fn heading_paths(md: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut in_fence = false;
+    let mut at = 0;
+    for line in md.split_inclusive('\n') {
+        let t = line.trim_end();
+        if t.starts_with("```") {
+            in_fence = !in_fence;
+        } else if !in_fence && t.starts_with('#') {
+            let level = t.chars().take_while(|&c| c == '#').count();
+            if t[level..].starts_with(' ') {
+                while stack.last().is_some_and(|(l, _)| *l >= level) {
+                    stack.pop();
+                }
+                stack.push((level, t[level..].trim().to_string()));
+                out.push((
+                    at,
+                    stack
+                        .iter()
+                        .map(|(_, s)| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" > "),
+                ));
+            }
+        }
+        at += line.len();
+    }
+    out
+}
+
+fn markdown_files() -> Vec<(String, String)> {
+    common::varied_texts()
+        .into_iter()
+        .filter(|(n, _)| n.ends_with(".md"))
+        .collect()
+}
+
+#[test]
+fn chunks_carry_their_section_heading() {
+    let mut s = ChunkSettings::default();
+    Preset::Markdown.apply(&mut s);
+    let mut checked = 0;
+    for (name, md) in markdown_files() {
+        let paths = heading_paths(&md);
+        for (c, _) in chunk_text(&md, &s) {
+            let want = paths
+                .iter()
+                .rev()
+                .find(|(at, _)| *at <= c.start)
+                .map(|(_, p)| p.clone());
+            assert_eq!(c.heading, want, "{name} chunk at {}", c.start);
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}
+
+#[test]
+fn table_rows_keep_their_column_names() {
+    let mut rows = String::from("# Plans\n\n| Plan | Refund window | Refund |\n|---|---|---|\n");
+    for i in 0..40 {
+        rows.push_str(&format!(
+            "| Plan {i} | {} days | pro rata minus a fee of {i} euros |\n",
+            i + 7
+        ));
+    }
+    let mut s = ChunkSettings::default();
+    Preset::Markdown.apply(&mut s);
+    s.size = 60;
+    let chunks = chunk_text(&rows, &s);
+    let row_chunks: Vec<&String> = chunks
+        .iter()
+        .map(|(_, t)| t)
+        .filter(|t| t.contains("Plan: Plan"))
+        .collect();
+    assert!(row_chunks.len() > 3, "the table is split by rows");
+    let mut seen = 0;
+    for t in &row_chunks {
+        for line in t.lines() {
+            assert!(
+                line.starts_with("Plan: ")
+                    && line.contains(" · Refund window: ")
+                    && line.contains(" · Refund: "),
+                "{line}"
+            );
+            seen += 1;
+        }
+        assert!(tokenizer().count(t) <= 60, "row group within the size");
+    }
+    assert_eq!(seen, 40, "every row once");
+}
+
+#[test]
+fn code_fences_stay_whole_while_they_fit() {
+    let mut s = ChunkSettings::default();
+    Preset::Markdown.apply(&mut s);
+    for (name, md) in markdown_files() {
+        let chunks = chunk_text(&md, &s);
+        let mut rest = md.as_str();
+        let mut base = 0;
+        while let Some(open) = rest.find("```") {
+            let after = &rest[open + 3..];
+            let Some(close) = after.find("\n```") else {
+                break;
+            };
+            let (fs, fe) = (base + open, base + open + 3 + close + 4);
+            let fits = tokenizer().count(&md[fs..fe]) <= s.size;
+            let whole = chunks
+                .iter()
+                .any(|(c, _)| c.text.is_none() && c.start <= fs && fe <= c.end);
+            if fits {
+                assert!(whole, "{name}: fence at {fs} fits but was split");
+            }
+            base = fe;
+            rest = &md[fe..];
+        }
+    }
+}
+
+#[test]
+fn markdown_chunks_fit_the_window_they_are_sized_for() {
+    let mut s = ChunkSettings::default();
+    Preset::Markdown.apply(&mut s);
+    assert_eq!((s.unit, s.size), (Unit::Embed, 120));
+    for (name, md) in markdown_files() {
+        for (c, t) in chunk_text(&md, &s) {
+            assert!(
+                tokenizer().count(&t) <= 126,
+                "{name} chunk at {} has {} tokens",
+                c.start,
+                tokenizer().count(&t)
+            );
+        }
+    }
+}

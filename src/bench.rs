@@ -159,27 +159,7 @@ fn st_reference(
         "batch_sizes": batches,
         "repeat": repeat,
     });
-    let mut child = Command::new(py)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("running {py} {}", script.display()))?;
-    child
-        .stdin
-        .take()
-        .context("stdin")?
-        .write_all(req.to_string().as_bytes())?;
-    let o = child.wait_with_output()?;
-    if !o.status.success() {
-        bail!(
-            "{py} {}: failed ({}); is sentence-transformers installed?",
-            script.display(),
-            o.status
-        );
-    }
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout)?;
+    let v = python_json(py, &script, &req, "is sentence-transformers installed?")?;
     let vectors = v["vectors"]
         .as_array()
         .context("no vectors")?
@@ -325,26 +305,7 @@ pub fn rechunk(
             .collect();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/sts_rechunk.py");
         let req = json!({"dir": dir, "tokenizer_json": info.tokenizer_path(), "sizes": sizes});
-        let mut child = Command::new(py)
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("running {py} {}", script.display()))?;
-        child
-            .stdin
-            .take()
-            .context("stdin")?
-            .write_all(req.to_string().as_bytes())?;
-        let o = child.wait_with_output()?;
-        if !o.status.success() {
-            bail!(
-                "{}: failed; pip install semantic-text-splitter",
-                script.display()
-            );
-        }
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout)?;
+        let v = python_json(py, &script, &req, "pip install semantic-text-splitter")?;
         let ms: Vec<f64> = v["millis"]
             .as_array()
             .context("millis")?
@@ -360,4 +321,30 @@ pub fn rechunk(
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// Run a reference script with `req` as JSON on stdin and parse its JSON output.
+fn python_json(
+    py: &str,
+    script: &Path,
+    req: &serde_json::Value,
+    hint: &str,
+) -> Result<serde_json::Value> {
+    let mut child = Command::new(py)
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("running {py} {}", script.display()))?;
+    child
+        .stdin
+        .take()
+        .context("stdin")?
+        .write_all(req.to_string().as_bytes())?;
+    let o = child.wait_with_output()?;
+    if !o.status.success() {
+        bail!("{py} {}: failed ({}); {hint}", script.display(), o.status);
+    }
+    Ok(serde_json::from_slice(&o.stdout)?)
 }

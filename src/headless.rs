@@ -268,14 +268,7 @@ pub fn chunk_vectors(
 ) -> Result<(Embedder, EmbedCache, Vec<Vec<f32>>)> {
     let embedder = Embedder::load(&engine.model)?;
     let mut cache = EmbedCache::open(&cache::default_path(&embedder.model_key), embedder.dim());
-    let texts: Vec<&str> = chunking
-        .files
-        .iter()
-        .flat_map(|f| {
-            let doc = &engine.corpus.docs[f.doc].text;
-            f.chunks.iter().map(move |c| c.text(doc))
-        })
-        .collect();
+    let texts: Vec<&str> = chunking.texts(engine);
     let started = std::time::Instant::now();
     let mut last = std::time::Instant::now();
     let (vectors, embedded) = embed_cached(

@@ -8,9 +8,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use chunkscope::core::chunk::{Preset, Strategy};
 use chunkscope::core::config::Config;
+use chunkscope::core::engine::Engine;
 use chunkscope::core::model;
 use chunkscope::core::tokenize::Unit;
-use chunkscope::core::window::WindowSpec;
+use chunkscope::core::window::{Window, WindowSpec};
 use chunkscope::{headless, tui};
 
 /// See what your embedder never reads: chunk lengths in three units, token windows and the
@@ -309,6 +310,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// workbench.toml and flags, the engine over the corpus, the window in force and the chunking.
+fn prepare(
+    corpus: &Path,
+    knobs: &Knobs,
+) -> Result<(Engine, Window, chunkscope::core::engine::Chunking), String> {
+    let config = knobs.config(Some(corpus))?;
+    let engine = headless::open_engine(corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
+    let window = engine.model.windows.resolve(config.window);
+    let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+    Ok((engine, window, chunking))
+}
+
 fn say(line: &str) {
     eprintln!("{line}");
 }
@@ -332,11 +345,7 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
             json,
             fail_on_tail,
         }) => {
-            let config = knobs.config(Some(&corpus))?;
-            let engine =
-                headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
-            let window = engine.model.windows.resolve(config.window);
-            let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+            let (engine, window, chunking) = prepare(&corpus, &knobs)?;
             let mut out = io::stdout().lock();
             let over = headless::audit(&engine, &chunking, &window, json, &mut out)
                 .map_err(|e| format!("{e:#}"))?;
@@ -352,11 +361,7 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
             })
         }
         Some(Command::Chunks { corpus, knobs, .. }) => {
-            let config = knobs.config(Some(&corpus))?;
-            let engine =
-                headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
-            let window = engine.model.windows.resolve(config.window);
-            let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+            let (engine, window, chunking) = prepare(&corpus, &knobs)?;
             let mut out = io::BufWriter::new(io::stdout().lock());
             headless::write_chunks_jsonl(&engine, &chunking, &window, &mut out)
                 .map_err(|e| format!("{e:#}"))?;
@@ -367,11 +372,7 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Embed { corpus, knobs, .. }) => {
-            let config = knobs.config(Some(&corpus))?;
-            let engine =
-                headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
-            let window = engine.model.windows.resolve(config.window);
-            let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+            let (engine, window, chunking) = prepare(&corpus, &knobs)?;
             let (_, _, vectors) = headless::chunk_vectors(&engine, &chunking, &window, &mut say)
                 .map_err(|e| format!("{e:#}"))?;
             let mut out = io::BufWriter::new(io::stdout().lock());
@@ -387,11 +388,7 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
             k,
             format,
         }) => {
-            let config = knobs.config(Some(&corpus))?;
-            let engine =
-                headless::open_engine(&corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
-            let window = engine.model.windows.resolve(config.window);
-            let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+            let (engine, window, chunking) = prepare(&corpus, &knobs)?;
             let mut out = io::stdout().lock();
             headless::query(
                 &engine,

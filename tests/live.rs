@@ -114,26 +114,6 @@ fn watcher_reports_a_burst_once() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-fn tmux(args: &[&str]) -> String {
-    let o = Command::new("tmux").args(args).output().expect("tmux");
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn wait_for(session: &str, pred: impl Fn(&str) -> bool, what: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let screen = tmux(&["capture-pane", "-p", "-t", session]);
-        if pred(&screen) {
-            return screen;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} never happened; screen:\n{screen}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn workbench_follows_the_disk_in_tmux() {
     if Command::new("tmux").arg("-V").output().is_err() {
@@ -149,8 +129,8 @@ fn workbench_follows_the_disk_in_tmux() {
         env!("CARGO_BIN_EXE_chunkscope"),
         d.display()
     );
-    let _ = tmux(&["kill-session", "-t", &session]);
-    tmux(&[
+    let _ = common::tmux(&["kill-session", "-t", &session]);
+    common::tmux(&[
         "new-session",
         "-d",
         "-s",
@@ -161,31 +141,31 @@ fn workbench_follows_the_disk_in_tmux() {
         "40",
         &cmd,
     ]);
-    wait_for(&session, |s| s.contains("files 7 · watching"), "first load");
+    common::wait_for_screen(&session, |s| s.contains("files 7 · watching"), "first load");
     std::fs::write(
         d.join("aaa-new.md"),
         "# Added\n\nWritten by another process.\n",
     )
     .unwrap();
-    wait_for(
+    common::wait_for_screen(
         &session,
         |s| s.contains("aaa-new.md") && s.contains("files 8"),
         "the new file on screen",
     );
     std::fs::remove_file(d.join("aaa-new.md")).unwrap();
-    wait_for(
+    common::wait_for_screen(
         &session,
         |s| !s.contains("aaa-new.md") && s.contains("files 7"),
         "the file leaving",
     );
     std::fs::rename(d.join("runbooks"), d.join("playbooks")).unwrap();
-    wait_for(
+    common::wait_for_screen(
         &session,
         |s| s.contains("playbooks/rotate-keys.md"),
         "the renamed directory",
     );
-    tmux(&["send-keys", "-t", &session, "q"]);
-    let _ = tmux(&["kill-session", "-t", &session]);
+    common::tmux(&["send-keys", "-t", &session, "q"]);
+    let _ = common::tmux(&["kill-session", "-t", &session]);
     let _ = std::fs::remove_dir_all(&d);
 }
 

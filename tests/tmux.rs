@@ -4,27 +4,6 @@
 mod common;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
-
-fn tmux(args: &[&str]) -> String {
-    let o = Command::new("tmux").args(args).output().expect("tmux");
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn wait_for(session: &str, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let screen = tmux(&["capture-pane", "-p", "-t", session]);
-        if screen.contains(needle) {
-            return screen;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "'{needle}' never appeared; screen:\n{screen}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 #[test]
 fn workbench_in_tmux() {
@@ -41,8 +20,8 @@ fn workbench_in_tmux() {
         env!("CARGO_BIN_EXE_chunkscope"),
         examples.display()
     );
-    let _ = tmux(&["kill-session", "-t", &session]);
-    tmux(&[
+    let _ = common::tmux(&["kill-session", "-t", &session]);
+    common::tmux(&[
         "new-session",
         "-d",
         "-s",
@@ -53,7 +32,7 @@ fn workbench_in_tmux() {
         "40",
         &cmd,
     ]);
-    let screen = wait_for(&session, "chunked in");
+    let screen = common::wait_for_screen(&session, |s| s.contains("chunked in"), "chunked in");
     assert!(
         screen.contains("window 128 (tokenizer.json truncation"),
         "{screen}"
@@ -61,18 +40,26 @@ fn workbench_in_tmux() {
     assert!(screen.contains("over window"), "{screen}");
     assert!(screen.contains('░'), "no tail lines:\n{screen}");
 
-    tmux(&["send-keys", "-t", &session, "w"]);
-    wait_for(&session, "window 256");
-    tmux(&["send-keys", "-t", &session, "p"]);
-    wait_for(&session, "langchain 1500 chars overlap 150");
-    tmux(&["send-keys", "-t", &session, "?"]);
-    wait_for(&session, "re-read the corpus from disk");
-    tmux(&["send-keys", "-t", &session, "Escape"]);
-    tmux(&["send-keys", "-t", &session, "q"]);
-    let after = wait_for(&session, "EXITED-0");
+    common::tmux(&["send-keys", "-t", &session, "w"]);
+    common::wait_for_screen(&session, |s| s.contains("window 256"), "window 256");
+    common::tmux(&["send-keys", "-t", &session, "p"]);
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("langchain 1500 chars overlap 150"),
+        "langchain 1500 chars overlap 150",
+    );
+    common::tmux(&["send-keys", "-t", &session, "?"]);
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("re-read the corpus from disk"),
+        "re-read the corpus from disk",
+    );
+    common::tmux(&["send-keys", "-t", &session, "Escape"]);
+    common::tmux(&["send-keys", "-t", &session, "q"]);
+    let after = common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
     assert!(
         !after.contains("┌ files"),
         "the screen was not restored:\n{after}"
     );
-    let _ = tmux(&["kill-session", "-t", &session]);
+    let _ = common::tmux(&["kill-session", "-t", &session]);
 }

@@ -28,6 +28,17 @@ pub struct Chunking {
 }
 
 impl Chunking {
+    /// Every chunk's text in chunking order (the order of chunk ids in the indexes).
+    pub fn texts<'a>(&'a self, engine: &'a Engine) -> Vec<&'a str> {
+        self.files
+            .iter()
+            .flat_map(|f| {
+                let doc = engine.corpus.docs[f.doc].text.as_str();
+                f.chunks.iter().map(move |c| c.text(doc))
+            })
+            .collect()
+    }
+
     pub fn stats(&self, window: usize, specials: usize) -> Stats {
         Stats::of(
             self.files.iter().flat_map(|f| f.chunks.iter()),

@@ -244,14 +244,7 @@ fn run_embed(
         window,
         index: index.ok(),
     });
-    let texts: Vec<&str> = chunking
-        .files
-        .iter()
-        .flat_map(|f| {
-            let doc = &engine.corpus.docs[f.doc].text;
-            f.chunks.iter().map(move |c| c.text(doc))
-        })
-        .collect();
+    let texts: Vec<&str> = chunking.texts(&engine);
     let total = texts.len();
     let started = Instant::now();
     let mut embedded = 0usize;

@@ -156,3 +156,28 @@ pub fn python(script: &str, request: &serde_json::Value) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// Run tmux with `args` and return what it printed.
+pub fn tmux(args: &[&str]) -> String {
+    let o = std::process::Command::new("tmux")
+        .args(args)
+        .output()
+        .expect("tmux");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Poll the pane of `session` until `pred` holds (30 s at most); returns the screen.
+pub fn wait_for_screen(session: &str, pred: impl Fn(&str) -> bool, what: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let screen = tmux(&["capture-pane", "-p", "-t", session]);
+        if pred(&screen) {
+            return screen;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} never happened; screen:\n{screen}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

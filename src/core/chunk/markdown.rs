@@ -246,6 +246,8 @@ impl Chunker for Markdown {
                 }
             }
         };
+        // True while `pending` holds nothing but the section's heading line.
+        let mut heading_only = false;
         for b in blocks(doc.text) {
             if let Kind::Heading { level, text } = &b.kind {
                 // A heading starts a new section: nothing before it shares a chunk with it.
@@ -265,11 +267,28 @@ impl Chunker for Markdown {
                 if !self.fits(doc, b.start, b.end) {
                     flush(&mut pending, &heading, &mut out);
                     self.table(doc, b.start, header, rows, &heading, &mut out);
+                    heading_only = false;
                     continue;
                 }
             }
             match pending {
                 Some((s, _)) if self.fits(doc, s, b.end) => pending = Some((s, b.end)),
+                // A heading followed by a block that must be cut: cut them together, so the
+                // heading line opens the first piece instead of standing alone.
+                Some((s, _)) if heading_only && !self.fits(doc, b.start, b.end) => {
+                    let kind = if matches!(b.kind, Kind::Code) {
+                        Kind::Code
+                    } else {
+                        Kind::Text
+                    };
+                    let merged = Block {
+                        start: s,
+                        end: b.end,
+                        kind,
+                    };
+                    pending = None;
+                    self.split_block(doc, &merged, &heading, &mut out);
+                }
                 _ => {
                     flush(&mut pending, &heading, &mut out);
                     if self.fits(doc, b.start, b.end) {
@@ -279,6 +298,8 @@ impl Chunker for Markdown {
                     }
                 }
             }
+            heading_only =
+                matches!(b.kind, Kind::Heading { .. }) && pending == Some((b.start, b.end));
         }
         flush(&mut pending, &heading, &mut out);
         out

@@ -11,7 +11,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 
-use super::kernels::{add_layer_norm_rows, gelu, layer_norm_rows, softmax_rows};
+use super::kernels::{add_layer_norm_rows, gelu_bias, layer_norm_rows, softmax_rows};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BertConfig {
@@ -203,31 +203,57 @@ impl Bert {
         let mut tmp = vec![0.0f32; total * h];
         let mut inter = vec![0.0f32; total * c.intermediate];
         for layer in &self.layers {
-            linear(&x, total, h, &layer.qkv_w, &layer.qkv_b, 3 * h, &mut qkv);
+            linear(
+                &x,
+                total,
+                h,
+                &layer.qkv_w,
+                Some(&layer.qkv_b),
+                3 * h,
+                &mut qkv,
+            );
             self.attention(&qkv, seqs, &starts, &mut ctx);
-            linear(&ctx, total, h, &layer.out_w, &layer.out_b, h, &mut tmp);
-            residual_norm(&mut tmp, &x, h, &layer.ln1_g, &layer.ln1_b, c.eps);
+            linear(&ctx, total, h, &layer.out_w, None, h, &mut tmp);
+            residual_norm(
+                &mut tmp,
+                &x,
+                h,
+                &layer.out_b,
+                &layer.ln1_g,
+                &layer.ln1_b,
+                c.eps,
+            );
             std::mem::swap(&mut x, &mut tmp);
             linear(
                 &x,
                 total,
                 h,
                 &layer.inter_w,
-                &layer.inter_b,
+                None,
                 c.intermediate,
                 &mut inter,
             );
-            inter.par_chunks_mut(c.intermediate * 64).for_each(gelu);
+            inter
+                .par_chunks_mut(c.intermediate * 64)
+                .for_each(|rows| gelu_bias(rows, &layer.inter_b));
             linear(
                 &inter,
                 total,
                 c.intermediate,
                 &layer.down_w,
-                &layer.down_b,
+                None,
                 h,
                 &mut tmp,
             );
-            residual_norm(&mut tmp, &x, h, &layer.ln2_g, &layer.ln2_b, c.eps);
+            residual_norm(
+                &mut tmp,
+                &x,
+                h,
+                &layer.down_b,
+                &layer.ln2_g,
+                &layer.ln2_b,
+                c.eps,
+            );
             std::mem::swap(&mut x, &mut tmp);
         }
         seqs.iter()
@@ -339,11 +365,22 @@ impl SendPtr {
     }
 }
 
-/// out (rows x n) = x (rows x k) W^T + b, with W stored (n x k) as PyTorch's Linear does.
-fn linear(x: &[f32], rows: usize, k: usize, w: &[f32], b: &[f32], n: usize, out: &mut [f32]) {
+/// out (rows x n) = x (rows x k) W^T (+ b), with W stored (n x k) as PyTorch's Linear does.
+/// Without `b` the bias is left to the next pass over `out`, which folds it in.
+fn linear(
+    x: &[f32],
+    rows: usize,
+    k: usize,
+    w: &[f32],
+    b: Option<&[f32]>,
+    n: usize,
+    out: &mut [f32],
+) {
     let out = &mut out[..rows * n];
-    for row in out.chunks_exact_mut(n) {
-        row.copy_from_slice(b);
+    if let Some(b) = b {
+        for row in out.chunks_exact_mut(n) {
+            row.copy_from_slice(b);
+        }
     }
     let threads = rayon::current_num_threads();
     let par = if rows * n * k >= 1 << 18 && threads > 1 {
@@ -360,14 +397,14 @@ fn linear(x: &[f32], rows: usize, k: usize, w: &[f32], b: &[f32], n: usize, out:
             out.as_mut_ptr(),
             1,
             n as isize,
-            true,
+            b.is_some(),
             x.as_ptr(),
             1,
             k as isize,
             w.as_ptr(),
             k as isize,
             1,
-            1.0,
+            if b.is_some() { 1.0 } else { 0.0 },
             1.0,
             false,
             false,
@@ -377,9 +414,17 @@ fn linear(x: &[f32], rows: usize, k: usize, w: &[f32], b: &[f32], n: usize, out:
     }
 }
 
-/// out = LayerNorm(out + residual), row by row.
-fn residual_norm(out: &mut [f32], residual: &[f32], h: usize, g: &[f32], b: &[f32], eps: f32) {
+/// out = LayerNorm(out + bias + residual), row by row.
+fn residual_norm(
+    out: &mut [f32],
+    residual: &[f32],
+    h: usize,
+    bias: &[f32],
+    g: &[f32],
+    b: &[f32],
+    eps: f32,
+) {
     out.par_chunks_mut(h * 64)
         .zip(residual.par_chunks(h * 64))
-        .for_each(|(o, r)| add_layer_norm_rows(o, r, g, b, eps));
+        .for_each(|(o, r)| add_layer_norm_rows(o, r, bias, g, b, eps));
 }

@@ -80,12 +80,13 @@ pub fn layer_norm_rows(rows: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) 
 }
 
 multiversion! {
-/// `out += residual`, then LayerNorm of each row.
-pub fn add_layer_norm_rows(out: &mut [f32], residual: &[f32], gamma: &[f32], beta: &[f32], eps: f32) {
+/// `out += bias + residual`, then LayerNorm of each row (the bias of the projection that wrote
+/// `out`, folded into this pass).
+pub fn add_layer_norm_rows(out: &mut [f32], residual: &[f32], bias: &[f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let h = gamma.len();
     for (orow, rrow) in out.chunks_exact_mut(h).zip(residual.chunks_exact(h)) {
-        for (a, c) in orow.iter_mut().zip(rrow) {
-            *a += c;
+        for ((a, c), b) in orow.iter_mut().zip(rrow).zip(bias) {
+            *a += c + b;
         }
         layer_norm(orow, gamma, beta, eps);
     }
@@ -129,6 +130,18 @@ multiversion! {
 pub fn gelu(xs: &mut [f32]) {
     for v in xs {
         *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
+    }
+}
+}
+
+multiversion! {
+/// GELU of `x + bias`, row by row (`bias.len()` wide): the projection's bias folded in.
+pub fn gelu_bias(xs: &mut [f32], bias: &[f32]) {
+    for row in xs.chunks_exact_mut(bias.len()) {
+        for (v, b) in row.iter_mut().zip(bias) {
+            let x = *v + b;
+            *v = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
+        }
     }
 }
 }

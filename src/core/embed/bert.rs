@@ -11,7 +11,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 
-use super::kernels::{add_layer_norm_rows, gelu_bias, layer_norm_rows, softmax_rows};
+use super::kernels::{add_layer_norm_rows, exp_rows, gelu_bias, layer_norm_rows};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BertConfig {
@@ -285,9 +285,9 @@ impl Bert {
         let tasks: Vec<(usize, usize)> = (0..seqs.len())
             .flat_map(|s| (0..heads).map(move |hd| (s, hd)))
             .collect();
-        tasks
-            .par_iter()
-            .for_each_init(Vec::new, |scores: &mut Vec<f32>, &(s, hd)| {
+        tasks.par_iter().for_each_init(
+            || (Vec::new(), Vec::new()),
+            |(scores, inv): &mut (Vec<f32>, Vec<f32>), &(s, hd)| {
                 let len = seqs[s].len();
                 if len == 0 {
                     return;
@@ -324,7 +324,9 @@ impl Bert {
                         Parallelism::None,
                     );
                 }
-                softmax_rows(scores, len);
+                inv.clear();
+                inv.resize(len, 0.0);
+                exp_rows(scores, len, inv);
                 unsafe {
                     let out = ctx_ptr.get().add(starts[s] * h + hd * d);
                     // ctx (len x d) = P (len x len) V (len x d)
@@ -349,8 +351,14 @@ impl Bert {
                         false,
                         Parallelism::None,
                     );
+                    // Normalise here: len x d values instead of len x len.
+                    for (i, f) in inv.iter().enumerate() {
+                        let row = std::slice::from_raw_parts_mut(out.add(i * h), d);
+                        row.iter_mut().for_each(|x| *x *= f);
+                    }
                 }
-            });
+            },
+        );
     }
 }
 

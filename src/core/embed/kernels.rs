@@ -169,6 +169,28 @@ pub fn exp(x: f32) -> f32 {
 }
 
 multiversion! {
+/// exp(x - row max) of each `width`-wide row in place, with 1 / (row sum) into `inv_sums`: the
+/// softmax without its last pass, so the caller can scale the (narrower) product instead.
+pub fn exp_rows(rows: &mut [f32], width: usize, inv_sums: &mut [f32]) {
+    for (row, inv) in rows.chunks_exact_mut(width).zip(inv_sums.iter_mut()) {
+        let mut acc = [f32::NEG_INFINITY; 8];
+        let chunks = row.chunks_exact(8);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for i in 0..8 {
+                acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
+            }
+        }
+        let max = acc.iter().chain(rest).fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+        for v in row.iter_mut() {
+            *v = exp(*v - max);
+        }
+        *inv = 1.0 / sum(row);
+    }
+}
+}
+
+multiversion! {
 /// Softmax of each `width`-wide row of `rows` in place.
 pub fn softmax_rows(rows: &mut [f32], width: usize) {
     for row in rows.chunks_exact_mut(width) {

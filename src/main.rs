@@ -169,6 +169,12 @@ enum EvalFormat {
 
 #[derive(Subcommand)]
 enum BenchWhat {
+    /// Exact top-10 over flat vectors at growing sizes (where a flat index stops being fine).
+    Search {
+        /// Numbers of vectors, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000,1000000")]
+        sizes: Vec<usize>,
+    },
     /// Knob change to updated chunks and stats (no embedding) on a generated corpus, and a file
     /// save to its updated chunks.
     Rechunk {
@@ -463,6 +469,13 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                     return Ok(ExitCode::from(1));
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            what: BenchWhat::Search { sizes },
+        }) => {
+            chunkscope::bench::search(&sizes, &mut io::stdout().lock())
+                .map_err(|e| format!("{e:#}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench {

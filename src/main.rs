@@ -328,6 +328,16 @@ fn prepare(
     Ok((engine, window, chunking))
 }
 
+/// The model named by `--model` (or workbench.toml), found or fetched.
+fn locate_model(m: Option<String>) -> Result<model::ModelInfo, String> {
+    let knobs = Knobs {
+        model: m,
+        ..Knobs::default()
+    };
+    let c = knobs.config(None)?;
+    model::locate(&c.model, &mut say).map_err(|e| format!("{e:#}"))
+}
+
 fn say(line: &str) {
     eprintln!("{line}");
 }
@@ -487,12 +497,7 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                     model: m,
                 },
         }) => {
-            let knobs = Knobs {
-                model: m,
-                ..Knobs::default()
-            };
-            let c = knobs.config(None)?;
-            let info = model::locate(&c.model, &mut say).map_err(|e| format!("{e:#}"))?;
+            let info = locate_model(m)?;
             chunkscope::bench::rechunk(
                 &info,
                 megabytes,
@@ -516,12 +521,7 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                     model: m,
                 },
         }) => {
-            let knobs = Knobs {
-                model: m,
-                ..Knobs::default()
-            };
-            let c = knobs.config(None)?;
-            let info = model::locate(&c.model, &mut say).map_err(|e| format!("{e:#}"))?;
+            let info = locate_model(m)?;
             let args = chunkscope::bench::BenchArgs {
                 corpus: &corpus,
                 texts,

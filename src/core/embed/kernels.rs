@@ -173,15 +173,7 @@ multiversion! {
 /// softmax without its last pass, so the caller can scale the (narrower) product instead.
 pub fn exp_rows(rows: &mut [f32], width: usize, inv_sums: &mut [f32]) {
     for (row, inv) in rows.chunks_exact_mut(width).zip(inv_sums.iter_mut()) {
-        let mut acc = [f32::NEG_INFINITY; 8];
-        let chunks = row.chunks_exact(8);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for i in 0..8 {
-                acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
-            }
-        }
-        let max = acc.iter().chain(rest).fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+        let max = row_max(row);
         for v in row.iter_mut() {
             *v = exp(*v - max);
         }
@@ -199,9 +191,9 @@ pub fn softmax_rows(rows: &mut [f32], width: usize) {
 }
 }
 
-/// Softmax of one row in place.
+/// Largest value of a row, with eight lanes and no NaN bookkeeping so it vectorizes.
 #[inline(always)]
-pub fn softmax(row: &mut [f32]) {
+fn row_max(row: &[f32]) -> f32 {
     let mut acc = [f32::NEG_INFINITY; 8];
     let chunks = row.chunks_exact(8);
     let rest = chunks.remainder();
@@ -210,10 +202,15 @@ pub fn softmax(row: &mut [f32]) {
             acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
         }
     }
-    let max = acc
-        .iter()
+    acc.iter()
         .chain(rest)
-        .fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+        .fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m })
+}
+
+/// Softmax of one row in place.
+#[inline(always)]
+pub fn softmax(row: &mut [f32]) {
+    let max = row_max(row);
     for v in row.iter_mut() {
         *v = exp(*v - max);
     }

@@ -7,10 +7,11 @@ pub mod kernels;
 
 use std::time::Instant;
 
-use anyhow::{anyhow, Result};
-use tokenizers::{Tokenizer, TruncationDirection};
+use anyhow::Result;
+use tokenizers::TruncationDirection;
 
 use super::model::ModelInfo;
+use super::tokenize::EmbedTokenizer;
 pub use bert::Bert;
 pub use cache::EmbedCache;
 
@@ -19,11 +20,8 @@ const TOKENS_PER_PASS: usize = 4096;
 
 pub struct Embedder {
     bert: Bert,
-    tok: Tokenizer,
-    specials: usize,
-    /// BERT's pre-tokenizer encodes each word on its own, so a prefix of the text cut at
-    /// whitespace has exactly the first tokens of the whole text.
-    word_local: bool,
+    /// The model's tokenizer with truncation and padding off; the window is applied per text.
+    tok: EmbedTokenizer,
     /// Identifies the model in cache keys: its id and the weights' size.
     pub model_key: String,
 }
@@ -39,26 +37,13 @@ pub struct EmbedRun {
 impl Embedder {
     pub fn load(info: &ModelInfo) -> Result<Embedder> {
         let bert = Bert::load(&info.dir)?;
-        let mut tok = Tokenizer::from_file(info.tokenizer_path())
-            .map_err(|e| anyhow!("{}: {e}", info.tokenizer_path().display()))?;
-        tok.with_truncation(None).map_err(|e| anyhow!("{e}"))?;
-        tok.with_padding(None);
-        let specials = tok
-            .get_post_processor()
-            .map(|p| tokenizers::tokenizer::PostProcessor::added_tokens(p, false))
-            .unwrap_or(0);
-        let word_local = matches!(
-            tok.get_pre_tokenizer(),
-            Some(tokenizers::PreTokenizerWrapper::BertPreTokenizer(_))
-        );
+        let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
         let weights = std::fs::metadata(info.dir.join("model.safetensors"))
             .map(|m| m.len())
             .unwrap_or(0);
         Ok(Embedder {
             bert,
             tok,
-            specials,
-            word_local,
             model_key: format!("{}#{weights}", info.id),
         })
     }
@@ -71,16 +56,16 @@ impl Embedder {
     /// [CLS] and [SEP] added, as the tokenizers pipeline does with truncation on.
     pub fn ids(&self, text: &str, window: usize) -> Vec<u32> {
         let window = window.min(self.bert.config.max_positions);
-        let content = window.saturating_sub(self.specials);
+        let content = window.saturating_sub(self.tok.specials());
         // Long texts: encode a prefix cut at whitespace that surely holds `content` tokens when the
         // tokenizer is word-local (a word never straddles the cut, so the prefix's tokens are the
         // first tokens of the whole text); fall back to the whole text otherwise.
         let mut enc = None;
-        if self.word_local && text.len() > content * 16 {
+        if self.tok.is_word_local() && text.len() > content * 16 {
             let end = crate::core::text::floor_char(text, content * 12);
             let cut = text[..end].rfind(char::is_whitespace).unwrap_or(0);
             if cut > 0 {
-                if let Ok(e) = self.tok.encode(&text[..cut], false) {
+                if let Ok(e) = self.tok.tokenizer().encode(&text[..cut], false) {
                     if e.len() >= content {
                         enc = Some(e);
                     }
@@ -89,13 +74,13 @@ impl Embedder {
         }
         let mut enc = match enc {
             Some(e) => e,
-            None => match self.tok.encode(text, false) {
+            None => match self.tok.tokenizer().encode(text, false) {
                 Ok(e) => e,
                 Err(_) => return Vec::new(),
             },
         };
         enc.truncate(content, 0, TruncationDirection::Right);
-        match self.tok.post_process(enc, None, true) {
+        match self.tok.tokenizer().post_process(enc, None, true) {
             Ok(e) => e.get_ids().to_vec(),
             Err(_) => Vec::new(),
         }

@@ -7,8 +7,9 @@ mod common;
 use std::sync::atomic::AtomicBool;
 use std::sync::OnceLock;
 
+use chunkscope::core::cases::Cases;
 use chunkscope::core::chunk::{ChunkSettings, Preset};
-use chunkscope::core::corpus::{Corpus, Document};
+use chunkscope::core::corpus::Corpus;
 use chunkscope::core::embed::{cosine, EmbedCache, Embedder};
 use chunkscope::core::engine::Engine;
 use chunkscope::core::search::{embed_cached, SearchIndex};
@@ -127,42 +128,19 @@ fn bm25_hits_in_the_tail_on_xquad() {
         );
         return;
     };
-    let raw = std::fs::read_to_string(shared.join("data/xquad/xquad.en.json")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
-    let mut docs = Vec::new();
-    let mut questions = Vec::new();
-    for (i, art) in v["data"].as_array().unwrap().iter().enumerate().take(12) {
-        let paras: Vec<&str> = art["paragraphs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["context"].as_str().unwrap())
-            .collect();
-        for p in art["paragraphs"].as_array().unwrap() {
-            for q in p["qas"].as_array().unwrap() {
-                questions.push((
-                    i,
-                    q["question"].as_str().unwrap().to_string(),
-                    q["answers"][0]["text"].as_str().unwrap().to_string(),
-                ));
-            }
-        }
-        docs.push(Document {
-            path: format!("article-{i:02}.txt"),
-            text: paras.join("\n\n"),
-            lossy: false,
-        });
-    }
-    let engine = Engine::new(
-        common::model().clone(),
-        common::tokenizer(),
-        Corpus {
-            root: "xquad".into(),
-            docs,
-            skipped: Vec::new(),
-        },
-    )
-    .unwrap();
+    // One document per article, paragraphs in order; the first 12 articles and their questions.
+    let (corpus, cases) = Cases::from_squad(&shared.join("data/xquad/xquad.en.json")).unwrap();
+    let corpus = Corpus {
+        docs: corpus.docs.into_iter().take(12).collect(),
+        ..corpus
+    };
+    let questions: Vec<(usize, String)> = cases
+        .cases
+        .into_iter()
+        .filter(|c| c.doc < 12)
+        .map(|c| (c.doc, c.question))
+        .collect();
+    let engine = Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap();
     let mut settings = ChunkSettings::default();
     Preset::SpringAi.apply(&mut settings);
     let chunking = engine
@@ -171,7 +149,7 @@ fn bm25_hits_in_the_tail_on_xquad() {
     let index = SearchIndex::build(&engine, &chunking, None, 384).unwrap();
     let mut cache = EmbedCache::in_memory(384);
     let mut tail_hits = 0;
-    for (doc, question, _) in &questions {
+    for (doc, question) in &questions {
         let r = index
             .search(&engine, &chunking, embedder(), &mut cache, question, 5, 128)
             .unwrap();

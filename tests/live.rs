@@ -129,18 +129,7 @@ fn workbench_follows_the_disk_in_tmux() {
         env!("CARGO_BIN_EXE_chunkscope"),
         d.display()
     );
-    let _ = common::tmux(&["kill-session", "-t", &session]);
-    common::tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &session,
-        "-x",
-        "150",
-        "-y",
-        "40",
-        &cmd,
-    ]);
+    common::start_tmux(&session, 150, 40, &cmd);
     common::wait_for_screen(&session, |s| s.contains("files 7 · watching"), "first load");
     std::fs::write(
         d.join("aaa-new.md"),

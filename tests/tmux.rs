@@ -20,18 +20,7 @@ fn workbench_in_tmux() {
         env!("CARGO_BIN_EXE_chunkscope"),
         examples.display()
     );
-    let _ = common::tmux(&["kill-session", "-t", &session]);
-    common::tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &session,
-        "-x",
-        "140",
-        "-y",
-        "40",
-        &cmd,
-    ]);
+    common::start_tmux(&session, 140, 40, &cmd);
     let screen = common::wait_for_screen(&session, |s| s.contains("chunked in"), "chunked in");
     assert!(
         screen.contains("window 128 (tokenizer.json truncation"),

@@ -72,16 +72,9 @@ pub fn varied_texts() -> Vec<(String, String)> {
         }
         for lang in ["en", "es", "zh"] {
             let p = shared.join(format!("data/xquad/xquad.{lang}.json"));
-            if let Ok(raw) = std::fs::read_to_string(&p) {
-                let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
-                for (i, art) in v["data"].as_array().unwrap().iter().take(3).enumerate() {
-                    let paras: Vec<&str> = art["paragraphs"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|p| p["context"].as_str().unwrap())
-                        .collect();
-                    out.push((format!("xquad {lang} {i}"), paras.join("\n\n")));
+            if let Ok((corpus, _)) = chunkscope::core::cases::Cases::from_squad(&p) {
+                for (i, d) in corpus.docs.into_iter().take(3).enumerate() {
+                    out.push((format!("xquad {lang} {i}"), d.text));
                 }
             }
         }
@@ -180,4 +173,20 @@ pub fn wait_for_screen(session: &str, pred: impl Fn(&str) -> bool, what: &str) -
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+}
+
+/// Start a detached tmux session of `width` x `height` running `cmd` (replacing one of that name).
+pub fn start_tmux(session: &str, width: u16, height: u16, cmd: &str) {
+    let _ = tmux(&["kill-session", "-t", session]);
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        &width.to_string(),
+        "-y",
+        &height.to_string(),
+        cmd,
+    ]);
 }

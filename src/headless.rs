@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::core::cases::Cases;
+use crate::core::chunk::Strategy;
 use crate::core::config::Config;
 use crate::core::corpus::Corpus;
 use crate::core::embed::{cache, EmbedCache, Embedder};
@@ -17,6 +18,7 @@ use crate::core::engine::{Chunking, Engine};
 use crate::core::eval::{evaluate, Report};
 use crate::core::model;
 use crate::core::search::{embed_cached, SearchIndex};
+use crate::core::sentences::SentenceStore;
 use crate::core::stats::Stats;
 use crate::core::tokenize::EmbedTokenizer;
 use crate::core::window::Window;
@@ -92,10 +94,40 @@ pub fn eval(
     Ok(report)
 }
 
-pub fn chunk(engine: &Engine, config: &Config) -> Result<Chunking> {
-    config.chunking.validate().map_err(|m| anyhow::anyhow!(m))?;
+pub fn chunk(engine: &Engine, config: &Config, say: &mut dyn FnMut(&str)) -> Result<Chunking> {
+    let settings = &config.chunking;
+    settings.validate().map_err(|m| anyhow::anyhow!(m))?;
+    let never = AtomicBool::new(false);
+    if settings.strategy != Strategy::MaxMin {
+        return engine
+            .chunk_all(settings, &never)
+            .context("chunking was cancelled");
+    }
+    // Max-Min reads sentence vectors: embed the sentences the cache lacks, once.
+    let embedder = Embedder::load(&engine.model).context("maxmin needs the embedding model")?;
+    let mut store = SentenceStore::open(engine, embedder.dim(), true);
+    let missing = store.missing(engine, settings);
+    if missing.is_empty() {
+        say("maxmin: every sentence vector from the cache, nothing embedded");
+    } else {
+        let started = std::time::Instant::now();
+        let mut last = std::time::Instant::now();
+        store.fill(&embedder, &missing, 64, |done, total| {
+            if last.elapsed().as_millis() > 500 {
+                say(&format!("maxmin: embedding sentences {done}/{total}…"));
+                last = std::time::Instant::now();
+            }
+            true
+        });
+        say(&format!(
+            "maxmin: embedded {} sentences in {:.1} s",
+            missing.len(),
+            started.elapsed().as_secs_f64()
+        ));
+        store.save();
+    }
     engine
-        .chunk_all(&config.chunking, &AtomicBool::new(false))
+        .chunk_all_with(settings, Some(&store), &never)
         .context("chunking was cancelled")
 }
 
@@ -108,10 +140,18 @@ pub fn write_chunks_jsonl(
 ) -> Result<()> {
     let specials = engine.specials();
     let unit = chunking.settings.unit;
+    let policy = &chunking.settings.metadata;
     for f in &chunking.files {
         let doc = &engine.corpus.docs[f.doc];
+        let front = crate::core::metadata::front_matter(&doc.text).0;
         for c in &f.chunks {
             let tail = c.tail(window.tokens, specials);
+            let metadata: serde_json::Map<String, serde_json::Value> = policy
+                .fields(&doc.path, c.chunk.heading.as_deref(), c.index, &front)
+                .into_iter()
+                .map(|(k, v, _)| (k, serde_json::Value::String(v)))
+                .collect();
+            let parent = c.parent.and_then(|p| f.parents.get(p));
             let line = json!({
                 "file": doc.path,
                 "index": c.index,
@@ -129,6 +169,12 @@ pub fn write_chunks_jsonl(
                 "chars": c.chars,
                 "cl100k_tokens": c.cl100k_tokens(&doc.text),
                 "heading": c.chunk.heading,
+                "embedded_prefix": c.prefix.as_deref(),
+                "prefix_tokens": c.prefix_tokens,
+                "metadata": metadata,
+                "parent": parent.map(|p| p.id(&doc.path)),
+                "parent_start_byte": parent.map(|p| p.start),
+                "parent_end_byte": parent.map(|p| p.end),
             });
             writeln!(out, "{line}")?;
         }
@@ -268,7 +314,8 @@ pub fn chunk_vectors(
 ) -> Result<(Embedder, EmbedCache, Vec<Vec<f32>>)> {
     let embedder = Embedder::load(&engine.model)?;
     let mut cache = EmbedCache::open(&cache::default_path(&embedder.model_key), embedder.dim());
-    let texts: Vec<&str> = chunking.texts(engine);
+    let owned = chunking.embed_texts(engine);
+    let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
     let started = std::time::Instant::now();
     let mut last = std::time::Instant::now();
     let (vectors, embedded) = embed_cached(

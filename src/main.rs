@@ -9,9 +9,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use chunkscope::core::chunk::{Preset, Strategy};
 use chunkscope::core::config::Config;
 use chunkscope::core::engine::Engine;
-use chunkscope::core::model;
 use chunkscope::core::tokenize::Unit;
 use chunkscope::core::window::{Window, WindowSpec};
+use chunkscope::core::{metadata, model};
 use chunkscope::{headless, tui};
 
 /// See what your embedder never reads: chunk lengths in three units, token windows and the
@@ -231,10 +231,10 @@ struct Knobs {
     #[arg(long)]
     model: Option<String>,
     /// Preset: spring-ai, langchain-chars (1500/150 chars), langchain-tokens (240/32 embed tokens),
-    /// markdown (structure first, 120 embed tokens).
+    /// markdown (structure first, 120 embed tokens), maxmin (semantic, at most 120 embed tokens).
     #[arg(long)]
     preset: Option<String>,
-    /// Strategy: fixed, recursive, spring-ai, langchain, markdown.
+    /// Strategy: fixed, recursive, spring-ai, langchain, markdown, maxmin.
     #[arg(long)]
     strategy: Option<String>,
     /// Unit: chars, cl100k, embed.
@@ -249,6 +249,25 @@ struct Knobs {
     /// Window: auto (tokenizer.json), st (sentence-transformers), max (positions) or a number.
     #[arg(long)]
     window: Option<String>,
+    /// Max-Min: similarity floor below which a sentence never joins (authors' default 0.6).
+    #[arg(long)]
+    fixed_threshold: Option<f32>,
+    /// Max-Min: scale of the adaptive threshold (authors' default 0.9).
+    #[arg(long)]
+    maxmin_c: Option<f32>,
+    /// Max-Min: multiplier of the first pair's similarity (authors' default 1.5).
+    #[arg(long)]
+    init_constant: Option<f32>,
+    /// Metadata fields embedded ahead of each chunk: heading, file, index, or front-matter keys
+    /// (comma-separated). They take window tokens.
+    #[arg(long, value_delimiter = ',')]
+    embed_metadata: Vec<String>,
+    /// Metadata fields neither embedded nor exported (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    drop_metadata: Vec<String>,
+    /// Embed small, return big: each chunk gets its parent section, and hits return it.
+    #[arg(long)]
+    parents: bool,
 }
 
 impl Knobs {
@@ -285,6 +304,36 @@ impl Knobs {
             c.window = w
                 .parse::<WindowSpec>()
                 .map_err(|e| format!("--window: {e}"))?;
+        }
+        let mm = &mut c.chunking.maxmin;
+        for (v, slot) in [
+            (self.fixed_threshold, &mut mm.fixed_threshold),
+            (self.maxmin_c, &mut mm.c),
+            (self.init_constant, &mut mm.init_constant),
+        ] {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        }
+        for (fields, u) in [
+            (&self.embed_metadata, metadata::Use::Embed),
+            (&self.drop_metadata, metadata::Use::Drop),
+        ] {
+            let p = &mut c.chunking.metadata;
+            for f in fields.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
+                match f {
+                    "heading" | "section" => p.heading = u,
+                    "file" => p.file = u,
+                    "index" | "chunk" => p.index = u,
+                    "front_matter" | "front-matter" => p.front_matter = u,
+                    key => {
+                        p.keys.insert(key.to_string(), u);
+                    }
+                }
+            }
+        }
+        if self.parents {
+            c.chunking.parents = true;
         }
         c.chunking
             .validate()
@@ -324,7 +373,7 @@ fn prepare(
     let config = knobs.config(Some(corpus))?;
     let engine = headless::open_engine(corpus, &config, &mut say).map_err(|e| format!("{e:#}"))?;
     let window = engine.model.windows.resolve(config.window);
-    let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+    let chunking = headless::chunk(&engine, &config, &mut say).map_err(|e| format!("{e:#}"))?;
     Ok((engine, window, chunking))
 }
 
@@ -440,7 +489,8 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
                 return Err(format!("{}: no usable cases", cases.file));
             }
             let window = engine.model.windows.resolve(config.window);
-            let chunking = headless::chunk(&engine, &config).map_err(|e| format!("{e:#}"))?;
+            let chunking =
+                headless::chunk(&engine, &config, &mut say).map_err(|e| format!("{e:#}"))?;
             let mut ks = k.clone();
             if !ks.contains(&at) {
                 ks.push(at);

@@ -28,6 +28,12 @@ pub enum Action {
     Query,
     Probe,
     Eval,
+    ThresholdUp,
+    ThresholdDown,
+    CUp,
+    CDown,
+    Metadata,
+    Parents,
 }
 
 /// (action, config name, description, default keys, shown in the hint line)
@@ -35,14 +41,14 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     (
         Action::Strategy,
         "strategy",
-        "next strategy (spring-ai, langchain, markdown, recursive, fixed)",
+        "next strategy (spring-ai, langchain, markdown, maxmin, recursive, fixed)",
         &["s"],
         true,
     ),
     (
         Action::Preset,
         "preset",
-        "next preset (spring-ai, langchain-chars, langchain-tokens, markdown)",
+        "next preset (spring-ai, langchain-chars, langchain-tokens, markdown, maxmin)",
         &["p"],
         true,
     ),
@@ -102,6 +108,42 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
         "tail probe: does appended text reach this chunk's vector?",
         &["P"],
         true,
+    ),
+    (
+        Action::ThresholdUp,
+        "threshold_up",
+        "maxmin: fixed threshold up 0.05 (fewer joins)",
+        &["}"],
+        false,
+    ),
+    (
+        Action::ThresholdDown,
+        "threshold_down",
+        "maxmin: fixed threshold down 0.05",
+        &["{"],
+        false,
+    ),
+    (Action::CUp, "c_up", "maxmin: c up 0.05", &[")"], false),
+    (
+        Action::CDown,
+        "c_down",
+        "maxmin: c down 0.05",
+        &["("],
+        false,
+    ),
+    (
+        Action::Metadata,
+        "metadata",
+        "embedded metadata: none, section, section + file",
+        &["m"],
+        false,
+    ),
+    (
+        Action::Parents,
+        "parents",
+        "embed small, return big: hits return their parent section",
+        &["b"],
+        false,
     ),
     (
         Action::NextFile,

@@ -40,6 +40,12 @@ pub enum Msg {
         result: Result<Arc<Chunking>, String>,
         millis: u64,
     },
+    /// Max-Min chunking is embedding the sentences it needs (once; later turns reuse them).
+    SentenceProgress {
+        generation: u64,
+        done: usize,
+        total: usize,
+    },
     /// Embedding progress of a chunking.
     EmbedProgress {
         generation: u64,
@@ -205,6 +211,8 @@ pub struct Model {
     pub last_reload: Option<String>,
     /// True when the corpus has evaluation cases (CORPUS/cases.tsv, --cases, or SQuAD JSON).
     pub has_cases: bool,
+    /// Max-Min sentence embedding in progress: (done, total).
+    pub sentences: Option<(usize, usize)>,
 }
 
 impl Model {
@@ -253,6 +261,7 @@ impl Model {
             watch: String::new(),
             last_reload: None,
             has_cases: false,
+            sentences: None,
         }
     }
 
@@ -446,6 +455,7 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             if generation != m.generation {
                 return Vec::new();
             }
+            m.sentences = None;
             match result {
                 Ok(c) => {
                     m.chunking = Some(c);
@@ -457,6 +467,16 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
                     return m.embed_cmd();
                 }
                 Err(e) => m.error = Some(e),
+            }
+            Vec::new()
+        }
+        Msg::SentenceProgress {
+            generation,
+            done,
+            total,
+        } => {
+            if generation == m.generation {
+                m.sentences = (done < total).then_some((done, total));
             }
             Vec::new()
         }
@@ -785,10 +805,47 @@ fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
         }
         Action::Strategy => m.turn(|s| {
             s.strategy = s.strategy.next();
-            (s.strategy == Strategy::SpringAi).then(|| {
-                s.unit = Unit::Cl100k;
-                s.overlap = 0;
-                "spring-ai counts cl100k tokens without overlap".to_string()
+            match s.strategy {
+                Strategy::SpringAi => {
+                    s.unit = Unit::Cl100k;
+                    s.overlap = 0;
+                    Some("spring-ai counts cl100k tokens without overlap".to_string())
+                }
+                Strategy::MaxMin if s.overlap != 0 => {
+                    s.overlap = 0;
+                    Some("maxmin groups whole sentences: no overlap".to_string())
+                }
+                _ => None,
+            }
+        }),
+        Action::ThresholdUp | Action::ThresholdDown | Action::CUp | Action::CDown => {
+            if m.settings.strategy != Strategy::MaxMin {
+                m.error =
+                    Some("thresholds belong to the maxmin strategy (s or p to reach it)".into());
+                return Vec::new();
+            }
+            m.turn(|s| {
+                let p = &mut s.maxmin;
+                let (slot, delta) = match a {
+                    Action::ThresholdUp => (&mut p.fixed_threshold, 0.05),
+                    Action::ThresholdDown => (&mut p.fixed_threshold, -0.05),
+                    Action::CUp => (&mut p.c, 0.05),
+                    _ => (&mut p.c, -0.05),
+                };
+                *slot = ((*slot + delta) * 100.0).round() / 100.0;
+                None
+            })
+        }
+        Action::Metadata => m.turn(|s| {
+            s.metadata.cycle();
+            Some(format!("metadata: {}", s.metadata.label()))
+        }),
+        Action::Parents => m.turn(|s| {
+            s.parents = !s.parents;
+            Some(if s.parents {
+                "embed small, return big: hits return their parent section".to_string()
+            } else {
+                "hits return the chunk itself".to_string()
             })
         }),
         Action::Preset => m.turn(|s| {
@@ -989,6 +1046,7 @@ mod tests {
             token_offset: Some(9),
             in_tail: false,
             only_here: true,
+            parent: None,
         };
         let id = m.query.pending.unwrap();
         let generation = m.chunked_at;

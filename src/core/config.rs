@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::chunk::{ChunkSettings, Preset, SpringAiParams, Strategy};
+
 use super::corpus::CorpusRules;
 use super::model::DEFAULT_MODEL;
 use super::tokenize::Unit;
@@ -41,6 +42,8 @@ struct RawFile {
     model: Option<RawModel>,
     chunking: Option<RawChunking>,
     spring_ai: Option<RawSpringAi>,
+    maxmin: Option<RawMaxMin>,
+    metadata: Option<RawMetadata>,
     corpus: Option<RawCorpus>,
     ui: Option<RawUi>,
     search: Option<RawSearch>,
@@ -63,6 +66,25 @@ struct RawChunking {
     size: Option<i64>,
     overlap: Option<i64>,
     separators: Option<Vec<String>>,
+    parents: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMaxMin {
+    fixed_threshold: Option<f64>,
+    c: Option<f64>,
+    init_constant: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetadata {
+    file: Option<String>,
+    heading: Option<String>,
+    index: Option<String>,
+    front_matter: Option<String>,
+    keys: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -202,6 +224,57 @@ impl Config {
             }
             if let Some(seps) = ch.separators {
                 c.chunking.separators = seps;
+            }
+            if let Some(p) = ch.parents {
+                c.chunking.parents = match p.as_str() {
+                    "none" => false,
+                    "section" => true,
+                    other => return Err(err(
+                        at("chunking", "parents"),
+                        format!(
+                            "chunking.parents: unknown value '{other}' (expected none or section)"
+                        ),
+                    )),
+                };
+            }
+        }
+        if let Some(m) = raw.maxmin {
+            let p = &mut c.chunking.maxmin;
+            for (key, value, slot) in [
+                ("fixed_threshold", m.fixed_threshold, &mut p.fixed_threshold),
+                ("c", m.c, &mut p.c),
+                ("init_constant", m.init_constant, &mut p.init_constant),
+            ] {
+                if let Some(v) = value {
+                    if !v.is_finite() {
+                        return Err(err(
+                            at("maxmin", key),
+                            format!("maxmin.{key} must be a finite number"),
+                        ));
+                    }
+                    *slot = v as f32;
+                }
+            }
+        }
+        if let Some(m) = raw.metadata {
+            let p = &mut c.chunking.metadata;
+            for (key, value, slot) in [
+                ("file", m.file, &mut p.file),
+                ("heading", m.heading, &mut p.heading),
+                ("index", m.index, &mut p.index),
+                ("front_matter", m.front_matter, &mut p.front_matter),
+            ] {
+                if let Some(v) = value {
+                    *slot = v.parse().map_err(|e: String| {
+                        err(at("metadata", key), format!("metadata.{key}: {e}"))
+                    })?;
+                }
+            }
+            for (k, v) in m.keys.unwrap_or_default() {
+                let u = v.parse().map_err(|e: String| {
+                    err(at("metadata", "keys"), format!("metadata.keys.{k}: {e}"))
+                })?;
+                p.keys.insert(k, u);
             }
         }
         if let Some(s) = raw.spring_ai {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::chunk::{ChunkSettings, DocView};
+use super::chunk::{sections, ChunkSettings, DocView, SentenceVectors};
 use super::corpus::Corpus;
 use super::measure::MeasuredChunk;
 use super::model::ModelInfo;
@@ -18,6 +18,29 @@ pub struct FileChunks {
     /// Index into `Engine::corpus.docs`.
     pub doc: usize,
     pub chunks: Vec<MeasuredChunk>,
+    /// Parent sections (embed small, return big); empty unless the settings ask for parents.
+    pub parents: Vec<Parent>,
+}
+
+/// The section a chunk's hit returns in embed-small-return-big mode: the run of heading sections
+/// the chunk overlaps (one section unless the splitter crossed a heading).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parent {
+    pub start: usize,
+    pub end: usize,
+    pub heading: Option<String>,
+    /// First and last section index in the document.
+    pub sections: (usize, usize),
+}
+
+impl Parent {
+    /// Stable id: the file and the section numbers ("guide.md#s3", "guide.md#s3-4").
+    pub fn id(&self, path: &str) -> String {
+        match self.sections {
+            (a, b) if a == b => format!("{path}#s{a}"),
+            (a, b) => format!("{path}#s{a}-{b}"),
+        }
+    }
 }
 
 /// A whole corpus chunked with one setting.
@@ -28,13 +51,13 @@ pub struct Chunking {
 }
 
 impl Chunking {
-    /// Every chunk's text in chunking order (the order of chunk ids in the indexes).
-    pub fn texts<'a>(&'a self, engine: &'a Engine) -> Vec<&'a str> {
+    /// Every chunk's embedded text (metadata prefix + text) in chunking order.
+    pub fn embed_texts<'a>(&'a self, engine: &'a Engine) -> Vec<std::borrow::Cow<'a, str>> {
         self.files
             .iter()
             .flat_map(|f| {
                 let doc = engine.corpus.docs[f.doc].text.as_str();
-                f.chunks.iter().map(move |c| c.text(doc))
+                f.chunks.iter().map(move |c| c.embed_text(doc))
             })
             .collect()
     }
@@ -158,22 +181,93 @@ impl Engine {
 
     /// Chunk and measure one document.
     pub fn chunk_doc(&self, doc: usize, settings: &ChunkSettings) -> FileChunks {
+        self.chunk_doc_with(doc, settings, None)
+    }
+
+    /// Chunk and measure one document, with the sentence vectors Max-Min reads.
+    pub fn chunk_doc_with(
+        &self,
+        doc: usize,
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+    ) -> FileChunks {
         let view = self.view(doc);
-        let chunks = settings
-            .chunker()
-            .chunk(&view)
+        let policy = &settings.metadata;
+        let front = if policy.embeds_anything() {
+            super::metadata::front_matter(view.text).0
+        } else {
+            Vec::new()
+        };
+        let path = self.corpus.docs[doc].path.as_str();
+        let mut raw = settings.chunker_with(vectors).chunk(&view);
+        let mut parents: Vec<Parent> = Vec::new();
+        let mut parent_of: Vec<Option<usize>> = vec![None; raw.len()];
+        if settings.parents {
+            let secs = sections(view.text);
+            for (c, slot) in raw.iter_mut().zip(parent_of.iter_mut()) {
+                let a = secs
+                    .partition_point(|s| s.end <= c.start)
+                    .min(secs.len() - 1);
+                let b = secs
+                    .partition_point(|s| s.start < c.end)
+                    .saturating_sub(1)
+                    .max(a);
+                if c.heading.is_none() {
+                    c.heading = secs[a].heading.clone();
+                }
+                let p = match parents.iter().position(|p| p.sections == (a, b)) {
+                    Some(p) => p,
+                    None => {
+                        parents.push(Parent {
+                            start: secs[a].start.min(c.start),
+                            end: secs[b].end.max(c.end),
+                            heading: secs[a].heading.clone(),
+                            sections: (a, b),
+                        });
+                        parents.len() - 1
+                    }
+                };
+                *slot = Some(p);
+            }
+        }
+        let chunks = raw
             .into_iter()
+            .zip(parent_of)
             .enumerate()
-            .map(|(i, c)| MeasuredChunk::measure(&view, i, c, settings.unit))
+            .map(|(i, (c, parent))| {
+                let prefix = policy
+                    .prefix(path, c.heading.as_deref(), i, &front)
+                    .map(|p| {
+                        let n = self.tok.count(&p);
+                        (std::sync::Arc::<str>::from(p), n)
+                    });
+                let mut m = MeasuredChunk::measure(&view, i, c, settings.unit).with_prefix(prefix);
+                m.parent = parent;
+                m
+            })
             .collect();
-        FileChunks { doc, chunks }
+        FileChunks {
+            doc,
+            chunks,
+            parents,
+        }
     }
 
     /// Chunk the whole corpus; `None` when `cancel` was raised part-way.
     pub fn chunk_all(&self, settings: &ChunkSettings, cancel: &AtomicBool) -> Option<Chunking> {
+        self.chunk_all_with(settings, None, cancel)
+    }
+
+    /// `chunk_all` with the sentence vectors Max-Min reads.
+    pub fn chunk_all_with(
+        &self,
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+        cancel: &AtomicBool,
+    ) -> Option<Chunking> {
         let ids: Vec<usize> = (0..self.corpus.docs.len()).collect();
         let files = parallel_map(&ids, |&d| {
-            (!cancel.load(Ordering::Relaxed)).then(|| self.chunk_doc(d, settings))
+            (!cancel.load(Ordering::Relaxed)).then(|| self.chunk_doc_with(d, settings, vectors))
         });
         let files: Option<Vec<FileChunks>> = files.into_iter().collect();
         Some(Chunking {

@@ -205,11 +205,12 @@ fn place(
         }
         let rel_start = case.start - cs;
         let rel_end = case.end - cs;
-        let token = c
-            .token_starts
-            .partition_point(|&s| s as usize <= rel_start)
-            .saturating_sub(1)
-            + specials / 2;
+        let token = c.input_position(
+            c.token_starts
+                .partition_point(|&s| s as usize <= rel_start)
+                .saturating_sub(1),
+            specials,
+        );
         match c.tail(window, specials) {
             Some(t) if rel_end > t.start_byte => {
                 tail_holder.get_or_insert((c.index, token));

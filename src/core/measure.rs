@@ -1,5 +1,8 @@
 //! Per-chunk measurements in the three units, and the invisible tail at any window.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use super::chunk::{Chunk, DocView};
 use super::tokenize::{cl100k_count, Unit};
 use super::window::{invisible_tail, InvisibleTail};
@@ -17,6 +20,12 @@ pub struct MeasuredChunk {
     cl100k: Option<usize>,
     /// Length in the splitter's own unit (embed: content tokens).
     pub unit_len: usize,
+    /// Metadata embedded ahead of the text ("section: A > B" lines and a blank line), if any.
+    pub prefix: Option<Arc<str>>,
+    /// The prefix's content tokens: they come first in the window and push the tail forward.
+    pub prefix_tokens: usize,
+    /// Index of the parent section in `FileChunks::parents` (embed small, return big).
+    pub parent: Option<usize>,
 }
 
 impl MeasuredChunk {
@@ -49,7 +58,37 @@ impl MeasuredChunk {
             chars,
             cl100k,
             unit_len,
+            prefix: None,
+            prefix_tokens: 0,
+            parent: None,
         }
+    }
+
+    /// Embed `prefix` ahead of the text (its token count is taken as given).
+    pub fn with_prefix(mut self, prefix: Option<(Arc<str>, usize)>) -> MeasuredChunk {
+        (self.prefix, self.prefix_tokens) = match prefix {
+            Some((p, n)) => (Some(p), n),
+            None => (None, 0),
+        };
+        self
+    }
+
+    /// What the embedder is given: the prefix, then the text.
+    pub fn embed_text<'a>(&'a self, doc: &'a str) -> Cow<'a, str> {
+        match &self.prefix {
+            None => Cow::Borrowed(self.text(doc)),
+            Some(p) => Cow::Owned(format!("{p}{}", self.text(doc))),
+        }
+    }
+
+    /// Content tokens of the text that fit in `window` after the specials and the prefix.
+    pub fn readable(&self, window: usize, specials: usize) -> usize {
+        window.saturating_sub(specials + self.prefix_tokens)
+    }
+
+    /// Position in the model's input ([CLS] = 0) of the text's content token `token`.
+    pub fn input_position(&self, token: usize, specials: usize) -> usize {
+        specials / 2 + self.prefix_tokens + token
     }
 
     pub fn text<'a>(&'a self, doc: &'a str) -> &'a str {
@@ -61,13 +100,15 @@ impl MeasuredChunk {
         self.cl100k.unwrap_or_else(|| cl100k_count(self.text(doc)))
     }
 
-    /// Embed tokens the model would be given, specials included.
+    /// Embed tokens the model would be given, specials and prefix included.
     pub fn embed_tokens(&self, specials: usize) -> usize {
-        self.token_starts.len() + specials
+        self.token_starts.len() + specials + self.prefix_tokens
     }
 
+    /// The part of the text past the window; an embedded prefix moves its start forward by exactly
+    /// the prefix's tokens.
     pub fn tail(&self, window: usize, specials: usize) -> Option<InvisibleTail> {
-        invisible_tail(&self.token_starts, window, specials)
+        invisible_tail(&self.token_starts, window, specials + self.prefix_tokens)
     }
 
     /// Length of the tail in the splitter's own unit.

@@ -65,8 +65,22 @@ pub struct Hit {
     pub token_offset: Option<usize>,
     /// True when the match lies past the window, where the embedder never reads.
     pub in_tail: bool,
-    /// True when the other retriever did not return this chunk in its top k.
+    /// True when the other retriever did not return this chunk (or, in parent mode, this
+    /// parent) in its top k.
     pub only_here: bool,
+    /// Embed small, return big: the section this hit returns.
+    pub parent: Option<ParentHit>,
+}
+
+/// The parent section a hit returns, with its size in the generation budget.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParentHit {
+    pub id: String,
+    pub heading: Option<String>,
+    pub start_byte: usize,
+    pub end_byte: usize,
+    pub chars: usize,
+    pub cl100k_tokens: usize,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -203,7 +217,14 @@ impl SearchIndex {
         window: usize,
     ) -> Result<Results> {
         let specials = engine.specials();
-        let bm = self.bm25.search(query, k, |id| {
+        let parents = chunking.settings.parents;
+        // In parent mode several children may share a parent: look deeper, keep k parents.
+        let depth = if parents { k.saturating_mul(8) } else { k };
+        let parent_of = |id: u64| -> Option<(usize, usize)> {
+            let &(fp, c) = self.refs.get(id as usize)?;
+            Some((fp, chunking.files[fp].chunks[c].parent?))
+        };
+        let mut bm = self.bm25.search(query, depth, |id| {
             self.chunk(engine, chunking, id)
                 .map(|(_, c, doc)| c.text(doc))
         })?;
@@ -214,13 +235,29 @@ impl SearchIndex {
         } else {
             Vec::new()
         };
-        let vec_hits = if qv.is_empty() {
+        let mut vec_hits = if qv.is_empty() {
             Vec::new()
         } else {
-            self.vectors.search(&qv, k)
+            self.vectors.search(&qv, depth)
         };
-        let bm_ids: HashSet<u64> = bm.iter().map(|h| h.id).collect();
-        let vec_ids: HashSet<u64> = vec_hits.iter().map(|h| h.0).collect();
+        if parents {
+            let mut seen = HashSet::new();
+            bm.retain(|h| seen.insert(parent_of(h.id)));
+            seen.clear();
+            vec_hits.retain(|h| seen.insert(parent_of(h.0)));
+        }
+        bm.truncate(k);
+        vec_hits.truncate(k);
+        // What "the other retriever returned it too" compares: chunks, or parents in parent mode.
+        let same = |id: u64| -> (Option<(usize, usize)>, u64) {
+            if parents {
+                (parent_of(id), 0)
+            } else {
+                (None, id)
+            }
+        };
+        let bm_ids: HashSet<_> = bm.iter().map(|h| same(h.id)).collect();
+        let vec_ids: HashSet<_> = vec_hits.iter().map(|h| same(h.0)).collect();
         let make = |rank: usize,
                     id: u64,
                     score: f32,
@@ -235,7 +272,19 @@ impl SearchIndex {
                     .partition_point(|&s| s as usize <= b)
                     .saturating_sub(1)
             });
-            let readable = window.saturating_sub(specials);
+            let readable = chunk.readable(window, specials);
+            let parent = chunk.parent.and_then(|p| {
+                let p = chunking.files[fp].parents.get(p)?;
+                let text = &engine.corpus.docs[chunking.files[fp].doc].text[p.start..p.end];
+                Some(ParentHit {
+                    id: p.id(path),
+                    heading: p.heading.clone(),
+                    start_byte: p.start,
+                    end_byte: p.end,
+                    chars: text.chars().count(),
+                    cl100k_tokens: crate::core::tokenize::cl100k_count(text),
+                })
+            });
             Some(Hit {
                 rank,
                 score,
@@ -244,9 +293,10 @@ impl SearchIndex {
                 chunk: c,
                 heading: chunk.chunk.heading.clone(),
                 match_byte,
-                token_offset: token.map(|t| t + specials / 2),
+                token_offset: token.map(|t| chunk.input_position(t, specials)),
                 in_tail: token.is_some_and(|t| t >= readable),
                 only_here,
+                parent,
             })
         };
         let bm25 = bm
@@ -258,7 +308,7 @@ impl SearchIndex {
                     h.id,
                     h.score,
                     h.first_match,
-                    !vec_ids.contains(&h.id),
+                    !vec_ids.contains(&same(h.id)),
                 )
             })
             .collect();
@@ -267,7 +317,7 @@ impl SearchIndex {
             let best = self
                 .chunk(engine, chunking, id)
                 .and_then(|(_, c, doc)| best_sentence(embedder, cache, c.text(doc), &qv, window));
-            if let Some(h) = make(i + 1, id, score, best, !bm_ids.contains(&id)) {
+            if let Some(h) = make(i + 1, id, score, best, !bm_ids.contains(&same(id))) {
                 vector.push(h);
             }
         }

@@ -34,6 +34,10 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             let want = m.scroll + height;
             for i in focus..file.chunks.len() {
                 let prev_end = i.checked_sub(1).map(|p| file.chunks[p].chunk.end);
+                let parent = file.chunks[i]
+                    .parent
+                    .and_then(|p| file.parents.get(p))
+                    .map(|p| (p.id(&doc.path), p.start, p.end));
                 lines.extend(render_chunk(
                     m,
                     &doc.text,
@@ -41,6 +45,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
                     prev_end,
                     file.chunks.len(),
                     inner_width,
+                    parent,
                 ));
                 if lines.len() >= want {
                     break;
@@ -103,6 +108,7 @@ pub fn render_chunk<'a>(
     prev_end: Option<usize>,
     total: usize,
     width: usize,
+    parent: Option<(String, usize, usize)>,
 ) -> Vec<Line<'a>> {
     let t = &m.theme;
     let window = m.window().tokens;
@@ -137,6 +143,32 @@ pub fn render_chunk<'a>(
         format!("{head}{}", "─".repeat(fill)),
         t.boundary,
     )];
+    if let Some(h) = &ch.chunk.heading {
+        lines.push(Line::styled(format!("  § {h}"), t.title));
+    }
+    if let Some(prefix) = &ch.prefix {
+        lines.push(Line::styled(
+            format!(
+                "  embedded ahead of the text ({} tokens of the window):",
+                ch.prefix_tokens
+            ),
+            t.dim,
+        ));
+        for l in prefix.lines().filter(|l| !l.is_empty()) {
+            lines.push(Line::styled(format!("  + {l}"), t.overlap));
+        }
+    }
+    if let Some((id, start, end)) = parent {
+        let chars = doc[start..end].chars().count();
+        lines.push(Line::styled(
+            format!(
+                "  a hit returns its parent {id}: {} chars ({}x this chunk)",
+                thousands(chars),
+                (chars as f64 / ch.chars.max(1) as f64 * 10.0).round() / 10.0
+            ),
+            t.dim,
+        ));
+    }
     if ch.chunk.text.is_some() {
         lines.push(Line::styled(
             "  (the splitter's text differs from the file here: a window was cut inside a character)",

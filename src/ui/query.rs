@@ -92,8 +92,19 @@ fn column(frame: &mut Frame, area: Rect, m: &Model, title: String, hits: &[Hit],
             if h.only_here {
                 second.push(Span::styled("  ◆ only here", t.warn));
             }
-            let spans = [Line::from(first), Line::from(second)];
-            ListItem::new(spans.to_vec())
+            let mut lines = vec![Line::from(first), Line::from(second)];
+            if let Some(p) = &h.parent {
+                lines.push(Line::from(vec![
+                    Span::raw("   ↳ returns "),
+                    Span::styled(p.id.clone(), t.title),
+                    Span::raw(format!(
+                        " · {} cl100k tokens to the generator ({} chars)",
+                        super::thousands(p.cl100k_tokens),
+                        super::thousands(p.chars)
+                    )),
+                ]));
+            }
+            ListItem::new(lines)
         })
         .collect();
     let focused = m.query.column == col && !m.query.editing;

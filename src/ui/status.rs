@@ -52,6 +52,11 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
         Span::styled(format!(" {e} "), t.error)
     } else if m.loading {
         Span::styled(" reading and tokenizing the corpus… ", t.warn)
+    } else if let Some((done, total)) = m.sentences.filter(|_| m.stale()) {
+        Span::styled(
+            format!(" maxmin: embedding sentences {done}/{total} (once; thresholds reuse them)… "),
+            t.warn,
+        )
     } else if m.stale() {
         Span::styled(" chunking… ", t.warn)
     } else if let Some(p) = m.probe {

@@ -244,7 +244,8 @@ fn run_embed(
         window,
         index: index.ok(),
     });
-    let texts: Vec<&str> = chunking.texts(&engine);
+    let owned = chunking.embed_texts(&engine);
+    let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
     let total = texts.len();
     let started = Instant::now();
     let mut embedded = 0usize;
@@ -341,9 +342,9 @@ fn serve(st: &mut State, job: Job) {
             else {
                 return;
             };
-            let text = c.1.text(&cur.engine.corpus.docs[c.0.doc].text);
+            let text = c.1.embed_text(&cur.engine.corpus.docs[c.0.doc].text);
             let probed = format!("{text}{PROBE_SENTENCE}");
-            let vs = embedder.embed(&[text, probed.as_str()], cur.window);
+            let vs = embedder.embed(&[text.as_ref(), probed.as_str()], cur.window);
             let cos = vs.get(1).map_or(0.0, |b| cosine(&vs[0], b));
             let _ = st.out.send(Msg::ProbeDone {
                 generation: cur.generation,

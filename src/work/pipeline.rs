@@ -10,10 +10,12 @@ use std::thread;
 use std::time::Instant;
 
 use crate::app::Msg;
-use crate::core::chunk::ChunkSettings;
+use crate::core::chunk::{ChunkSettings, Strategy};
 use crate::core::corpus::CorpusRules;
+use crate::core::embed::Embedder;
 use crate::core::engine::Engine;
 use crate::core::model::ModelInfo;
+use crate::core::sentences::SentenceStore;
 use crate::core::tokenize::EmbedTokenizer;
 
 enum Job {
@@ -79,6 +81,7 @@ fn worker(
     cancel: Arc<Mutex<Arc<AtomicBool>>>,
 ) {
     let mut engine: Option<Arc<Engine>> = None;
+    let mut semantic = Semantic::default();
     while let Ok(mut job) = rx.recv() {
         // Skip to the newest job; a pending load must still happen before any chunking.
         let mut must_load = matches!(job, Job::Load { .. });
@@ -134,6 +137,15 @@ fn worker(
             let started = Instant::now();
             let result = match settings.validate() {
                 Err(m) => Some(Err(m)),
+                Ok(()) if settings.strategy == Strategy::MaxMin => {
+                    match semantic.ready(e, settings, generation, &flag, &out) {
+                        Err(m) => Some(Err(m)),
+                        Ok(None) => None,
+                        Ok(Some(store)) => e
+                            .chunk_all_with(settings, Some(store), &flag)
+                            .map(|c| Ok(Arc::new(c))),
+                    }
+                }
                 Ok(()) => e.chunk_all(settings, &flag).map(|c| Ok(Arc::new(c))),
             };
             let Some(result) = result else {
@@ -152,5 +164,58 @@ fn worker(
                 return;
             }
         }
+    }
+}
+
+/// What Max-Min chunking needs beyond the tokens: the embedder (loaded on first use) and the
+/// sentence vectors embedded so far.
+#[derive(Default)]
+struct Semantic {
+    embedder: Option<Embedder>,
+    store: Option<SentenceStore>,
+}
+
+impl Semantic {
+    /// Embed the sentences `settings` needs that have no vector yet, reporting progress; `Ok(None)`
+    /// when cancelled by a newer job (what was embedded is kept).
+    fn ready(
+        &mut self,
+        engine: &Engine,
+        settings: &ChunkSettings,
+        generation: u64,
+        cancel: &AtomicBool,
+        out: &Sender<Msg>,
+    ) -> Result<Option<&SentenceStore>, String> {
+        if self.embedder.is_none() {
+            let e = Embedder::load(&engine.model)
+                .map_err(|e| format!("maxmin needs the embedding model: {e:#}"))?;
+            self.store = Some(SentenceStore::open(engine, e.dim(), true));
+            self.embedder = Some(e);
+        }
+        let (Some(embedder), Some(store)) = (self.embedder.as_ref(), self.store.as_mut()) else {
+            return Err("maxmin: no embedder".into());
+        };
+        let missing = store.missing(engine, settings);
+        if !missing.is_empty() {
+            let started = Instant::now();
+            let done = store.fill(embedder, &missing, 64, |done, total| {
+                let _ = out.send(Msg::SentenceProgress {
+                    generation,
+                    done,
+                    total,
+                });
+                !cancel.load(Ordering::Relaxed)
+            });
+            log::info!(
+                "embedded {done} of {} sentences in {:.2} s",
+                missing.len(),
+                started.elapsed().as_secs_f64()
+            );
+            store.save();
+            if done < missing.len() {
+                return Ok(None);
+            }
+        }
+        Ok(self.store.as_ref())
     }
 }

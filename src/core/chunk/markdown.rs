@@ -223,6 +223,58 @@ impl Markdown {
 
 /// True when no chunk emitted so far reaches into the table (so the first group may claim the
 /// header row's bytes).
+/// A section of a document: from one heading to the next (any level), with its heading path.
+/// Text before the first heading is a section without a heading; a document without headings is
+/// one section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    pub start: usize,
+    pub end: usize,
+    pub heading: Option<String>,
+}
+
+/// The sections of `text`, in order, covering it from the first byte to the last.
+pub fn sections(text: &str) -> Vec<Section> {
+    let mut out: Vec<Section> = Vec::new();
+    let mut path: Vec<(usize, String)> = Vec::new();
+    for b in blocks(text) {
+        let Kind::Heading { level, text: h } = &b.kind else {
+            continue;
+        };
+        while path.last().is_some_and(|(l, _)| l >= level) {
+            path.pop();
+        }
+        path.push((*level, h.clone()));
+        let heading = path
+            .iter()
+            .map(|(_, t)| t.as_str())
+            .collect::<Vec<_>>()
+            .join(" > ");
+        match out.last_mut() {
+            Some(last) => last.end = b.start,
+            None if b.start > 0 => out.push(Section {
+                start: 0,
+                end: b.start,
+                heading: None,
+            }),
+            None => {}
+        }
+        out.push(Section {
+            start: b.start,
+            end: text.len(),
+            heading: Some(heading),
+        });
+    }
+    if out.is_empty() {
+        out.push(Section {
+            start: 0,
+            end: text.len(),
+            heading: None,
+        });
+    }
+    out
+}
+
 fn out_len_before(out: &[Chunk], table_start: usize) -> bool {
     out.last().is_none_or(|c| c.end <= table_start)
 }

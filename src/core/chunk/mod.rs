@@ -4,6 +4,7 @@
 
 mod fixed;
 mod markdown;
+pub mod maxmin;
 mod recursive;
 mod spring_ai;
 
@@ -11,10 +12,12 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use fixed::Fixed;
-pub use markdown::Markdown;
+pub use markdown::{sections, Markdown, Section};
+pub use maxmin::{MaxMin, MaxMinParams, SentenceVectors};
 pub use recursive::Recursive;
 pub use spring_ai::{SpringAi, SpringAiParams};
 
+use crate::core::metadata::MetadataPolicy;
 use crate::core::tokenize::{cl100k_count, DocTokens, EmbedTokenizer, Unit};
 
 /// One chunk: a byte range into its document.
@@ -73,13 +76,15 @@ pub enum Strategy {
     SpringAi,
     Langchain,
     Markdown,
+    MaxMin,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 5] = [
+    pub const ALL: [Strategy; 6] = [
         Strategy::SpringAi,
         Strategy::Langchain,
         Strategy::Markdown,
+        Strategy::MaxMin,
         Strategy::Recursive,
         Strategy::Fixed,
     ];
@@ -91,6 +96,7 @@ impl Strategy {
             Strategy::SpringAi => "spring-ai",
             Strategy::Langchain => "langchain",
             Strategy::Markdown => "markdown",
+            Strategy::MaxMin => "maxmin",
         }
     }
 
@@ -115,8 +121,9 @@ impl FromStr for Strategy {
             "spring-ai" | "spring_ai" | "springai" => Ok(Strategy::SpringAi),
             "langchain" => Ok(Strategy::Langchain),
             "markdown" => Ok(Strategy::Markdown),
+            "maxmin" | "max-min" => Ok(Strategy::MaxMin),
             other => Err(format!(
-                "unknown strategy '{other}' (expected fixed, recursive, spring-ai, langchain or markdown)"
+                "unknown strategy '{other}' (expected fixed, recursive, spring-ai, langchain, markdown or maxmin)"
             )),
         }
     }
@@ -129,14 +136,16 @@ pub enum Preset {
     LangchainChars,
     LangchainTokens,
     Markdown,
+    MaxMin,
 }
 
 impl Preset {
-    pub const ALL: [Preset; 4] = [
+    pub const ALL: [Preset; 5] = [
         Preset::SpringAi,
         Preset::LangchainChars,
         Preset::LangchainTokens,
         Preset::Markdown,
+        Preset::MaxMin,
     ];
 
     pub fn name(self) -> &'static str {
@@ -145,6 +154,7 @@ impl Preset {
             Preset::LangchainChars => "langchain-chars",
             Preset::LangchainTokens => "langchain-tokens",
             Preset::Markdown => "markdown",
+            Preset::MaxMin => "maxmin",
         }
     }
 
@@ -155,6 +165,8 @@ impl Preset {
             Preset::LangchainTokens => (Strategy::Langchain, Unit::Embed, 240, 32),
             // Structure first, sized to fit all-MiniLM-L6-v2's 128-token window (126 content).
             Preset::Markdown => (Strategy::Markdown, Unit::Embed, 120, 0),
+            // The authors' rule and defaults, capped so that every chunk fits the 128 window.
+            Preset::MaxMin => (Strategy::MaxMin, Unit::Embed, 120, 0),
         };
         s.strategy = strategy;
         s.unit = unit;
@@ -162,6 +174,9 @@ impl Preset {
         s.overlap = overlap;
         if self == Preset::SpringAi {
             s.spring_ai = SpringAiParams::default();
+        }
+        if self == Preset::MaxMin {
+            s.maxmin = MaxMinParams::default();
         }
     }
 }
@@ -173,7 +188,7 @@ impl FromStr for Preset {
             .into_iter()
             .find(|p| p.name() == s)
             .ok_or_else(|| {
-                format!("unknown preset '{s}' (expected spring-ai, langchain-chars, langchain-tokens or markdown)")
+                format!("unknown preset '{s}' (expected spring-ai, langchain-chars, langchain-tokens, markdown or maxmin)")
             })
     }
 }
@@ -193,6 +208,12 @@ pub struct ChunkSettings {
     /// Separators for `recursive` (LangChain uses its own list).
     pub separators: Vec<String>,
     pub spring_ai: SpringAiParams,
+    /// Max-Min semantic chunking's thresholds (`size` is its optional maximum; 0 = none).
+    pub maxmin: MaxMinParams,
+    /// Which metadata fields are embedded ahead of each chunk, cited, or dropped.
+    pub metadata: MetadataPolicy,
+    /// Embed small, return big: every chunk knows its parent section, and a hit returns it.
+    pub parents: bool,
 }
 
 impl Default for ChunkSettings {
@@ -204,6 +225,9 @@ impl Default for ChunkSettings {
             overlap: 0,
             separators: RECURSIVE_SEPARATORS.iter().map(|s| s.to_string()).collect(),
             spring_ai: SpringAiParams::default(),
+            maxmin: MaxMinParams::default(),
+            metadata: MetadataPolicy::default(),
+            parents: false,
         }
     }
 }
@@ -211,6 +235,19 @@ impl Default for ChunkSettings {
 impl ChunkSettings {
     /// Refuse settings that cannot work, naming the setting.
     pub fn validate(&self) -> Result<(), String> {
+        if self.strategy == Strategy::MaxMin {
+            if self.overlap != 0 {
+                return Err(
+                    "chunking.overlap must be 0 for strategy maxmin (chunks are sentence groups)"
+                        .into(),
+                );
+            }
+            let p = &self.maxmin;
+            if !(p.fixed_threshold.is_finite() && p.c.is_finite() && p.init_constant.is_finite()) {
+                return Err("maxmin.fixed_threshold, c and init_constant must be numbers".into());
+            }
+            return Ok(());
+        }
         if self.size == 0 {
             return Err("chunking.size must be at least 1".into());
         }
@@ -239,9 +276,24 @@ impl ChunkSettings {
         Ok(())
     }
 
-    /// The chunker these settings describe (call `validate` first).
+    /// The chunker these settings describe (call `validate` first). Max-Min without sentence
+    /// vectors cuts at every sentence; use `chunker_with`.
     pub fn chunker(&self) -> Box<dyn Chunker> {
+        self.chunker_with(None)
+    }
+
+    /// The chunker, with the sentence vectors Max-Min reads.
+    pub fn chunker_with<'a>(
+        &self,
+        vectors: Option<&'a dyn SentenceVectors>,
+    ) -> Box<dyn Chunker + 'a> {
         match self.strategy {
+            Strategy::MaxMin => Box::new(MaxMin {
+                unit: self.unit,
+                max: self.size,
+                params: self.maxmin,
+                vectors,
+            }),
             Strategy::Fixed => Box::new(Fixed {
                 unit: self.unit,
                 size: self.size,
@@ -275,6 +327,18 @@ impl ChunkSettings {
 
     /// One line naming the settings, e.g. "spring-ai 800 cl100k overlap 0".
     pub fn label(&self) -> String {
+        if self.strategy == Strategy::MaxMin {
+            let p = &self.maxmin;
+            let max = if self.size == 0 {
+                "no max".to_string()
+            } else {
+                format!("max {} {}", self.size, self.unit)
+            };
+            return format!(
+                "maxmin {max} floor {:.2} c {:.2} init {:.2}",
+                p.fixed_threshold, p.c, p.init_constant
+            );
+        }
         format!(
             "{} {} {} overlap {}",
             self.strategy, self.size, self.unit, self.overlap

@@ -38,13 +38,10 @@ impl Embedder {
     pub fn load(info: &ModelInfo) -> Result<Embedder> {
         let bert = Bert::load(&info.dir)?;
         let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
-        let weights = std::fs::metadata(info.dir.join("model.safetensors"))
-            .map(|m| m.len())
-            .unwrap_or(0);
         Ok(Embedder {
             bert,
             tok,
-            model_key: format!("{}#{weights}", info.id),
+            model_key: model_key(info),
         })
     }
 
@@ -144,6 +141,14 @@ impl Embedder {
 }
 
 /// Cosine of two vectors (1.0 for identical directions).
+/// The cache key of a model: its id and the size of its weights, known without loading them.
+pub fn model_key(info: &ModelInfo) -> String {
+    let weights = std::fs::metadata(info.dir.join("model.safetensors"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    format!("{}#{weights}", info.id)
+}
+
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();

@@ -1,0 +1,155 @@
+//! Max-Min semantic chunking against an independent implementation of the authors' rule
+//! (tests/reference/maxmin_rule.py) over the same sentence embeddings from the real model; turning
+//! a threshold needs no new embedding.
+
+mod common;
+
+use std::sync::atomic::AtomicBool;
+
+use chunkscope::core::chunk::maxmin::{sentence_text, sentences};
+use chunkscope::core::chunk::{ChunkSettings, MaxMinParams, Preset, SentenceVectors, Strategy};
+use chunkscope::core::corpus::{Corpus, CorpusRules};
+use chunkscope::core::embed::Embedder;
+use chunkscope::core::engine::Engine;
+use chunkscope::core::sentences::SentenceStore;
+
+fn engine() -> Engine {
+    let corpus = Corpus::load(&common::repo().join("examples"), &CorpusRules::default()).unwrap();
+    Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap()
+}
+
+fn maxmin(size: usize, p: MaxMinParams) -> ChunkSettings {
+    let mut s = ChunkSettings::default();
+    Preset::MaxMin.apply(&mut s);
+    s.size = size;
+    s.maxmin = p;
+    s
+}
+
+#[test]
+fn boundaries_equal_the_reference_rule() {
+    let engine = engine();
+    let embedder = Embedder::load(common::model()).unwrap();
+    let mut store = SentenceStore::open(&engine, embedder.dim(), false);
+    let defaults = maxmin(0, MaxMinParams::default());
+    let missing = store.missing(&engine, &defaults);
+    assert!(!missing.is_empty());
+    store.fill(&embedder, &missing, 64, |_, _| true);
+    assert!(store.missing(&engine, &defaults).is_empty());
+
+    // The authors' defaults, and looser settings under which many sentences join.
+    let params = [
+        MaxMinParams::default(),
+        MaxMinParams {
+            fixed_threshold: 0.3,
+            ..MaxMinParams::default()
+        },
+        MaxMinParams {
+            fixed_threshold: 0.2,
+            c: 0.7,
+            init_constant: 1.2,
+        },
+    ];
+    let mut joined_somewhere = false;
+    for p in params {
+        let settings = maxmin(0, p);
+        // Same sentences whatever the thresholds: nothing new to embed.
+        assert!(store.missing(&engine, &settings).is_empty());
+        let chunking = engine
+            .chunk_all_with(&settings, Some(&store), &AtomicBool::new(false))
+            .unwrap();
+        let mut docs = Vec::new();
+        let mut ours = Vec::new();
+        for f in &chunking.files {
+            let view = engine.view(f.doc);
+            let spans = sentences(&view, settings.unit, 0);
+            let vectors: Vec<Vec<f32>> = spans
+                .iter()
+                .map(|&s| {
+                    store
+                        .vector(sentence_text(view.text, s))
+                        .expect("every sentence embedded")
+                        .to_vec()
+                })
+                .collect();
+            docs.push(vectors);
+            // Our chunk starts as sentence indices.
+            let starts: Vec<usize> = f
+                .chunks
+                .iter()
+                .map(|c| {
+                    spans
+                        .iter()
+                        .position(|s| s.0 == c.chunk.start)
+                        .expect("a chunk starts at a sentence")
+                })
+                .collect();
+            // Chunks cover the sentences in order, end to end.
+            assert_eq!(
+                f.chunks.last().map(|c| c.chunk.end),
+                spans.last().map(|s| s.1)
+            );
+            joined_somewhere |= starts.len() < spans.len();
+            ours.push(starts);
+        }
+        let input = serde_json::json!({
+            "params": {
+                "fixed_threshold": p.fixed_threshold as f64,
+                "c": p.c as f64,
+                "init_constant": p.init_constant as f64,
+            },
+            "docs": docs,
+        });
+        let reference: Vec<Vec<usize>> =
+            serde_json::from_value(common::python("maxmin_rule.py", &input)).unwrap();
+        assert_eq!(ours.len(), reference.len());
+        for (f, (a, b)) in chunking.files.iter().zip(ours.iter().zip(&reference)) {
+            assert_eq!(a, b, "{:?}: {}", p, engine.corpus.docs[f.doc].path);
+        }
+    }
+    assert!(joined_somewhere, "the fixture must exercise joins");
+}
+
+#[test]
+fn maximum_size_holds_chunks_inside_the_window() {
+    let engine = engine();
+    let embedder = Embedder::load(common::model()).unwrap();
+    let mut store = SentenceStore::open(&engine, embedder.dim(), false);
+    let loose = MaxMinParams {
+        fixed_threshold: 0.1,
+        c: 0.5,
+        init_constant: 2.0,
+    };
+    let capped = maxmin(60, loose);
+    assert_eq!(capped.strategy, Strategy::MaxMin);
+    let missing = store.missing(&engine, &capped);
+    store.fill(&embedder, &missing, 64, |_, _| true);
+    let chunking = engine
+        .chunk_all_with(&capped, Some(&store), &AtomicBool::new(false))
+        .unwrap();
+    let mut total = 0;
+    for f in &chunking.files {
+        for c in &f.chunks {
+            assert!(c.unit_len <= 60, "{} embed tokens", c.unit_len);
+            total += 1;
+        }
+    }
+    // Without the cap the same loose rule makes fewer, longer chunks.
+    let uncapped = maxmin(0, loose);
+    let missing = store.missing(&engine, &uncapped);
+    store.fill(&embedder, &missing, 64, |_, _| true);
+    let free = engine
+        .chunk_all_with(&uncapped, Some(&store), &AtomicBool::new(false))
+        .unwrap();
+    let free_total: usize = free.files.iter().map(|f| f.chunks.len()).sum();
+    let longest = free
+        .files
+        .iter()
+        .flat_map(|f| f.chunks.iter().map(|c| c.unit_len))
+        .max()
+        .unwrap();
+    assert!(
+        free_total < total && longest > 60,
+        "{free_total} vs {total}, longest {longest}"
+    );
+}

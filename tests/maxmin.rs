@@ -153,3 +153,85 @@ fn maximum_size_holds_chunks_inside_the_window() {
         "{free_total} vs {total}, longest {longest}"
     );
 }
+
+/// In the workbench's pipeline: the first Max-Min chunking embeds the sentences it lacks (with
+/// progress), turning a threshold re-chunks from the stored vectors with no embedding at all.
+#[test]
+fn threshold_turns_embed_nothing() {
+    use chunkscope::app::Msg;
+    use chunkscope::work::pipeline::{Pipeline, Source};
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    let d = std::env::temp_dir().join(format!("chunkscope-maxmin-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    // A sentence no earlier run has embedded, so the first chunking must embed it.
+    let nonce = format!(
+        "{}{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    std::fs::write(
+        d.join("a.md"),
+        format!(
+            "# Keys\n\nRotate the signing keys every quarter. Staging goes first.\n\n\
+             Batch {nonce} was the last one rotated.\n\nRefunds are pro rata after thirty days.\n"
+        ),
+    )
+    .unwrap();
+    let (tx, rx) = channel();
+    let pipeline = Pipeline::spawn(
+        Source {
+            corpus: d.clone(),
+            rules: CorpusRules::default(),
+            model: common::model().clone(),
+            tok: common::tokenizer(),
+        },
+        tx,
+    );
+    pipeline.load(1);
+    let mut run = |generation: u64, settings: ChunkSettings| -> (usize, usize) {
+        pipeline.rechunk(generation, settings);
+        let mut progress = 0;
+        loop {
+            match rx.recv_timeout(Duration::from_secs(120)).expect("pipeline answers") {
+                Msg::SentenceProgress { .. } => progress += 1,
+                Msg::Chunked {
+                    generation: g,
+                    result,
+                    ..
+                } if g == generation => {
+                    let c = result.expect("chunked");
+                    return (progress, c.files.iter().map(|f| f.chunks.len()).sum());
+                }
+                _ => {}
+            }
+        }
+    };
+    let (first, _) = run(2, maxmin(0, MaxMinParams::default()));
+    assert!(first > 0, "the first maxmin chunking embeds its sentences");
+    let loose = MaxMinParams {
+        fixed_threshold: 0.05,
+        c: 0.1,
+        init_constant: 3.0,
+    };
+    let (second, loose_chunks) = run(3, maxmin(0, loose));
+    let (third, strict_chunks) = run(
+        4,
+        maxmin(
+            0,
+            MaxMinParams {
+                fixed_threshold: 0.99,
+                init_constant: 0.5,
+                ..MaxMinParams::default()
+            },
+        ),
+    );
+    assert_eq!((second, third), (0, 0), "threshold turns must not embed");
+    assert!(loose_chunks < strict_chunks, "{loose_chunks} vs {strict_chunks}");
+    let _ = std::fs::remove_dir_all(&d);
+}

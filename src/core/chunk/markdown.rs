@@ -47,8 +47,11 @@ fn blocks(text: &str) -> Vec<Block> {
     let mut cell: Option<String> = None;
     let mut row: Vec<String> = Vec::new();
     let mut row_range = (0, 0);
-    for (ev, range) in Parser::new_ext(text, Options::ENABLE_TABLES).into_offset_iter() {
+    let options = Options::ENABLE_TABLES | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS;
+    for (ev, range) in Parser::new_ext(text, options).into_offset_iter() {
         match ev {
+            // Front matter is metadata (see core::metadata), not text to chunk.
+            Event::Start(Tag::MetadataBlock(_)) => depth += 1,
             Event::Start(tag) => {
                 if depth == 0 {
                     let kind = match &tag {

@@ -198,7 +198,10 @@ fn threshold_turns_embed_nothing() {
         pipeline.rechunk(generation, settings);
         let mut progress = 0;
         loop {
-            match rx.recv_timeout(Duration::from_secs(120)).expect("pipeline answers") {
+            match rx
+                .recv_timeout(Duration::from_secs(120))
+                .expect("pipeline answers")
+            {
                 Msg::SentenceProgress { .. } => progress += 1,
                 Msg::Chunked {
                     generation: g,
@@ -232,6 +235,9 @@ fn threshold_turns_embed_nothing() {
         ),
     );
     assert_eq!((second, third), (0, 0), "threshold turns must not embed");
-    assert!(loose_chunks < strict_chunks, "{loose_chunks} vs {strict_chunks}");
+    assert!(
+        loose_chunks < strict_chunks,
+        "{loose_chunks} vs {strict_chunks}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -78,7 +78,12 @@ fn an_embedded_prefix_moves_the_tail_by_its_tokens() {
                 let (ta, tb) = (ca.tail(window, 2), cb.tail(window, 2));
                 // Where the model stops reading, in the embedded string.
                 let expect = content.get(window - 2).map(|&o| o - prefix.len());
-                assert_eq!(tb.map(|t| t.start_byte), expect, "{} window {window}", doc.path);
+                assert_eq!(
+                    tb.map(|t| t.start_byte),
+                    expect,
+                    "{} window {window}",
+                    doc.path
+                );
                 if let (Some(ta), Some(tb)) = (ta, tb) {
                     assert_eq!(ta.first_token - tb.first_token, cb.prefix_tokens);
                     assert_eq!(tb.tokens - ta.tokens, cb.prefix_tokens);
@@ -102,12 +107,17 @@ fn cited_and_dropped_fields() {
     let last = c.files[0].chunks.last().unwrap();
     assert_eq!(last.chunk.heading.as_deref(), Some("Runbook > Staging"));
     assert_eq!(last.prefix.as_deref(), Some("title: Rotate keys\n\n"));
-    assert_eq!(last.prefix_tokens, engine.tok.count("title: Rotate keys\n\n"));
+    assert_eq!(
+        last.prefix_tokens,
+        engine.tok.count("title: Rotate keys\n\n")
+    );
     // Front matter is metadata, not a heading.
-    assert!(c.files[0]
-        .chunks
-        .iter()
-        .all(|ch| !ch.chunk.heading.as_deref().unwrap_or("").contains("title")));
+    assert!(c.files[0].chunks.iter().all(|ch| !ch
+        .chunk
+        .heading
+        .as_deref()
+        .unwrap_or("")
+        .contains("title")));
 }
 
 #[test]
@@ -146,6 +156,9 @@ fn parents_hold_their_children() {
                 bigger += usize::from(p.end - p.start > ch.chunk.end - ch.chunk.start);
             }
         }
-        assert!(bigger > 10, "{strategy}: parents are not bigger than children");
+        assert!(
+            bigger > 10,
+            "{strategy}: parents are not bigger than children"
+        );
     }
 }

@@ -41,14 +41,14 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     (
         Action::Strategy,
         "strategy",
-        "next strategy (spring-ai, langchain, markdown, maxmin, recursive, fixed)",
+        "next strategy: spring-ai langchain markdown maxmin recursive fixed",
         &["s"],
         true,
     ),
     (
         Action::Preset,
         "preset",
-        "next preset (spring-ai, langchain-chars, langchain-tokens, markdown, maxmin)",
+        "next preset: spring-ai langchain-chars/-tokens markdown maxmin",
         &["p"],
         true,
     ),

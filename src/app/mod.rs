@@ -1009,7 +1009,36 @@ mod tests {
         update(&mut m, key('p'));
         assert_eq!(m.settings.strategy, Strategy::Markdown);
         update(&mut m, key('p'));
+        assert_eq!(m.settings.strategy, Strategy::MaxMin);
+        assert_eq!(m.settings.overlap, 0);
+        // Threshold keys turn the maxmin knobs, in steps of 0.05.
+        update(&mut m, key('}'));
+        assert_eq!(m.settings.maxmin.fixed_threshold, 0.65);
+        update(&mut m, key('('));
+        assert_eq!(m.settings.maxmin.c, 0.85);
+        update(&mut m, key('p'));
         assert_eq!(m.settings.strategy, Strategy::SpringAi);
+        // Outside maxmin the threshold keys say where they belong and change nothing.
+        let before = m.settings.clone();
+        update(&mut m, key('}'));
+        assert_eq!(m.settings, before);
+        assert!(m.error.as_deref().unwrap().contains("maxmin"));
+    }
+
+    #[test]
+    fn metadata_and_parents_keys() {
+        let mut m = model();
+        update(&mut m, key('m'));
+        assert_eq!(
+            m.settings.metadata.heading,
+            crate::core::metadata::Use::Embed
+        );
+        update(&mut m, key('m'));
+        assert_eq!(m.settings.metadata.file, crate::core::metadata::Use::Embed);
+        update(&mut m, key('m'));
+        assert!(!m.settings.metadata.embeds_anything());
+        update(&mut m, key('b'));
+        assert!(m.settings.parents);
     }
 
     #[test]

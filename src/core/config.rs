@@ -229,12 +229,14 @@ impl Config {
                 c.chunking.parents = match p.as_str() {
                     "none" => false,
                     "section" => true,
-                    other => return Err(err(
-                        at("chunking", "parents"),
-                        format!(
+                    other => {
+                        return Err(err(
+                            at("chunking", "parents"),
+                            format!(
                             "chunking.parents: unknown value '{other}' (expected none or section)"
                         ),
-                    )),
+                        ))
+                    }
                 };
             }
         }

@@ -194,7 +194,7 @@ fn threshold_turns_embed_nothing() {
         tx,
     );
     pipeline.load(1);
-    let mut run = |generation: u64, settings: ChunkSettings| -> (usize, usize) {
+    let run = |generation: u64, settings: ChunkSettings| -> (usize, usize) {
         pipeline.rechunk(generation, settings);
         let mut progress = 0;
         loop {

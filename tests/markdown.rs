@@ -53,11 +53,22 @@ fn chunks_carry_their_section_heading() {
     let mut checked = 0;
     for (name, md) in markdown_files() {
         let paths = heading_paths(&md);
-        for (c, _) in chunk_text(&md, &s) {
+        for (c, text) in chunk_text(&md, &s) {
+            // Heading lines of sections without text of their own open the first chunk of the
+            // next section: the chunk belongs where its first non-heading line is.
+            let mut at = c.start;
+            for line in text.split_inclusive('\n') {
+                let l = line.trim();
+                if !(l.is_empty() || l.starts_with('#')) || c.text.is_some() {
+                    break;
+                }
+                at += line.len();
+            }
+            let at = at.min(c.end.saturating_sub(1)).max(c.start);
             let want = paths
                 .iter()
                 .rev()
-                .find(|(at, _)| *at <= c.start)
+                .find(|(p, _)| *p <= at)
                 .map(|(_, p)| p.clone());
             assert_eq!(c.heading, want, "{name} chunk at {}", c.start);
             checked += 1;
@@ -87,7 +98,8 @@ fn table_rows_keep_their_column_names() {
     assert!(row_chunks.len() > 3, "the table is split by rows");
     let mut seen = 0;
     for t in &row_chunks {
-        for line in t.lines() {
+        // The table's heading opens its first row group.
+        for line in t.lines().filter(|l| *l != "# Plans") {
             assert!(
                 line.starts_with("Plan: ")
                     && line.contains(" · Refund window: ")
@@ -99,6 +111,15 @@ fn table_rows_keep_their_column_names() {
         assert!(tokenizer().count(t) <= 60, "row group within the size");
     }
     assert_eq!(seen, 40, "every row once");
+    assert!(
+        row_chunks[0].starts_with("# Plans\nPlan: Plan 0"),
+        "{}",
+        row_chunks[0]
+    );
+    assert!(
+        chunks.iter().all(|(_, t)| t.trim() != "# Plans"),
+        "no heading stands alone"
+    );
 }
 
 #[test]

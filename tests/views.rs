@@ -200,3 +200,74 @@ fn control_characters_never_reach_the_screen() {
     );
     assert!(text.contains("b    c"));
 }
+
+/// Embedded metadata and parent sections on screen: the prefix above the text with its tokens, the
+/// tail moved by them, the parent a hit returns; and the query pane showing child and parent.
+#[test]
+fn prefix_parent_and_query_panes() {
+    use chunkscope::app::View;
+    use chunkscope::core::chunk::{Preset, Strategy};
+    use chunkscope::core::metadata::Use;
+    use chunkscope::core::search::{Hit, ParentHit, Results};
+
+    let mut m = model(Theme::mono());
+    let engine = m.engine.clone().unwrap();
+    let mut settings = ChunkSettings::default();
+    Preset::Markdown.apply(&mut settings);
+    settings.size = 60;
+    settings.metadata.heading = Use::Embed;
+    settings.parents = true;
+    assert_eq!(settings.strategy, Strategy::Markdown);
+    let chunking = engine
+        .chunk_all(&settings, &AtomicBool::new(false))
+        .unwrap();
+    let first = &chunking.files[0].chunks[0];
+    assert_eq!(first.prefix.as_deref(), Some("section: Rotate keys\n\n"));
+    m.settings = settings;
+    m.chunking = Some(Arc::new(chunking.clone()));
+    let t = render(&m);
+    let screen = t.backend().to_string();
+    assert!(screen.contains("+ section: Rotate keys"), "{screen}");
+    assert!(screen.contains("a hit returns its parent runbooks/rotate-keys.md#s0"));
+    insta::assert_snapshot!("chunks_prefix_parent", t.backend());
+
+    let parent = &chunking.files[0].parents[0];
+    let hit = Hit {
+        rank: 1,
+        score: 0.71,
+        file: "runbooks/rotate-keys.md".into(),
+        file_pos: 0,
+        chunk: 1,
+        heading: Some("Rotate keys".into()),
+        match_byte: Some(12),
+        token_offset: Some(first.input_position(3, 2)),
+        in_tail: false,
+        only_here: false,
+        parent: Some(ParentHit {
+            id: parent.id("runbooks/rotate-keys.md"),
+            heading: parent.heading.clone(),
+            start_byte: parent.start,
+            end_byte: parent.end,
+            chars: RUNBOOK[parent.start..parent.end].chars().count(),
+            cl100k_tokens: chunkscope::core::tokenize::cl100k_count(
+                &RUNBOOK[parent.start..parent.end],
+            ),
+        }),
+    };
+    m.view = View::Query;
+    m.query.input = "rollback key".into();
+    m.query.results = Some(Results {
+        query: "rollback key".into(),
+        k: 5,
+        window: 64,
+        bm25: vec![hit.clone()],
+        vector: vec![hit],
+    });
+    let t = render(&m);
+    let screen = t.backend().to_string();
+    // [CLS], then the prefix's tokens, then 3 tokens of the text.
+    assert_eq!(first.prefix_tokens, 4, "section : rotate keys");
+    assert!(screen.contains("@tok 8 window"), "{screen}");
+    assert!(screen.contains("↳ parent runbooks/rotate-keys.md#s0"));
+    insta::assert_snapshot!("query_parent", t.backend());
+}

@@ -64,7 +64,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     );
     frame.render_widget(
         Paragraph::new(Line::styled(
-            " / edit query  Enter run · open hit  Tab switch column  Esc back to chunks   TAIL = match past the window   ◆ only here",
+            " / edit query  Enter run · open hit  Tab switch column  Esc back to chunks   TAIL = match past the window   ◆ only here   ↳ parent section returned (b), its size for the generator",
             t.dim,
         )),
         rows[2],
@@ -95,12 +95,11 @@ fn column(frame: &mut Frame, area: Rect, m: &Model, title: String, hits: &[Hit],
             let mut lines = vec![Line::from(first), Line::from(second)];
             if let Some(p) = &h.parent {
                 lines.push(Line::from(vec![
-                    Span::raw("   ↳ returns "),
+                    Span::raw("   ↳ parent "),
                     Span::styled(p.id.clone(), t.title),
                     Span::raw(format!(
-                        " · {} cl100k tokens to the generator ({} chars)",
-                        super::thousands(p.cl100k_tokens),
-                        super::thousands(p.chars)
+                        " · {} cl100k tok",
+                        super::thousands(p.cl100k_tokens)
                     )),
                 ]));
             }

@@ -167,11 +167,59 @@ impl Markdown {
         }));
     }
 
+    /// Cut a block that does not fit and open its first piece with the heading line at
+    /// `heading_start` (the heading's own range ends where the block starts), so the heading never
+    /// stands alone. If the first piece leaves no room for the heading, that piece is cut again
+    /// at the size less the heading's length.
+    fn split_after_heading(
+        &self,
+        doc: &DocView,
+        heading_start: usize,
+        b: &Block,
+        heading: &Option<String>,
+        out: &mut Vec<Chunk>,
+    ) {
+        let mut pieces = Vec::new();
+        self.split_block(doc, b, heading, &mut pieces);
+        if let Some(first) = pieces.first().cloned() {
+            if !self.fits(doc, heading_start, first.end) {
+                let room = self
+                    .size
+                    .saturating_sub(doc.count(self.unit, heading_start, b.start))
+                    .max(1);
+                let narrower = Markdown {
+                    unit: self.unit,
+                    size: room,
+                    overlap: self.overlap.min(room.saturating_sub(1)),
+                };
+                let part = Block {
+                    start: first.start,
+                    end: first.end,
+                    kind: if matches!(b.kind, Kind::Code) {
+                        Kind::Code
+                    } else {
+                        Kind::Text
+                    },
+                };
+                let mut again = Vec::new();
+                narrower.split_block(doc, &part, heading, &mut again);
+                pieces.splice(0..1, again);
+            }
+        }
+        if let Some(first) = pieces.first_mut() {
+            first.start = heading_start;
+        }
+        out.extend(pieces);
+    }
+
     /// Table rows grouped up to the size, each written with its column names. The first group's
-    /// range starts at the table, so the header row belongs to it.
+    /// range starts at the table, so the header row belongs to it; with `lead`, the start of a
+    /// heading line just above the table, the first group opens with that heading.
+    #[allow(clippy::too_many_arguments)]
     fn table(
         &self,
         doc: &DocView,
+        lead: Option<usize>,
         table_start: usize,
         header: &[String],
         rows: &[(usize, usize, Vec<String>)],
@@ -189,7 +237,10 @@ impl Markdown {
                 .collect::<Vec<_>>()
                 .join(" · ")
         };
-        let mut group: Option<(usize, usize, String)> = None;
+        let mut group: Option<(usize, usize, String)> = lead.map(|h| {
+            let (hs, he) = strip_range(doc.text, h, table_start, is_python_space);
+            (hs, table_start, doc.text[hs..he].to_string())
+        });
         for (s, e, cells) in rows {
             let line = render(cells);
             if let Some((gs, ge, text)) = group.as_mut() {
@@ -305,8 +356,12 @@ impl Chunker for Markdown {
         let mut heading_only = false;
         for b in blocks(doc.text) {
             if let Kind::Heading { level, text } = &b.kind {
-                // A heading starts a new section: nothing before it shares a chunk with it.
-                flush(&mut pending, &heading, &mut out);
+                // A heading starts a new section: nothing before it shares a chunk with it, except
+                // the heading lines of enclosing sections that hold no text of their own, which
+                // open the first chunk of this one.
+                if !heading_only {
+                    flush(&mut pending, &heading, &mut out);
+                }
                 while path.last().is_some_and(|(l, _)| l >= level) {
                     path.pop();
                 }
@@ -319,9 +374,15 @@ impl Chunker for Markdown {
                 );
             }
             if let Kind::Table { header, rows } = &b.kind {
-                if !self.fits(doc, b.start, b.end) {
-                    flush(&mut pending, &heading, &mut out);
-                    self.table(doc, b.start, header, rows, &heading, &mut out);
+                let lead = pending.filter(|_| heading_only).map(|p| p.0);
+                let alone = self.fits(doc, b.start, b.end);
+                if !alone || lead.is_some_and(|h| !self.fits(doc, h, b.end)) {
+                    if lead.is_some() {
+                        pending = None;
+                    } else {
+                        flush(&mut pending, &heading, &mut out);
+                    }
+                    self.table(doc, lead, b.start, header, rows, &heading, &mut out);
                     heading_only = false;
                     continue;
                 }
@@ -330,19 +391,9 @@ impl Chunker for Markdown {
                 Some((s, _)) if self.fits(doc, s, b.end) => pending = Some((s, b.end)),
                 // A heading followed by a block that must be cut: cut them together, so the
                 // heading line opens the first piece instead of standing alone.
-                Some((s, _)) if heading_only && !self.fits(doc, b.start, b.end) => {
-                    let kind = if matches!(b.kind, Kind::Code) {
-                        Kind::Code
-                    } else {
-                        Kind::Text
-                    };
-                    let merged = Block {
-                        start: s,
-                        end: b.end,
-                        kind,
-                    };
+                Some((s, _)) if heading_only => {
                     pending = None;
-                    self.split_block(doc, &merged, &heading, &mut out);
+                    self.split_after_heading(doc, s, &b, &heading, &mut out);
                 }
                 _ => {
                     flush(&mut pending, &heading, &mut out);
@@ -353,8 +404,8 @@ impl Chunker for Markdown {
                     }
                 }
             }
-            heading_only =
-                matches!(b.kind, Kind::Heading { .. }) && pending == Some((b.start, b.end));
+            heading_only = matches!(b.kind, Kind::Heading { .. })
+                && pending.is_some_and(|(s, e)| e == b.end && (heading_only || s == b.start));
         }
         flush(&mut pending, &heading, &mut out);
         out

@@ -144,7 +144,7 @@ pub fn write_chunks_jsonl(
     for f in &chunking.files {
         let doc = &engine.corpus.docs[f.doc];
         let front = crate::core::metadata::front_matter(&doc.text).0;
-        for c in &f.chunks {
+        for c in f.chunks.iter() {
             let tail = c.tail(window.tokens, specials);
             let metadata: serde_json::Map<String, serde_json::Value> = policy
                 .fields(&doc.path, c.chunk.heading.as_deref(), c.index, &front)
@@ -211,7 +211,7 @@ pub fn audit(
         .iter()
         .map(|f| FileAudit {
             file: &engine.corpus.docs[f.doc].path,
-            stats: Stats::of(&f.chunks, window.tokens, specials),
+            stats: Stats::of(f.chunks.iter(), window.tokens, specials),
         })
         .collect();
     let total = chunking.stats(window.tokens, specials);
@@ -362,7 +362,7 @@ pub fn write_vectors_jsonl(
     let mut i = 0;
     for f in &chunking.files {
         let doc = &engine.corpus.docs[f.doc];
-        for c in &f.chunks {
+        for c in f.chunks.iter() {
             let line = json!({
                 "file": doc.path,
                 "index": c.index,

@@ -191,6 +191,19 @@ enum BenchWhat {
         #[arg(long)]
         model: Option<String>,
     },
+    /// A file save to its new text on the workbench's screen, through the real watcher,
+    /// pipeline, update, views and event loop (drawn into an in-memory terminal).
+    Live {
+        /// Size of the generated corpus in MB.
+        #[arg(long, default_value_t = 10)]
+        megabytes: usize,
+        /// Saves to time.
+        #[arg(long, default_value_t = 20)]
+        saves: usize,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// Embedding speed, ours and (with --reference) sentence-transformers' on the same texts.
     Embed {
         /// Corpus whose paragraphs are embedded.
@@ -535,6 +548,19 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
             what: BenchWhat::Search { sizes },
         }) => {
             chunkscope::bench::search(&sizes, &mut io::stdout().lock())
+                .map_err(|e| format!("{e:#}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            what:
+                BenchWhat::Live {
+                    megabytes,
+                    saves,
+                    model: m,
+                },
+        }) => {
+            let info = locate_model(m)?;
+            chunkscope::bench::live(&info, megabytes, saves, &mut io::stdout().lock())
                 .map_err(|e| format!("{e:#}"))?;
             Ok(ExitCode::SUCCESS)
         }

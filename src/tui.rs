@@ -2,7 +2,7 @@
 //! file, an input thread, and the event loop that drains messages and draws only when something
 //! changed, at most ~60 times a second.
 
-use std::io::{self, Stdout, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -212,8 +212,9 @@ pub fn run(
         &mut m,
         &rx,
         &pipeline,
-        &embedder,
+        Some(&embedder),
         cases.as_deref(),
+        |_, _| false,
     );
     drop(guard);
     if let Some(p) = log_path {
@@ -243,19 +244,30 @@ fn spawn_input(tx: Sender<Msg>) {
         .expect("spawn input thread");
 }
 
-fn event_loop(
-    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+/// The workbench's loop over any ratatui backend: drain messages, update the model, run the
+/// commands, draw when something changed (at most one frame per FRAME). `drawn` sees every frame
+/// drawn and ends the loop by returning true (the benchmark watches the screen this way). Without
+/// an embedding worker, embedding commands are ignored.
+pub fn event_loop<B: ratatui::backend::Backend>(
+    terminal: &mut Terminal<B>,
     m: &mut Model,
     rx: &Receiver<Msg>,
     pipeline: &Pipeline,
-    embedder: &EmbedWorker,
+    embedder: Option<&EmbedWorker>,
     cases: Option<&Path>,
-) -> Result<()> {
+    mut drawn: impl FnMut(&Model, &ratatui::buffer::Buffer) -> bool,
+) -> Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
     let mut dirty = true;
     let mut last_draw = Instant::now() - FRAME;
     loop {
         if dirty && last_draw.elapsed() >= FRAME {
-            terminal.draw(|f| ui::draw(f, m))?;
+            let frame = terminal.draw(|f| ui::draw(f, m))?;
+            if drawn(m, frame.buffer) {
+                return Ok(());
+            }
             last_draw = Instant::now();
             dirty = false;
         }
@@ -285,15 +297,23 @@ fn event_loop(
                         settings,
                     } => pipeline.rechunk(generation, settings),
                     Cmd::Embed { generation, window } => {
-                        if let (Some(e), Some(c)) = (&m.engine, &m.chunking) {
-                            embedder.embed(generation, Arc::clone(e), Arc::clone(c), window);
+                        if let (Some(w), Some(e), Some(c)) = (embedder, &m.engine, &m.chunking) {
+                            w.embed(generation, Arc::clone(e), Arc::clone(c), window);
                         }
                     }
-                    Cmd::Query { id, text, k } => embedder.query(id, text, k),
-                    Cmd::Probe { file_pos, chunk } => embedder.probe(file_pos, chunk),
+                    Cmd::Query { id, text, k } => {
+                        if let Some(w) = embedder {
+                            w.query(id, text, k);
+                        }
+                    }
+                    Cmd::Probe { file_pos, chunk } => {
+                        if let Some(w) = embedder {
+                            w.probe(file_pos, chunk);
+                        }
+                    }
                     Cmd::Eval => {
-                        if let Some(p) = cases {
-                            embedder.eval(p.to_path_buf());
+                        if let (Some(w), Some(p)) = (embedder, cases) {
+                            w.eval(p.to_path_buf());
                         }
                     }
                 }

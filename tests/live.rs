@@ -78,6 +78,28 @@ fn reload_tokenizes_only_changed_files() {
         assert_eq!(a.embed, b.embed);
         assert_eq!(a.cl100k_ids, b.cl100k_ids);
     }
+    // Chunking after the reload takes the unchanged files' chunks as they were (renamed files are
+    // chunked again: their path is part of what a chunk carries) and equals a fresh chunking.
+    use chunkscope::core::chunk::{ChunkSettings, Preset};
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let mut s = ChunkSettings::default();
+    Preset::Markdown.apply(&mut s);
+    let (before, reused) = first.chunk_all_reusing(&s, None, None, &never).unwrap();
+    assert_eq!(reused, 0);
+    let (after, reused) = second
+        .chunk_all_reusing(&s, None, Some((&first, &before)), &never)
+        .unwrap();
+    assert_eq!(
+        reused, 4,
+        "7 files less the changed one and the two renamed"
+    );
+    assert_eq!(after.files, fresh.chunk_all(&s, &never).unwrap().files);
+    // Other settings: nothing to take.
+    s.size = 60;
+    let (_, reused) = second
+        .chunk_all_reusing(&s, None, Some((&first, &before)), &never)
+        .unwrap();
+    assert_eq!(reused, 0);
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -163,8 +185,11 @@ fn workbench_follows_the_disk_in_tmux() {
 #[test]
 fn churn_without_loss() {
     use chunkscope::core::chunk::{ChunkSettings, Preset};
+    use chunkscope::core::engine::Chunking;
+    use chunkscope::core::search::SearchIndex;
     use chunkscope::work::pipeline::{Pipeline, Source};
     use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
 
     let d = tmp("churn");
     for i in 0..200 {
@@ -190,28 +215,69 @@ fn churn_without_loss() {
     let mut generation = 1;
     pipeline.load(generation);
     let started = Instant::now();
-    let mut latest = None;
-    let mut loads = 0;
-    let mut drain =
-        |generation: &mut u64, latest: &mut Option<std::sync::Arc<Engine>>, wait: Duration| {
-            while let Ok(msg) = rx.recv_timeout(wait) {
-                match msg {
-                    Msg::FilesChanged { .. } => {
-                        *generation += 1;
-                        pipeline.load(*generation);
-                    }
-                    Msg::Loaded {
-                        generation: g,
-                        result,
-                        ..
-                    } if g == *generation => {
-                        *latest = Some(result.expect("reload succeeds"));
-                        loads += 1;
-                    }
-                    _ => {}
+    let mut s = ChunkSettings::default();
+    Preset::LangchainTokens.apply(&mut s);
+    // As the workbench does: every reload is chunked again (files the reload left unchanged keep
+    // their chunks), and the indexes follow each chunking by update, never by rebuild.
+    struct Live {
+        engine: Option<Arc<Engine>>,
+        chunked: Option<(Arc<Engine>, Arc<Chunking>)>,
+        index: Option<SearchIndex>,
+        loads: usize,
+        updates: usize,
+    }
+    let mut live = Live {
+        engine: None,
+        chunked: None,
+        index: None,
+        loads: 0,
+        updates: 0,
+    };
+    let drain = |generation: &mut u64, live: &mut Live, wait: Duration| {
+        while let Ok(msg) = rx.recv_timeout(wait) {
+            match msg {
+                Msg::FilesChanged { .. } => {
+                    *generation += 1;
+                    pipeline.load(*generation);
                 }
+                Msg::Loaded {
+                    generation: g,
+                    result,
+                    ..
+                } if g == *generation => {
+                    live.engine = Some(result.expect("reload succeeds"));
+                    live.loads += 1;
+                    *generation += 1;
+                    pipeline.rechunk(*generation, s.clone());
+                }
+                Msg::Chunked {
+                    generation: g,
+                    result,
+                    ..
+                } if g == *generation => {
+                    let c = result.expect("chunked");
+                    let e = live.engine.clone().expect("loaded before chunked");
+                    match live.index.as_mut() {
+                        Some(ix) => {
+                            ix.update(&e, &c).unwrap();
+                            live.updates += 1;
+                        }
+                        None => live.index = Some(SearchIndex::build(&e, &c, None, 4).unwrap()),
+                    }
+                    // Stand-in vectors for the chunks that lack one, as the embedder would add.
+                    let ix = live.index.as_mut().unwrap();
+                    let todo = ix.missing_vectors();
+                    let vs: Vec<Vec<f32>> = todo
+                        .iter()
+                        .map(|&id| vec![id as f32, 1.0, 0.0, 0.0])
+                        .collect();
+                    ix.add_vectors(&todo, &vs);
+                    live.chunked = Some((e, c));
+                }
+                _ => {}
             }
-        };
+        }
+    };
     for op in 0..1000 {
         let i = (op * 7919) % 200;
         let path = d.join(format!("dir{}/f{i}.md", i % 10));
@@ -234,14 +300,14 @@ fn churn_without_loss() {
             }
         }
         if op % 50 == 0 {
-            drain(&mut generation, &mut latest, Duration::from_millis(1));
+            drain(&mut generation, &mut live, Duration::from_millis(1));
         }
         std::thread::sleep(Duration::from_millis(8));
     }
     let churn = started.elapsed();
     // Quiet: let the last burst arrive and the last reload finish.
-    drain(&mut generation, &mut latest, Duration::from_secs(3));
-    let engine = latest.expect("at least one reload");
+    drain(&mut generation, &mut live, Duration::from_secs(3));
+    let (engine, chunking) = live.chunked.clone().expect("at least one chunking");
     let fresh = Engine::new(
         common::model().clone(),
         common::tokenizer(),
@@ -260,16 +326,34 @@ fn churn_without_loss() {
         paths(&fresh),
         "corpus after churn equals a fresh read"
     );
-    let mut s = ChunkSettings::default();
-    Preset::LangchainTokens.apply(&mut s);
     let never = AtomicBool::new(false);
-    let a = engine.chunk_all(&s, &never).unwrap();
     let b = fresh.chunk_all(&s, &never).unwrap();
-    assert_eq!(a.files, b.files, "chunks after churn equal a fresh start");
-    assert_eq!(a.stats(128, 2), b.stats(128, 2));
+    assert_eq!(
+        chunking.files, b.files,
+        "chunks after churn equal a fresh start"
+    );
+    assert_eq!(chunking.stats(128, 2), b.stats(128, 2));
+    // The index updated through the whole churn holds what a fresh build holds.
+    let ix = live.index.as_ref().unwrap();
+    let n = b.files.iter().map(|f| f.chunks.len()).sum::<usize>();
+    let mut fresh_ix = SearchIndex::build(&fresh, &b, None, 4).unwrap();
+    fresh_ix.set_vectors(&vec![vec![0.0, 1.0, 0.0, 0.0]; n], 4);
+    assert_eq!(ix.contents().unwrap(), fresh_ix.contents().unwrap());
+    assert_eq!(ix.len(), n);
+    assert!(ix.missing_vectors().is_empty());
+    for q in ["file", "edit", "recreated", "original text"] {
+        let mut got = ix.bm25_ranking(q).unwrap();
+        let mut want = fresh_ix.bm25_ranking(q).unwrap();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "BM25 matches for {q:?}");
+    }
     eprintln!(
-        "1000 operations in {churn:?}, {loads} reloads, {} files at the end",
+        "1000 operations in {churn:?}, {} reloads, {} index updates, {} files at the end",
+        live.loads,
+        live.updates,
         fresh.corpus.docs.len()
     );
+    assert!(live.updates > 0, "the index was updated, not only built");
     let _ = std::fs::remove_dir_all(&d);
 }

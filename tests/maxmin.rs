@@ -129,7 +129,7 @@ fn maximum_size_holds_chunks_inside_the_window() {
         .unwrap();
     let mut total = 0;
     for f in &chunking.files {
-        for c in &f.chunks {
+        for c in f.chunks.iter() {
             assert!(c.unit_len <= 60, "{} embed tokens", c.unit_len);
             total += 1;
         }

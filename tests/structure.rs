@@ -55,7 +55,7 @@ fn an_embedded_prefix_moves_the_tail_by_its_tokens() {
     for (fa, fb) in a.files.iter().zip(&b.files) {
         let doc = &engine.corpus.docs[fa.doc];
         assert_eq!(fa.chunks.len(), fb.chunks.len());
-        for (ca, cb) in fa.chunks.iter().zip(&fb.chunks) {
+        for (ca, cb) in fa.chunks.iter().zip(fb.chunks.iter()) {
             assert!(ca.prefix.is_none());
             let prefix = cb.prefix.as_deref().expect("file is always embedded");
             assert!(prefix.starts_with(&format!("file: {}\n", doc.path)));
@@ -144,7 +144,7 @@ fn parents_hold_their_children() {
         for f in &c.files {
             let doc = &engine.corpus.docs[f.doc];
             assert!(!f.parents.is_empty() || f.chunks.is_empty());
-            for ch in &f.chunks {
+            for ch in f.chunks.iter() {
                 let p = &f.parents[ch.parent.expect("every chunk has a parent")];
                 assert!(p.start <= ch.chunk.start && ch.chunk.end <= p.end);
                 assert!(p.id(&doc.path).starts_with(&format!("{}#s", doc.path)));

@@ -17,9 +17,10 @@ use super::tokenize::{DocTokens, EmbedTokenizer};
 pub struct FileChunks {
     /// Index into `Engine::corpus.docs`.
     pub doc: usize,
-    pub chunks: Vec<MeasuredChunk>,
+    /// Shared, so that a file left unchanged by a reload keeps its chunks without a copy.
+    pub chunks: Arc<Vec<MeasuredChunk>>,
     /// Parent sections (embed small, return big); empty unless the settings ask for parents.
-    pub parents: Vec<Parent>,
+    pub parents: Arc<Vec<Parent>>,
 }
 
 /// The section a chunk's hit returns in embed-small-return-big mode: the run of heading sections
@@ -248,14 +249,75 @@ impl Engine {
             .collect();
         FileChunks {
             doc,
-            chunks,
-            parents,
+            chunks: Arc::new(chunks),
+            parents: Arc::new(parents),
         }
     }
 
     /// Chunk the whole corpus; `None` when `cancel` was raised part-way.
     pub fn chunk_all(&self, settings: &ChunkSettings, cancel: &AtomicBool) -> Option<Chunking> {
         self.chunk_all_with(settings, None, cancel)
+    }
+
+    /// `chunk_all_with`, taking the chunks of every file that `prev` chunked with the same
+    /// settings and whose path and tokens are unchanged (a reload shares an unchanged file's
+    /// tokens): after a save, only the saved file is chunked again. Returns how many files were
+    /// taken from `prev`.
+    pub fn chunk_all_reusing(
+        &self,
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+        prev: Option<(&Engine, &Chunking)>,
+        cancel: &AtomicBool,
+    ) -> Option<(Chunking, usize)> {
+        let known: std::collections::HashMap<(usize, &str), &FileChunks> = prev
+            .filter(|(_, c)| c.settings == *settings)
+            .map(|(e, c)| {
+                c.files
+                    .iter()
+                    .map(|f| {
+                        (
+                            (
+                                Arc::as_ptr(&e.tokens[f.doc]) as usize,
+                                e.corpus.docs[f.doc].path.as_str(),
+                            ),
+                            f,
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ids: Vec<usize> = (0..self.corpus.docs.len()).collect();
+        let files = parallel_map(&ids, |&d| {
+            if cancel.load(Ordering::Relaxed) {
+                return None;
+            }
+            let key = (
+                Arc::as_ptr(&self.tokens[d]) as usize,
+                self.corpus.docs[d].path.as_str(),
+            );
+            Some(match known.get(&key) {
+                Some(f) => (
+                    FileChunks {
+                        doc: d,
+                        chunks: Arc::clone(&f.chunks),
+                        parents: Arc::clone(&f.parents),
+                    },
+                    true,
+                ),
+                None => (self.chunk_doc_with(d, settings, vectors), false),
+            })
+        });
+        let files: Option<Vec<(FileChunks, bool)>> = files.into_iter().collect();
+        let files = files?;
+        let reused = files.iter().filter(|f| f.1).count();
+        Some((
+            Chunking {
+                settings: settings.clone(),
+                files: files.into_iter().map(|f| f.0).collect(),
+            },
+            reused,
+        ))
     }
 
     /// `chunk_all` with the sentence vectors Max-Min reads.

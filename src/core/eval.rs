@@ -193,7 +193,7 @@ fn place(
     let answer = norm(&case.answer);
     let mut tail_holder = None;
     let mut overlaps = false;
-    for c in &chunking.files[fp].chunks {
+    for c in chunking.files[fp].chunks.iter() {
         let (cs, ce) = (c.chunk.start, c.chunk.end);
         overlaps |= cs < case.end && case.start < ce;
         let holds = match &c.chunk.text {

@@ -1,7 +1,7 @@
 //! Side-by-side retrieval over one chunking: BM25 and vectors on the same chunks, each hit placed at
 //! the embed-token offset of its match and marked inside the window or in the tail.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::embed::cache::key;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
+use super::index::bm25::Bm25Doc;
 use super::index::{Bm25, VectorIndex};
 use super::measure::MeasuredChunk;
 
@@ -92,44 +93,105 @@ pub struct Results {
     pub vector: Vec<Hit>,
 }
 
-/// Both indexes over one chunking.
+/// Both indexes over one chunking. Inside the indexes a chunk is known by a key made of its file,
+/// index, range and text, so a new chunking of a changed corpus updates them in place: chunks
+/// whose key is gone are deleted, new keys are added, and the rest keep their BM25 entry and
+/// their vector. Outside, a chunk is known by its id: its position in chunking order.
 pub struct SearchIndex {
     /// (file position in the chunking, chunk index) for each id.
     refs: Vec<(usize, usize)>,
+    /// Key of each id, and id of each key.
+    keys: Vec<u64>,
+    ids: HashMap<u64, u64>,
     bm25: Bm25,
     vectors: VectorIndex,
+    dim: usize,
+}
+
+/// What `SearchIndex::update` changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexChanges {
+    pub added: usize,
+    pub removed: usize,
+    pub kept: usize,
+}
+
+/// The key of a chunk: its file, index, byte range, heading and embedded text.
+fn chunk_key(path: &str, c: &MeasuredChunk, doc: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    path.hash(&mut h);
+    (c.index, c.chunk.start, c.chunk.end).hash(&mut h);
+    c.chunk.heading.hash(&mut h);
+    c.prefix.as_deref().hash(&mut h);
+    c.text(doc).hash(&mut h);
+    h.finish()
+}
+
+/// (file position, chunk index) and key of every chunk, in chunking order.
+fn refs_and_keys(engine: &Engine, chunking: &Chunking) -> (Vec<(usize, usize)>, Vec<u64>) {
+    let per_file = crate::core::engine::parallel_map(&chunking.files, |f| {
+        let doc = &engine.corpus.docs[f.doc];
+        f.chunks
+            .iter()
+            .map(|c| chunk_key(&doc.path, c, &doc.text))
+            .collect::<Vec<u64>>()
+    });
+    let mut refs = Vec::new();
+    let mut keys = Vec::new();
+    for (fp, ks) in per_file.into_iter().enumerate() {
+        for (c, k) in ks.into_iter().enumerate() {
+            refs.push((fp, c));
+            keys.push(k);
+        }
+    }
+    (refs, keys)
+}
+
+fn bm25_doc<'a>(
+    engine: &'a Engine,
+    chunking: &'a Chunking,
+    (fp, c): (usize, usize),
+    key: u64,
+) -> Bm25Doc<'a> {
+    let f = &chunking.files[fp];
+    let doc = &engine.corpus.docs[f.doc];
+    let ch = &f.chunks[c];
+    (
+        key,
+        ch.text(&doc.text),
+        doc.path.as_str(),
+        ch.chunk.heading.as_deref().unwrap_or(""),
+    )
 }
 
 impl SearchIndex {
     /// Build both indexes; `vectors` holds one embedding per chunk in chunking order (the vector
-    /// side stays empty when it is `None`, to be filled by `set_vectors`).
+    /// side stays empty when it is `None`, to be filled by `add_vectors`).
     pub fn build(
         engine: &Engine,
         chunking: &Chunking,
         vectors: Option<&[Vec<f32>]>,
         dim: usize,
     ) -> Result<SearchIndex> {
-        let mut refs = Vec::new();
-        for (fp, f) in chunking.files.iter().enumerate() {
-            for c in 0..f.chunks.len() {
-                refs.push((fp, c));
-            }
-        }
-        let bm25 = Bm25::build(refs.iter().enumerate().map(|(id, &(fp, c))| {
-            let f = &chunking.files[fp];
-            let doc = &engine.corpus.docs[f.doc];
-            let ch = &f.chunks[c];
-            (
-                id as u64,
-                ch.text(&doc.text),
-                doc.path.as_str(),
-                ch.chunk.heading.as_deref().unwrap_or(""),
-            )
-        }))?;
+        let (refs, keys) = refs_and_keys(engine, chunking);
+        let bm25 = Bm25::build(
+            refs.iter()
+                .zip(&keys)
+                .map(|(&r, &k)| bm25_doc(engine, chunking, r, k)),
+        )?;
+        let ids = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i as u64))
+            .collect();
         let mut index = SearchIndex {
             refs,
+            keys,
+            ids,
             bm25,
             vectors: VectorIndex::new(dim),
+            dim,
         };
         if let Some(v) = vectors {
             index.set_vectors(v, dim);
@@ -137,15 +199,82 @@ impl SearchIndex {
         Ok(index)
     }
 
-    /// Fill the vector side: one embedding per chunk in chunking order.
-    pub fn set_vectors(&mut self, vectors: &[Vec<f32>], dim: usize) {
-        let mut vix = VectorIndex::new(dim);
-        for (id, v) in vectors.iter().enumerate() {
-            if v.len() == dim {
-                vix.push(id as u64, v);
+    /// Move the index to a new chunking of the same (possibly changed) corpus: delete the chunks
+    /// that are gone, add the new ones to BM25; vectors of kept chunks stay, new chunks have none
+    /// until `add_vectors` (see `missing_vectors`).
+    pub fn update(&mut self, engine: &Engine, chunking: &Chunking) -> Result<IndexChanges> {
+        let (refs, keys) = refs_and_keys(engine, chunking);
+        let new: HashMap<u64, u64> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i as u64))
+            .collect();
+        let removed: Vec<u64> = self
+            .keys
+            .iter()
+            .copied()
+            .filter(|k| !new.contains_key(k))
+            .collect();
+        let added: Vec<usize> = (0..keys.len())
+            .filter(|&i| !self.ids.contains_key(&keys[i]))
+            .collect();
+        self.bm25.update(
+            &removed,
+            added
+                .iter()
+                .map(|&i| bm25_doc(engine, chunking, refs[i], keys[i])),
+        )?;
+        self.vectors.remove(&removed.iter().copied().collect());
+        let changes = IndexChanges {
+            added: added.len(),
+            removed: removed.len(),
+            kept: keys.len() - added.len(),
+        };
+        self.refs = refs;
+        self.keys = keys;
+        self.ids = new;
+        Ok(changes)
+    }
+
+    /// Ids of the chunks without a vector, in chunking order.
+    pub fn missing_vectors(&self) -> Vec<u64> {
+        let have: HashSet<u64> = self.vectors.ids().iter().copied().collect();
+        (0..self.keys.len() as u64)
+            .filter(|&id| !have.contains(&self.keys[id as usize]))
+            .collect()
+    }
+
+    /// Give chunks `ids` their vectors.
+    pub fn add_vectors(&mut self, ids: &[u64], vectors: &[Vec<f32>]) {
+        for (&id, v) in ids.iter().zip(vectors) {
+            if let Some(&k) = self.keys.get(id as usize) {
+                if v.len() == self.dim {
+                    self.vectors.push(k, v);
+                }
             }
         }
-        self.vectors = vix;
+    }
+
+    /// Forget every vector (the window changed).
+    pub fn clear_vectors(&mut self) {
+        self.vectors = VectorIndex::new(self.dim);
+    }
+
+    /// Fill the vector side: one embedding per chunk in chunking order.
+    pub fn set_vectors(&mut self, vectors: &[Vec<f32>], dim: usize) {
+        self.dim = dim;
+        self.clear_vectors();
+        let ids: Vec<u64> = (0..vectors.len() as u64).collect();
+        self.add_vectors(&ids, vectors);
+    }
+
+    /// The chunk keys in BM25 and in the vector index, sorted: what a fresh build must equal.
+    pub fn contents(&self) -> Result<(Vec<u64>, Vec<u64>)> {
+        let mut bm = self.bm25.ids()?;
+        bm.sort_unstable();
+        let mut vs = self.vectors.ids().to_vec();
+        vs.sort_unstable();
+        Ok((bm, vs))
     }
 
     /// Every chunk id ranked by BM25 for `query` (chunks without a matching term are left out).
@@ -154,7 +283,7 @@ impl SearchIndex {
             .bm25
             .search(query, self.refs.len(), |_| None)?
             .into_iter()
-            .map(|h| h.id)
+            .filter_map(|h| self.ids.get(&h.id).copied())
             .collect())
     }
 
@@ -163,7 +292,7 @@ impl SearchIndex {
         self.vectors
             .search(qv, self.refs.len())
             .into_iter()
-            .map(|h| h.0)
+            .filter_map(|h| self.ids.get(&h.0).copied())
             .collect()
     }
 
@@ -172,8 +301,9 @@ impl SearchIndex {
         self.refs.get(id as usize).copied()
     }
 
+    /// True when every chunk has its vector.
     pub fn has_vectors(&self) -> bool {
-        !self.vectors.is_empty()
+        !self.vectors.is_empty() && self.vectors.len() >= self.refs.len()
     }
 
     /// The chunk id of (file position, chunk index), as the indexes know it.
@@ -224,10 +354,19 @@ impl SearchIndex {
             let &(fp, c) = self.refs.get(id as usize)?;
             Some((fp, chunking.files[fp].chunks[c].parent?))
         };
-        let mut bm = self.bm25.search(query, depth, |id| {
+        // The indexes answer with chunk keys; from here on hits carry chunk ids.
+        let mut bm = self.bm25.search(query, depth, |key| {
+            let id = *self.ids.get(&key)?;
             self.chunk(engine, chunking, id)
                 .map(|(_, c, doc)| c.text(doc))
         })?;
+        bm.retain_mut(|h| match self.ids.get(&h.id) {
+            Some(&id) => {
+                h.id = id;
+                true
+            }
+            None => false,
+        });
         let qv = if self.has_vectors() {
             embed_cached(embedder, cache, &[query], window, |_, _| true)
                 .map(|(v, _)| v.into_iter().next().unwrap_or_default())
@@ -238,7 +377,11 @@ impl SearchIndex {
         let mut vec_hits = if qv.is_empty() {
             Vec::new()
         } else {
-            self.vectors.search(&qv, depth)
+            self.vectors
+                .search(&qv, depth)
+                .into_iter()
+                .filter_map(|(key, score)| self.ids.get(&key).map(|&id| (id, score)))
+                .collect()
         };
         if parents {
             let mut seen = HashSet::new();

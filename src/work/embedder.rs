@@ -233,7 +233,34 @@ fn run_embed(
     window: usize,
 ) {
     let dim = st.embedder.as_ref().map_or(0, Embedder::dim);
-    let index = SearchIndex::build(&engine, &chunking, None, dim);
+    let started = Instant::now();
+    // Update the indexes in place when there are some: only chunks whose key changed are deleted
+    // or added, and only chunks without a vector are embedded. A new window invalidates every
+    // vector but not BM25.
+    let previous = st.current.take();
+    let index = match previous {
+        Some(Current {
+            index: Some(mut ix),
+            window: old_window,
+            ..
+        }) => match ix.update(&engine, &chunking) {
+            Ok(ch) => {
+                log::info!(
+                    "generation {generation}: index updated in {:.1} ms: +{} -{} ={}",
+                    started.elapsed().as_secs_f64() * 1000.0,
+                    ch.added,
+                    ch.removed,
+                    ch.kept
+                );
+                if old_window != window {
+                    ix.clear_vectors();
+                }
+                Ok(ix)
+            }
+            Err(e) => Err(e),
+        },
+        _ => SearchIndex::build(&engine, &chunking, None, dim),
+    };
     if let Err(e) = &index {
         let _ = st.out.send(Msg::EmbedFailed(format!("BM25 index: {e:#}")));
     }
@@ -244,13 +271,18 @@ fn run_embed(
         window,
         index: index.ok(),
     });
+    let todo: Vec<u64> = st
+        .current
+        .as_ref()
+        .and_then(|c| c.index.as_ref())
+        .map(|ix| ix.missing_vectors())
+        .unwrap_or_default();
     let owned = chunking.embed_texts(&engine);
-    let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
+    let texts: Vec<&str> = todo.iter().map(|&id| owned[id as usize].as_ref()).collect();
+    let all = owned.len();
     let total = texts.len();
-    let started = Instant::now();
     let mut embedded = 0usize;
     let mut done = 0usize;
-    let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(total);
     while done < total {
         if flag.load(Ordering::Relaxed) {
             return;
@@ -268,13 +300,16 @@ fn run_embed(
             return;
         };
         embedded += new;
-        vectors.extend(vs);
+        // Vectors go in slice by slice: a cancelled run leaves them for the next update.
+        if let Some(ix) = st.current.as_mut().and_then(|c| c.index.as_mut()) {
+            ix.add_vectors(&todo[done..end], &vs);
+        }
         done = end;
         let secs = started.elapsed().as_secs_f64();
         let _ = st.out.send(Msg::EmbedProgress {
             generation,
-            done,
-            total,
+            done: all - total + done,
+            total: all,
             embedded,
             per_second: if secs > 0.0 {
                 embedded as f64 / secs
@@ -288,18 +323,13 @@ fn run_embed(
             log::warn!("embedding cache not saved: {e}");
         }
     }
-    if let Some(cur) = st.current.as_mut() {
-        if let Some(ix) = cur.index.as_mut() {
-            ix.set_vectors(&vectors, dim);
-        }
-    }
     log::info!(
-        "generation {generation}: {total} chunks, {embedded} embedded in {:.2} s",
+        "generation {generation}: {all} chunks, {total} without a vector, {embedded} embedded in {:.2} s",
         started.elapsed().as_secs_f64()
     );
     let _ = st.out.send(Msg::Embedded {
         generation,
-        total,
+        total: all,
         embedded,
         seconds: started.elapsed().as_secs_f64(),
     });

@@ -82,6 +82,9 @@ fn worker(
 ) {
     let mut engine: Option<Arc<Engine>> = None;
     let mut semantic = Semantic::default();
+    // The last chunking and the engine it was made from: files a reload left unchanged keep
+    // their chunks.
+    let mut last: Option<(Arc<Engine>, Arc<crate::core::engine::Chunking>)> = None;
     while let Ok(mut job) = rx.recv() {
         // Skip to the newest job; a pending load must still happen before any chunking.
         let mut must_load = matches!(job, Job::Load { .. });
@@ -135,6 +138,7 @@ fn worker(
         }
         if let (Job::Chunk { settings, .. }, Some(e)) = (&job, &engine) {
             let started = Instant::now();
+            let prev = last.as_ref().map(|(le, lc)| (le.as_ref(), lc.as_ref()));
             let result = match settings.validate() {
                 Err(m) => Some(Err(m)),
                 Ok(()) if settings.strategy == Strategy::MaxMin => {
@@ -142,12 +146,20 @@ fn worker(
                         Err(m) => Some(Err(m)),
                         Ok(None) => None,
                         Ok(Some(store)) => e
-                            .chunk_all_with(settings, Some(store), &flag)
-                            .map(|c| Ok(Arc::new(c))),
+                            .chunk_all_reusing(settings, Some(store), prev, &flag)
+                            .map(Ok),
                     }
                 }
-                Ok(()) => e.chunk_all(settings, &flag).map(|c| Ok(Arc::new(c))),
+                Ok(()) => e.chunk_all_reusing(settings, None, prev, &flag).map(Ok),
             };
+            let result = result.map(|r| {
+                r.map(|(c, reused)| {
+                    log::debug!("{reused} files kept their chunks");
+                    let c = Arc::new(c);
+                    last = Some((Arc::clone(e), Arc::clone(&c)));
+                    c
+                })
+            });
             let Some(result) = result else {
                 continue; // cancelled: a newer job is queued
             };

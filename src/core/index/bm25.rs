@@ -4,14 +4,21 @@
 use anyhow::Result;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
-use tantivy::schema::{Field, Schema, Value, FAST, STORED, STRING, TEXT};
+use tantivy::schema::{Field, Schema, Value, FAST, INDEXED, STORED, STRING, TEXT};
 use tantivy::snippet::SnippetGenerator;
-use tantivy::{doc, Index, IndexReader, ReloadPolicy, TantivyDocument};
+use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+/// One chunk to index: (id, text, file, heading).
+pub type Bm25Doc<'a> = (u64, &'a str, &'a str, &'a str);
 
 pub struct Bm25 {
     index: Index,
     reader: IndexReader,
+    /// Kept open so that changed chunks can be deleted and added without a rebuild.
+    writer: IndexWriter,
     text: Field,
+    file: Field,
+    heading: Field,
     id: Field,
     parser: QueryParser,
 }
@@ -27,17 +34,15 @@ pub struct Bm25Hit {
 
 impl Bm25 {
     /// Index `(id, text, file, heading)` for every chunk.
-    pub fn build<'a>(
-        chunks: impl IntoIterator<Item = (u64, &'a str, &'a str, &'a str)>,
-    ) -> Result<Bm25> {
+    pub fn build<'a>(chunks: impl IntoIterator<Item = Bm25Doc<'a>>) -> Result<Bm25> {
         let mut sb = Schema::builder();
         let text = sb.add_text_field("text", TEXT);
         let file = sb.add_text_field("file", TEXT);
         let heading = sb.add_text_field("heading", TEXT);
         let _path = sb.add_text_field("path", STRING);
-        let id = sb.add_u64_field("id", STORED | FAST);
+        let id = sb.add_u64_field("id", STORED | FAST | INDEXED);
         let index = Index::create_in_ram(sb.build());
-        let mut writer = index.writer_with_num_threads(1, 30_000_000)?;
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000)?;
         for (cid, t, f, h) in chunks {
             writer.add_document(doc!(text => t, file => f, heading => h, id => cid))?;
         }
@@ -52,10 +57,48 @@ impl Bm25 {
         Ok(Bm25 {
             index,
             reader,
+            writer,
             text,
+            file,
+            heading,
             id,
             parser,
         })
+    }
+
+    /// Delete the chunks with ids `removed` and add `added`, in one commit.
+    pub fn update<'a>(
+        &mut self,
+        removed: &[u64],
+        added: impl IntoIterator<Item = Bm25Doc<'a>>,
+    ) -> Result<()> {
+        for &cid in removed {
+            self.writer.delete_term(Term::from_field_u64(self.id, cid));
+        }
+        let (text, file, heading, id) = (self.text, self.file, self.heading, self.id);
+        for (cid, t, f, h) in added {
+            self.writer
+                .add_document(doc!(text => t, file => f, heading => h, id => cid))?;
+        }
+        self.writer.commit()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Every indexed id, in no particular order.
+    pub fn ids(&self) -> Result<Vec<u64>> {
+        let searcher = self.reader.searcher();
+        let mut out = Vec::new();
+        for segment in searcher.segment_readers() {
+            let column = segment.fast_fields().u64("id")?;
+            let alive = segment.alive_bitset();
+            for doc in 0..segment.max_doc() {
+                if alive.is_none_or(|a| a.is_alive(doc)) {
+                    out.extend(column.values_for_doc(doc));
+                }
+            }
+        }
+        Ok(out)
     }
 
     pub fn len(&self) -> u64 {
@@ -136,5 +179,22 @@ mod tests {
         }
         let hits = idx.search("refunds (annual", 5, text_of).unwrap();
         assert_eq!(hits[0].id, 2);
+    }
+
+    #[test]
+    fn updates_in_place() {
+        let mut idx = Bm25::build([
+            (10, "alpha beta", "a.md", ""),
+            (11, "gamma delta", "a.md", ""),
+        ])
+        .unwrap();
+        idx.update(&[10], [(12, "alpha epsilon", "b.md", "")])
+            .unwrap();
+        let mut ids = idx.ids().unwrap();
+        ids.sort();
+        assert_eq!(ids, vec![11, 12]);
+        assert_eq!(idx.len(), 2);
+        let hits = idx.search("alpha", 5, |_| None).unwrap();
+        assert_eq!(hits.iter().map(|h| h.id).collect::<Vec<_>>(), vec![12]);
     }
 }

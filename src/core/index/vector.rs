@@ -26,6 +26,31 @@ impl VectorIndex {
         self.ids.len()
     }
 
+    /// Drop the rows whose id is in `gone` (order of the others kept).
+    pub fn remove(&mut self, gone: &std::collections::HashSet<u64>) {
+        if gone.is_empty() {
+            return;
+        }
+        let dim = self.dim.max(1);
+        let mut w = 0;
+        for r in 0..self.ids.len() {
+            if gone.contains(&self.ids[r]) {
+                continue;
+            }
+            if w != r {
+                self.ids[w] = self.ids[r];
+                self.data.copy_within(r * dim..(r + 1) * dim, w * dim);
+            }
+            w += 1;
+        }
+        self.ids.truncate(w);
+        self.data.truncate(w * dim);
+    }
+
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
@@ -63,5 +88,9 @@ mod tests {
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![8, 9]);
         assert!(ix.search(&[1.0, 0.0], 0).is_empty());
         assert_eq!(ix.search(&[1.0, 0.0], 10).len(), 3);
+        ix.remove(&[8].into_iter().collect());
+        assert_eq!(ix.ids(), &[7, 9]);
+        let hits = ix.search(&[0.0, 1.0], 1);
+        assert_eq!(hits[0].0, 9);
     }
 }

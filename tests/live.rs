@@ -357,3 +357,107 @@ fn churn_without_loss() {
     assert!(live.updates > 0, "the index was updated, not only built");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The embedding worker after a file save: the index is updated in place, unchanged chunks keep
+/// their vectors, only the saved file's new chunks are embedded, and a query finds the new text.
+/// A window change keeps BM25 but no vector.
+#[test]
+fn embedding_worker_embeds_only_changed_chunks() {
+    use chunkscope::core::chunk::{ChunkSettings, Preset};
+    use chunkscope::work::embedder::EmbedWorker;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    let d = tmp("embedder");
+    copy_examples(&d);
+    let rules = CorpusRules::default();
+    let never = AtomicBool::new(false);
+    let mut s = ChunkSettings::default();
+    Preset::Markdown.apply(&mut s);
+    let e1 = Arc::new(
+        Engine::new(
+            common::model().clone(),
+            common::tokenizer(),
+            Corpus::load(&d, &rules).unwrap(),
+        )
+        .unwrap(),
+    );
+    let (c1, _) = e1.chunk_all_reusing(&s, None, None, &never).unwrap();
+    let c1 = Arc::new(c1);
+    let (tx, rx) = channel();
+    let worker = EmbedWorker::spawn(common::model().clone(), tx);
+    let wait = |generation: u64| -> (usize, usize, usize) {
+        loop {
+            match rx
+                .recv_timeout(Duration::from_secs(300))
+                .expect("worker answers")
+            {
+                Msg::Embedded {
+                    generation: g,
+                    total,
+                    embedded,
+                    kept,
+                    ..
+                } if g == generation => return (total, embedded, kept),
+                Msg::EmbedFailed(e) => panic!("{e}"),
+                _ => {}
+            }
+        }
+    };
+    worker.embed(1, Arc::clone(&e1), Arc::clone(&c1), 128);
+    let (total1, _, kept1) = wait(1);
+    assert_eq!(kept1, 0, "a first index keeps nothing");
+    let nonce = format!("quokka{}x{}", std::process::id(), total1);
+    std::fs::write(
+        d.join("policy/refunds.md"),
+        format!("# Refunds\n\nRefunds now follow the {nonce} rule.\n\nSecond paragraph.\n"),
+    )
+    .unwrap();
+    let (e2, _) = Engine::refreshed(
+        Some(&e1),
+        common::model().clone(),
+        common::tokenizer(),
+        Corpus::load(&d, &rules).unwrap(),
+    )
+    .unwrap();
+    let e2 = Arc::new(e2);
+    let (c2, reused) = e2
+        .chunk_all_reusing(&s, None, Some((&e1, &c1)), &never)
+        .unwrap();
+    assert_eq!(reused, 6);
+    let changed = c2
+        .files
+        .iter()
+        .find(|f| e2.corpus.docs[f.doc].path == "policy/refunds.md")
+        .unwrap()
+        .chunks
+        .len();
+    let c2 = Arc::new(c2);
+    worker.embed(2, Arc::clone(&e2), Arc::clone(&c2), 128);
+    let (total2, embedded2, kept2) = wait(2);
+    assert_eq!(
+        kept2,
+        total2 - changed,
+        "every unchanged chunk keeps its vector"
+    );
+    assert!(
+        embedded2 >= 1 && embedded2 <= changed,
+        "{embedded2} of {changed}"
+    );
+    worker.query(7, nonce.clone(), 3);
+    loop {
+        match rx.recv_timeout(Duration::from_secs(60)).unwrap() {
+            Msg::QueryDone { id: 7, result, .. } => {
+                let r = result.unwrap();
+                assert_eq!(r.bm25[0].file, "policy/refunds.md");
+                assert_eq!(r.vector.len(), 3, "the vector side is complete");
+                break;
+            }
+            _ => {}
+        }
+    }
+    worker.embed(3, Arc::clone(&e2), Arc::clone(&c2), 256);
+    let (_, _, kept3) = wait(3);
+    assert_eq!(kept3, 0, "a new window keeps no vector");
+    let _ = std::fs::remove_dir_all(&d);
+}

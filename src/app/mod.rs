@@ -59,6 +59,8 @@ pub enum Msg {
         generation: u64,
         total: usize,
         embedded: usize,
+        /// Vectors the index kept from the previous chunking (unchanged chunks).
+        kept: usize,
         seconds: f64,
     },
     EmbedFailed(String),
@@ -92,6 +94,8 @@ pub struct EmbedStatus {
     pub per_second: f64,
     pub finished: bool,
     pub seconds: f64,
+    /// Vectors kept from the previous chunking's index.
+    pub kept: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -306,6 +310,7 @@ impl Model {
             per_second: 0.0,
             finished: false,
             seconds: 0.0,
+            kept: 0,
         });
         vec![Cmd::Embed {
             generation: self.chunked_at,
@@ -499,9 +504,11 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             generation,
             total,
             embedded,
+            kept,
             seconds,
         } => {
             if let Some(e) = m.embed.as_mut().filter(|e| e.generation == generation) {
+                e.kept = kept;
                 e.done = total;
                 e.total = total;
                 e.embedded = embedded;

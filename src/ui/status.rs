@@ -91,8 +91,18 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
             t.warn,
         )
     } else if let Some(e) = m.embed {
-        let what = if e.embedded == 0 {
-            format!("all {} vectors from the cache, nothing embedded", e.total)
+        let what = if e.embedded == 0 && e.kept == e.total {
+            format!("all {} vectors kept, nothing embedded", e.total)
+        } else if e.embedded == 0 {
+            format!(
+                "all {} vectors from the index or cache, nothing embedded",
+                e.total
+            )
+        } else if e.kept > 0 {
+            format!(
+                "{} vectors kept, embedded {} in {:.1} s",
+                e.kept, e.embedded, e.seconds
+            )
         } else {
             format!(
                 "embedded {} of {} in {:.1} s",

@@ -331,6 +331,7 @@ fn run_embed(
         generation,
         total: all,
         embedded,
+        kept: all - total,
         seconds: started.elapsed().as_secs_f64(),
     });
 }

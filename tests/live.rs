@@ -446,14 +446,13 @@ fn embedding_worker_embeds_only_changed_chunks() {
     );
     worker.query(7, nonce.clone(), 3);
     loop {
-        match rx.recv_timeout(Duration::from_secs(60)).unwrap() {
-            Msg::QueryDone { id: 7, result, .. } => {
-                let r = result.unwrap();
-                assert_eq!(r.bm25[0].file, "policy/refunds.md");
-                assert_eq!(r.vector.len(), 3, "the vector side is complete");
-                break;
-            }
-            _ => {}
+        if let Msg::QueryDone { id: 7, result, .. } =
+            rx.recv_timeout(Duration::from_secs(60)).unwrap()
+        {
+            let r = result.unwrap();
+            assert_eq!(r.bm25[0].file, "policy/refunds.md");
+            assert_eq!(r.vector.len(), 3, "the vector side is complete");
+            break;
         }
     }
     worker.embed(3, Arc::clone(&e2), Arc::clone(&c2), 256);

@@ -271,3 +271,63 @@ fn prefix_parent_and_query_panes() {
     assert!(screen.contains("↳ parent runbooks/rotate-keys.md#s0"));
     insta::assert_snapshot!("query_parent", t.backend());
 }
+
+/// A reload whose file shrank arrives before its chunking: the screen keeps drawing the chunks
+/// with the texts they were made from (no slice past the new, shorter text), then shows the new
+/// chunking with the new engine; results of an older generation are dropped.
+#[test]
+fn a_reload_never_pairs_old_chunks_with_new_text() {
+    use chunkscope::app::{update, Msg};
+
+    let mut m = model(Theme::dark());
+    let old = m.engine.clone().unwrap();
+    let settings = m.settings.clone();
+    let mut corpus = old.corpus.clone();
+    corpus.docs[0].text = "# Rotate keys\n\nShort now.\n".into();
+    let shrunk = Arc::new(Engine::new(old.model.clone(), old.tok.clone(), corpus).unwrap());
+    m.generation = 7;
+    let cmds = update(
+        &mut m,
+        Msg::Loaded {
+            generation: 7,
+            result: Ok(Arc::clone(&shrunk)),
+            tokenized: 1,
+        },
+    );
+    assert_eq!(cmds.len(), 1, "a rechunk is requested");
+    assert!(Arc::ptr_eq(m.engine.as_ref().unwrap(), &old));
+    let screen = render(&m).backend().to_string();
+    assert!(
+        screen.contains("Keys are rotated every ninety days"),
+        "{screen}"
+    );
+    // An older generation's chunking is dropped.
+    let fresh = shrunk
+        .chunk_all(&settings, &AtomicBool::new(false))
+        .unwrap();
+    let fresh = Arc::new(fresh);
+    update(
+        &mut m,
+        Msg::Chunked {
+            generation: 3,
+            engine: Arc::clone(&shrunk),
+            result: Ok(Arc::clone(&fresh)),
+            millis: 1,
+        },
+    );
+    assert!(Arc::ptr_eq(m.engine.as_ref().unwrap(), &old));
+    let gen = m.generation;
+    update(
+        &mut m,
+        Msg::Chunked {
+            generation: gen,
+            engine: Arc::clone(&shrunk),
+            result: Ok(fresh),
+            millis: 1,
+        },
+    );
+    assert!(Arc::ptr_eq(m.engine.as_ref().unwrap(), &shrunk));
+    let screen = render(&m).backend().to_string();
+    assert!(screen.contains("Short now."), "{screen}");
+    assert_eq!(m.selected, 0, "the file stays selected by its path");
+}

@@ -168,6 +168,7 @@ fn worker(
             if out
                 .send(Msg::Chunked {
                     generation,
+                    engine: Arc::clone(e),
                     result,
                     millis,
                 })

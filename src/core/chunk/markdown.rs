@@ -356,12 +356,10 @@ impl Chunker for Markdown {
         let mut heading_only = false;
         for b in blocks(doc.text) {
             if let Kind::Heading { level, text } = &b.kind {
-                // A heading starts a new section: nothing before it shares a chunk with it, except
-                // the heading lines of enclosing sections that hold no text of their own, which
-                // open the first chunk of this one.
-                if !heading_only {
-                    flush(&mut pending, &heading, &mut out);
-                }
+                // A heading starts a new section: nothing before it shares a chunk with it (a
+                // parent heading with no text of its own stays a chunk of its own, so that every
+                // chunk carries the path of the section it starts in).
+                flush(&mut pending, &heading, &mut out);
                 while path.last().is_some_and(|(l, _)| l >= level) {
                     path.pop();
                 }
@@ -404,8 +402,8 @@ impl Chunker for Markdown {
                     }
                 }
             }
-            heading_only = matches!(b.kind, Kind::Heading { .. })
-                && pending.is_some_and(|(s, e)| e == b.end && (heading_only || s == b.start));
+            heading_only =
+                matches!(b.kind, Kind::Heading { .. }) && pending == Some((b.start, b.end));
         }
         flush(&mut pending, &heading, &mut out);
         out

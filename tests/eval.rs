@@ -142,3 +142,66 @@ fn examples_cases_match_an_independent_scan() {
         "examples",
     );
 }
+
+/// Embed small, return big: with the same chunks, indexes and rankings, a case found in chunk mode
+/// is found at the same rank or earlier when hits return their parent section (each parent holds
+/// its children, and a parent counts once at its best child).
+#[test]
+fn parent_mode_finds_every_answer_chunk_mode_finds_no_later() {
+    let corpus = Corpus::load(&common::repo().join("examples"), &CorpusRules::default()).unwrap();
+    let engine = Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap();
+    let cases =
+        Cases::from_tsv(&common::repo().join("examples/cases.tsv"), &engine.corpus).unwrap();
+    let embedder = Embedder::load(common::model()).unwrap();
+    let mut cache = EmbedCache::in_memory(384);
+    let mut reports = Vec::new();
+    for parents in [false, true] {
+        let mut settings = ChunkSettings::default();
+        Preset::Markdown.apply(&mut settings);
+        settings.size = 60;
+        settings.parents = parents;
+        let chunking = engine
+            .chunk_all(&settings, &AtomicBool::new(false))
+            .unwrap();
+        let owned = chunking.embed_texts(&engine);
+        let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
+        let (vectors, _) = embed_cached(&embedder, &mut cache, &texts, 128, |_, _| true).unwrap();
+        let index = SearchIndex::build(&engine, &chunking, Some(&vectors), 384).unwrap();
+        reports.push(
+            evaluate(
+                &engine,
+                &chunking,
+                &index,
+                &embedder,
+                &mut cache,
+                &cases,
+                128,
+                &[1, 5],
+                5,
+            )
+            .unwrap(),
+        );
+    }
+    let (small, big) = (&reports[0], &reports[1]);
+    let mut earlier = 0;
+    for (a, b) in small.results.iter().zip(&big.results) {
+        for (ra, rb) in [(a.bm25_rank, b.bm25_rank), (a.vector_rank, b.vector_rank)] {
+            if let Some(ra) = ra {
+                let rb = rb.expect("a parent holds its child's answer");
+                assert!(
+                    rb <= ra,
+                    "{}: parent rank {rb} > chunk rank {ra}",
+                    a.question
+                );
+                earlier += usize::from(rb < ra);
+            }
+        }
+    }
+    assert!(big.vector.at(1) >= small.vector.at(1));
+    assert!(earlier > 0, "parents should lift some answers");
+    eprintln!(
+        "vector recall@1 {:.2} -> {:.2} with parents ({earlier} ranks earlier)",
+        small.vector.at(1),
+        big.vector.at(1)
+    );
+}

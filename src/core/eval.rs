@@ -250,13 +250,38 @@ pub fn evaluate(
     ks: &[usize],
     k: usize,
 ) -> anyhow::Result<Report> {
-    // Normalised chunk texts by id, for "retrieved chunk contains the answer".
+    // Normalised texts of what a hit returns, by chunk id, for "the retrieved text contains the
+    // answer": the chunk, or in parent mode its parent section (and then each parent counts once
+    // in a ranking, at its best child).
+    let parents = chunking.settings.parents;
     let mut normed: Vec<String> = Vec::with_capacity(index.len());
+    let mut parent_of: Vec<Option<(usize, usize)>> = Vec::with_capacity(index.len());
     for id in 0..index.len() as u64 {
         let (fp, ci) = index.chunk_ref(id).expect("id in range");
         let f = &chunking.files[fp];
-        normed.push(norm(f.chunks[ci].text(&engine.corpus.docs[f.doc].text)));
+        let doc = &engine.corpus.docs[f.doc].text;
+        let c = &f.chunks[ci];
+        match c.parent.and_then(|p| f.parents.get(p).map(|x| (p, x))) {
+            Some((p, parent)) if parents => {
+                normed.push(norm(&doc[parent.start..parent.end]));
+                parent_of.push(Some((fp, p)));
+            }
+            _ => {
+                normed.push(norm(c.text(doc)));
+                parent_of.push(None);
+            }
+        }
     }
+    let dedup = |ranking: Vec<u64>| -> Vec<u64> {
+        if !parents {
+            return ranking;
+        }
+        let mut seen = std::collections::HashSet::new();
+        ranking
+            .into_iter()
+            .filter(|&id| parent_of[id as usize].is_none_or(|p| seen.insert(p)))
+            .collect()
+    };
     let questions: Vec<&str> = cases.cases.iter().map(|c| c.question.as_str()).collect();
     let (qvs, _) =
         embed_cached(embedder, cache, &questions, window, |_, _| true).unwrap_or_default();
@@ -269,10 +294,10 @@ pub fn evaluate(
     let mut results = Vec::with_capacity(cases.cases.len());
     for (i, case) in cases.cases.iter().enumerate() {
         let answer = norm(&case.answer);
-        let bm = index.bm25_ranking(&case.question)?;
+        let bm = dedup(index.bm25_ranking(&case.question)?);
         let bm25_rank = first_hit(&bm, &answer);
         let vector_rank = match qvs.get(i) {
-            Some(qv) if index.has_vectors() => first_hit(&index.vector_ranking(qv), &answer),
+            Some(qv) if index.has_vectors() => first_hit(&dedup(index.vector_ranking(qv)), &answer),
             _ => None,
         };
         let (bucket, holding, answer_token) = place(engine, chunking, case, window);

@@ -325,8 +325,20 @@ impl ChunkSettings {
         }
     }
 
-    /// One line naming the settings, e.g. "spring-ai 800 cl100k overlap 0".
+    /// One line naming the settings, e.g. "spring-ai 800 cl100k overlap 0", with the metadata
+    /// embedded and parent mode when they are on.
     pub fn label(&self) -> String {
+        let mut l = self.knobs_label();
+        if self.metadata.embeds_anything() {
+            l.push_str(&format!(" · metadata {}", self.metadata.label()));
+        }
+        if self.parents {
+            l.push_str(" · return parents");
+        }
+        l
+    }
+
+    fn knobs_label(&self) -> String {
         if self.strategy == Strategy::MaxMin {
             let p = &self.maxmin;
             let max = if self.size == 0 {

@@ -323,3 +323,82 @@ fn malformed_cases_are_listed_by_line() {
     assert!(stderr(&o).contains("no usable cases"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn structure_first_fields_and_flags() {
+    // Embedded heading, parent sections, cited file: every field reaches the JSONL.
+    let out = run(&[
+        "chunks",
+        &examples(),
+        "--preset",
+        "markdown",
+        "--embed-metadata",
+        "heading",
+        "--drop-metadata",
+        "index",
+        "--parents",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() > 50);
+    for v in &lines {
+        let heading = v["heading"].as_str();
+        let prefix = v["embedded_prefix"].as_str();
+        match heading {
+            Some(h) => {
+                assert_eq!(prefix, Some(format!("section: {h}\n\n").as_str()));
+                assert!(v["prefix_tokens"].as_u64().unwrap() > 0);
+            }
+            None => assert!(prefix.is_none()),
+        }
+        assert!(v["metadata"]["file"].is_string(), "file is cited");
+        assert!(v["metadata"].get("chunk").is_none(), "index is dropped");
+        let parent = v["parent"].as_str().expect("parent id");
+        assert!(parent.starts_with(&format!("{}#s", v["file"].as_str().unwrap())));
+        assert!(v["parent_start_byte"].as_u64() <= v["start_byte"].as_u64());
+        assert!(v["parent_end_byte"].as_u64() >= v["end_byte"].as_u64());
+    }
+    // Max-Min from the command line: thresholds and a maximum size.
+    let out = run(&[
+        "chunks",
+        &examples(),
+        "--preset",
+        "maxmin",
+        "--fixed-threshold",
+        "0.3",
+        "--size",
+        "80",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mm: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(mm.len() > 20);
+    assert!(mm.iter().all(|v| v["unit_len"].as_u64().unwrap() <= 80));
+    // A bad metadata use in workbench.toml names the file and the line.
+    let d = tmp("meta");
+    std::fs::write(d.join("a.md"), "# A\n\ntext\n").unwrap();
+    std::fs::write(
+        d.join("workbench.toml"),
+        "[metadata]\nfile = \"cite\"\nheading = \"sometimes\"\n",
+    )
+    .unwrap();
+    let config = d.join("workbench.toml");
+    let out = run(&[
+        "audit",
+        d.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("workbench.toml:3") && err.contains("sometimes"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -331,3 +331,35 @@ fn a_reload_never_pairs_old_chunks_with_new_text() {
     assert!(screen.contains("Short now."), "{screen}");
     assert_eq!(m.selected, 0, "the file stays selected by its path");
 }
+
+/// On a short terminal the help overlay scrolls (j/k) to reach every binding.
+#[test]
+fn help_scrolls_on_a_short_terminal() {
+    use chunkscope::app::{update, Msg};
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    let mut m = model(Theme::dark());
+    m.show_help = true;
+    let draw = |m: &Model| {
+        let mut t = Terminal::new(TestBackend::new(100, 24)).unwrap();
+        t.draw(|f| ui::draw(f, m)).unwrap();
+        t.backend().to_string()
+    };
+    let top = draw(&m);
+    assert!(top.contains("j/k scroll"), "{top}");
+    assert!(!top.contains("quit"), "the last binding is below the fold");
+    for _ in 0..40 {
+        update(
+            &mut m,
+            Msg::Key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE)),
+        );
+    }
+    assert!(m.show_help, "scroll keys keep help open");
+    let bottom = draw(&m);
+    assert!(bottom.contains("quit"), "{bottom}");
+    update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::NONE)),
+    );
+    assert!(!m.show_help, "any other key closes help");
+}

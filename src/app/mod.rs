@@ -198,6 +198,8 @@ pub struct Model {
     pub focus_chunk: usize,
     pub scroll: usize,
     pub show_help: bool,
+    /// Lines the help overlay is scrolled by (short terminals).
+    pub help_scroll: u16,
     pub theme: Theme,
     pub keymap: Keymap,
     /// Notes for the user (skipped files, config problems); the newest last.
@@ -253,6 +255,7 @@ impl Model {
             focus_chunk: 0,
             scroll: 0,
             show_help: false,
+            help_scroll: 0,
             theme,
             keymap,
             notes: Vec::new(),
@@ -412,9 +415,8 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
         Msg::Key(ev) if ev.kind != KeyEventKind::Release => match m.keymap.action_for(&ev) {
             Some(a) => act(m, a),
             None => {
-                if m.show_help && ev.code == ratatui::crossterm::event::KeyCode::Esc {
-                    m.show_help = false;
-                }
+                // Any key closes help, bound or not.
+                m.show_help = false;
                 Vec::new()
             }
         },
@@ -776,7 +778,12 @@ fn clamp_focus(m: &mut Model) {
 
 fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
     if m.show_help && !matches!(a, Action::Help | Action::Quit) {
-        m.show_help = false;
+        // Help scrolls when the terminal is too short for it; any other key closes it.
+        match a {
+            Action::ScrollDown | Action::NextFile => m.help_scroll += 1,
+            Action::ScrollUp | Action::PrevFile => m.help_scroll = m.help_scroll.saturating_sub(1),
+            _ => m.show_help = false,
+        }
         return Vec::new();
     }
     match a {
@@ -786,6 +793,7 @@ fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
         }
         Action::Help => {
             m.show_help = !m.show_help;
+            m.help_scroll = 0;
             Vec::new()
         }
         Action::NextFile | Action::PrevFile => {

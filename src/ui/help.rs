@@ -26,11 +26,19 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         t.dim,
     ));
     lines.push(Line::styled(
-        " Keys are remapped in workbench.toml [keys]. Any key closes help.",
+        " Keys are remapped in workbench.toml [keys]. Any other key closes help.",
         t.dim,
     ));
     let width = area.width.min(96);
     let height = (lines.len() as u16 + 2).min(area.height);
+    // Too short for all of it: scroll with the file and scroll keys.
+    let hidden = (lines.len() as u16 + 2).saturating_sub(height);
+    let scroll = m.help_scroll.min(hidden);
+    let title = if hidden > 0 {
+        format!(" help · {}/{} · j/k scroll ", scroll, hidden)
+    } else {
+        " help ".to_string()
+    };
     let rect = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + (area.height - height) / 2,
@@ -39,10 +47,10 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     };
     frame.render_widget(Clear, rect);
     frame.render_widget(
-        Paragraph::new(lines).block(
+        Paragraph::new(lines).scroll((scroll, 0)).block(
             Block::default()
                 .borders(Borders::ALL)
-                .title(Span::styled(" help ", t.title)),
+                .title(Span::styled(title, t.title)),
         ),
         rect,
     );

@@ -186,6 +186,9 @@ fn worker(
 struct Semantic {
     embedder: Option<Embedder>,
     store: Option<SentenceStore>,
+    /// (engine, unit, size) whose sentences all have vectors: a threshold turn on the same
+    /// corpus and sizes skips the search for missing sentences.
+    complete: Option<(Arc<Engine>, crate::core::tokenize::Unit, usize)>,
 }
 
 impl Semantic {
@@ -193,7 +196,7 @@ impl Semantic {
     /// when cancelled by a newer job (what was embedded is kept).
     fn ready(
         &mut self,
-        engine: &Engine,
+        engine: &Arc<Engine>,
         settings: &ChunkSettings,
         generation: u64,
         cancel: &AtomicBool,
@@ -208,6 +211,11 @@ impl Semantic {
         let (Some(embedder), Some(store)) = (self.embedder.as_ref(), self.store.as_mut()) else {
             return Err("maxmin: no embedder".into());
         };
+        if self.complete.as_ref().is_some_and(|(e, unit, size)| {
+            Arc::ptr_eq(e, engine) && *unit == settings.unit && *size == settings.size
+        }) {
+            return Ok(self.store.as_ref());
+        }
         let missing = store.missing(engine, settings);
         if !missing.is_empty() {
             let started = Instant::now();
@@ -229,6 +237,7 @@ impl Semantic {
                 return Ok(None);
             }
         }
+        self.complete = Some((Arc::clone(engine), settings.unit, settings.size));
         Ok(self.store.as_ref())
     }
 }

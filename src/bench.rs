@@ -496,6 +496,63 @@ pub fn live(info: &ModelInfo, megabytes: usize, saves: usize, out: &mut dyn Writ
     Ok(())
 }
 
+/// `chunkscope bench maxmin`: on a generated corpus, embed every sentence once (timed), then time
+/// threshold turns, which re-chunk from the stored sentence vectors.
+pub fn maxmin(
+    info: &ModelInfo,
+    megabytes: usize,
+    presses: usize,
+    out: &mut dyn Write,
+) -> Result<()> {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    use crate::core::chunk::{ChunkSettings, Preset};
+    use crate::core::engine::Engine;
+    use crate::core::sentences::SentenceStore;
+    use crate::core::tokenize::EmbedTokenizer;
+
+    let dir = std::env::temp_dir().join(format!("chunkscope-maxmin-{}", std::process::id()));
+    let (n, written) = generate_corpus(&dir, megabytes)?;
+    let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
+    let engine = Engine::new(
+        info.clone(),
+        tok,
+        Corpus::load(&dir, &CorpusRules::default())?,
+    )?;
+    let embedder = Embedder::load(info)?;
+    let mut store = SentenceStore::open(&engine, embedder.dim(), false);
+    let mut settings = ChunkSettings::default();
+    Preset::MaxMin.apply(&mut settings);
+    let t = Instant::now();
+    let missing = store.missing(&engine, &settings);
+    let found = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    store.fill(&embedder, &missing, 64, |_, _| true);
+    writeln!(
+        out,
+        "corpus: {n} files, {:.1} MB; {} distinct sentences found in {:.2} s, embedded once in {:.1} s",
+        written as f64 / 1e6,
+        missing.len(),
+        found,
+        t.elapsed().as_secs_f64()
+    )?;
+    let never = AtomicBool::new(false);
+    let mut ms = Vec::new();
+    for i in 0..presses {
+        settings.maxmin.fixed_threshold = if i % 2 == 0 { 0.55 } else { 0.6 };
+        let t = Instant::now();
+        let c = engine
+            .chunk_all_with(&settings, Some(&store), &never)
+            .context("cancelled")?;
+        let _ = c.stats(128, engine.specials());
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    report(out, "threshold turn -> chunks + stats", ms)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 /// Run a reference script with `req` as JSON on stdin and parse its JSON output.
 fn python_json(
     py: &str,

@@ -204,6 +204,19 @@ enum BenchWhat {
         #[arg(long)]
         model: Option<String>,
     },
+    /// Max-Min: every sentence of a generated corpus embedded once, then threshold turns timed
+    /// (re-chunking from the stored sentence vectors).
+    Maxmin {
+        /// Size of the generated corpus in MB.
+        #[arg(long, default_value_t = 1)]
+        megabytes: usize,
+        /// Threshold turns to time.
+        #[arg(long, default_value_t = 10)]
+        presses: usize,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// Embedding speed, ours and (with --reference) sentence-transformers' on the same texts.
     Embed {
         /// Corpus whose paragraphs are embedded.
@@ -548,6 +561,19 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
             what: BenchWhat::Search { sizes },
         }) => {
             chunkscope::bench::search(&sizes, &mut io::stdout().lock())
+                .map_err(|e| format!("{e:#}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            what:
+                BenchWhat::Maxmin {
+                    megabytes,
+                    presses,
+                    model: m,
+                },
+        }) => {
+            let info = locate_model(m)?;
+            chunkscope::bench::maxmin(&info, megabytes, presses, &mut io::stdout().lock())
                 .map_err(|e| format!("{e:#}"))?;
             Ok(ExitCode::SUCCESS)
         }

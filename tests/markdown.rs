@@ -154,3 +154,25 @@ fn markdown_chunks_fit_the_window_they_are_sized_for() {
         }
     }
 }
+
+/// Found by the property test: a heading opens its table's first row group but cannot take a row;
+/// the header row's bytes must still belong to the next group, so no byte is left out.
+#[test]
+fn a_heading_that_cannot_share_keeps_the_table_header_covered() {
+    let md = "# aea\n\n| a | b |\n|---|---|\n| aab | a |\n\n";
+    let s = ChunkSettings {
+        strategy: chunkscope::core::chunk::Strategy::Markdown,
+        unit: chunkscope::core::tokenize::Unit::Chars,
+        size: 6,
+        overlap: 0,
+        ..ChunkSettings::default()
+    };
+    let chunks = chunk_text(md, &s);
+    let header = md.find('|').unwrap();
+    assert!(
+        chunks
+            .iter()
+            .any(|(c, _)| c.start <= header && header < c.end),
+        "{chunks:?}"
+    );
+}

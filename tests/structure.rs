@@ -148,10 +148,19 @@ fn parents_hold_their_children() {
                 let p = &f.parents[ch.parent.expect("every chunk has a parent")];
                 assert!(p.start <= ch.chunk.start && ch.chunk.end <= p.end);
                 assert!(p.id(&doc.path).starts_with(&format!("{}#s", doc.path)));
-                if strategy == Strategy::Markdown {
+                if strategy == Strategy::Markdown && doc.path.ends_with(".md") {
                     // Markdown chunks never cross a heading: one section each, same heading.
                     assert_eq!(p.sections.0, p.sections.1);
                     assert_eq!(p.heading, ch.chunk.heading);
+                }
+                if doc.path.ends_with(".md") {
+                    // Every strategy's chunk carries the path of the section it starts in.
+                    assert_eq!(
+                        ch.chunk.heading,
+                        engine.sections(f.doc)[p.sections.0].heading,
+                        "{strategy} {}",
+                        doc.path
+                    );
                 }
                 bigger += usize::from(p.end - p.start > ch.chunk.end - ch.chunk.start);
             }

@@ -52,3 +52,64 @@ fn workbench_in_tmux() {
     );
     let _ = common::tmux(&["kill-session", "-t", &session]);
 }
+
+/// Structure first in a real terminal: the maxmin preset from the command line, a threshold turn
+/// that re-chunks with no sentence embedding on screen, the embedded heading shown above each
+/// chunk, and parent mode.
+#[test]
+fn maxmin_metadata_and_parents_in_tmux() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "tmux is required in CI");
+        return;
+    }
+    common::model();
+    let session = format!("chunkscope-e2e-mm-{}", std::process::id());
+    let examples = common::repo().join("examples");
+    let cmd = format!(
+        "HF_HUB_OFFLINE=1 {} {} --preset maxmin; echo EXITED-$?; sleep 60",
+        env!("CARGO_BIN_EXE_chunkscope"),
+        examples.display()
+    );
+    common::start_tmux(&session, 150, 40, &cmd);
+    // The first maxmin chunking may embed sentences (once per machine); wait for the chunks.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    loop {
+        let s = common::tmux(&["capture-pane", "-p", "-t", &session]);
+        if s.contains("maxmin max 120 embed floor 0.60") && s.contains("chunked in") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no maxmin chunks:\n{s}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    common::tmux(&["send-keys", "-t", &session, "{"]);
+    let mut seen_embedding = false;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let s = common::tmux(&["capture-pane", "-p", "-t", &session]);
+        seen_embedding |= s.contains("embedding sentences");
+        if s.contains("floor 0.55") && s.contains("chunked in") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "threshold turn:\n{s}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!seen_embedding, "a threshold turn must not embed sentences");
+    common::tmux(&["send-keys", "-t", &session, "m"]);
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("+ section: ") && s.contains("tokens of the window"),
+        "the embedded heading above the chunk",
+    );
+    common::tmux(&["send-keys", "-t", &session, "b"]);
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("a hit returns its parent"),
+        "parent mode",
+    );
+    common::tmux(&["send-keys", "-t", &session, "q"]);
+    common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
+    let _ = common::tmux(&["kill-session", "-t", &session]);
+}

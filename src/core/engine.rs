@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::chunk::{sections, ChunkSettings, DocView, SentenceVectors};
+use super::chunk::{sections, ChunkSettings, DocView, Section, SentenceVectors};
 use super::corpus::Corpus;
 use super::measure::MeasuredChunk;
 use super::model::ModelInfo;
@@ -79,6 +79,9 @@ pub struct Engine {
     /// One per document, computed once at load and shared with later loads while the file is
     /// unchanged.
     pub tokens: Vec<Arc<DocTokens>>,
+    /// Heading sections per document, parsed on first use and shared with later loads while the
+    /// file is unchanged.
+    sections: Vec<Arc<std::sync::OnceLock<Arc<Vec<Section>>>>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -104,36 +107,45 @@ impl Engine {
         tok: Arc<EmbedTokenizer>,
         mut corpus: Corpus,
     ) -> Result<(Engine, usize)> {
-        let known: std::collections::HashMap<&str, (&str, &Arc<DocTokens>)> = prev
+        // A document keeps the tokens (and cached sections) of the previous one with its path and
+        // text, or, renamed or moved, of one with its text.
+        let known: std::collections::HashMap<&str, (&str, usize)> = prev
             .map(|p| {
                 p.corpus
                     .docs
                     .iter()
-                    .zip(&p.tokens)
-                    .map(|(d, t)| (d.path.as_str(), (d.text.as_str(), t)))
+                    .enumerate()
+                    .map(|(i, d)| (d.path.as_str(), (d.text.as_str(), i)))
                     .collect()
             })
             .unwrap_or_default();
-        // A renamed or moved file keeps its tokens too: same text, new path.
-        let by_text: std::collections::HashMap<&str, &Arc<DocTokens>> = prev
+        let by_text: std::collections::HashMap<&str, usize> = prev
             .map(|p| {
                 p.corpus
                     .docs
                     .iter()
-                    .zip(&p.tokens)
-                    .map(|(d, t)| (d.text.as_str(), t))
+                    .enumerate()
+                    .map(|(i, d)| (d.text.as_str(), i))
                     .collect()
             })
             .unwrap_or_default();
-        let jobs: Vec<(&str, Option<Arc<DocTokens>>)> = corpus
+        let from_prev: Vec<Option<usize>> = corpus
             .docs
             .iter()
             .map(|d| {
-                let reuse = known
+                known
                     .get(d.path.as_str())
                     .filter(|(text, _)| *text == d.text)
-                    .map(|(_, t)| Arc::clone(t))
-                    .or_else(|| by_text.get(d.text.as_str()).map(|t| Arc::clone(t)));
+                    .map(|(_, i)| *i)
+                    .or_else(|| by_text.get(d.text.as_str()).copied())
+            })
+            .collect();
+        let jobs: Vec<(&str, Option<Arc<DocTokens>>)> = corpus
+            .docs
+            .iter()
+            .zip(&from_prev)
+            .map(|(d, i)| {
+                let reuse = i.and_then(|i| prev.map(|p| Arc::clone(&p.tokens[i])));
                 (d.text.as_str(), reuse)
             })
             .collect();
@@ -143,10 +155,18 @@ impl Engine {
             None => DocTokens::new(t, &tok).map(Arc::new),
         });
         let mut tokens = Vec::with_capacity(results.len());
+        let mut sections = Vec::with_capacity(results.len());
         let mut failed = Vec::new();
         for (i, r) in results.into_iter().enumerate() {
             match r {
-                Ok(t) => tokens.push(t),
+                Ok(t) => {
+                    tokens.push(t);
+                    // Sections depend on the text alone: keep them with the tokens.
+                    let cached = from_prev[i]
+                        .and_then(|j| prev.map(|p| Arc::clone(&p.sections[j])))
+                        .unwrap_or_default();
+                    sections.push(cached);
+                }
                 Err(e) => failed.push((i, e)),
             }
         }
@@ -163,9 +183,35 @@ impl Engine {
                 tok,
                 corpus,
                 tokens,
+                sections,
             },
             tokenized,
         ))
+    }
+
+    /// The heading sections of a document, parsed once and kept: Markdown files (.md, .markdown,
+    /// .mdx) by their headings; any other file is one section without a heading.
+    pub fn sections(&self, doc: usize) -> Arc<Vec<Section>> {
+        Arc::clone(self.sections[doc].get_or_init(|| {
+            let d = &self.corpus.docs[doc];
+            let markdown = std::path::Path::new(&d.path)
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| {
+                    ["md", "markdown", "mdx"]
+                        .iter()
+                        .any(|m| e.eq_ignore_ascii_case(m))
+                });
+            Arc::new(if markdown {
+                sections(&d.text)
+            } else {
+                vec![Section {
+                    start: 0,
+                    end: d.text.len(),
+                    heading: None,
+                }]
+            })
+        }))
     }
 
     pub fn specials(&self) -> usize {
@@ -203,33 +249,35 @@ impl Engine {
         let mut raw = settings.chunker_with(vectors).chunk(&view);
         let mut parents: Vec<Parent> = Vec::new();
         let mut parent_of: Vec<Option<usize>> = vec![None; raw.len()];
-        if settings.parents {
-            let secs = sections(view.text);
-            for (c, slot) in raw.iter_mut().zip(parent_of.iter_mut()) {
-                let a = secs
-                    .partition_point(|s| s.end <= c.start)
-                    .min(secs.len() - 1);
-                let b = secs
-                    .partition_point(|s| s.start < c.end)
-                    .saturating_sub(1)
-                    .max(a);
-                if c.heading.is_none() {
-                    c.heading = secs[a].heading.clone();
-                }
-                let p = match parents.iter().position(|p| p.sections == (a, b)) {
-                    Some(p) => p,
-                    None => {
-                        parents.push(Parent {
-                            start: secs[a].start.min(c.start),
-                            end: secs[b].end.max(c.end),
-                            heading: secs[a].heading.clone(),
-                            sections: (a, b),
-                        });
-                        parents.len() - 1
-                    }
-                };
-                *slot = Some(p);
+        let secs = self.sections(doc);
+        for (c, slot) in raw.iter_mut().zip(parent_of.iter_mut()) {
+            let a = secs
+                .partition_point(|s| s.end <= c.start)
+                .min(secs.len() - 1);
+            // Every strategy's chunk carries the heading path of the section it starts in.
+            if c.heading.is_none() {
+                c.heading = secs[a].heading.clone();
             }
+            if !settings.parents {
+                continue;
+            }
+            let b = secs
+                .partition_point(|s| s.start < c.end)
+                .saturating_sub(1)
+                .max(a);
+            let p = match parents.iter().position(|p| p.sections == (a, b)) {
+                Some(p) => p,
+                None => {
+                    parents.push(Parent {
+                        start: secs[a].start.min(c.start),
+                        end: secs[b].end.max(c.end),
+                        heading: secs[a].heading.clone(),
+                        sections: (a, b),
+                    });
+                    parents.len() - 1
+                }
+            };
+            *slot = Some(p);
         }
         let chunks = raw
             .into_iter()

@@ -168,9 +168,9 @@ impl Markdown {
     }
 
     /// Cut a block that does not fit and open its first piece with the heading line at
-    /// `heading_start` (the heading's own range ends where the block starts), so the heading never
-    /// stands alone. If the first piece leaves no room for the heading, that piece is cut again
-    /// at the size less the heading's length.
+    /// `heading_start` (the heading's own range ends where the block starts), so the heading does
+    /// not stand alone. If the first piece leaves no room for the heading, the block is cut at the
+    /// size less the heading's length (when that is at least half the size).
     fn split_after_heading(
         &self,
         doc: &DocView,
@@ -181,33 +181,34 @@ impl Markdown {
     ) {
         let mut pieces = Vec::new();
         self.split_block(doc, b, heading, &mut pieces);
-        if let Some(first) = pieces.first().cloned() {
-            if !self.fits(doc, heading_start, first.end) {
-                let room = self
-                    .size
-                    .saturating_sub(doc.count(self.unit, heading_start, b.start))
-                    .max(1);
-                let narrower = Markdown {
-                    unit: self.unit,
-                    size: room,
-                    overlap: self.overlap.min(room.saturating_sub(1)),
-                };
-                let part = Block {
-                    start: first.start,
-                    end: first.end,
-                    kind: if matches!(b.kind, Kind::Code) {
-                        Kind::Code
-                    } else {
-                        Kind::Text
-                    },
-                };
-                let mut again = Vec::new();
-                narrower.split_block(doc, &part, heading, &mut again);
-                pieces.splice(0..1, again);
-            }
+        let heading_len = doc.count(self.unit, heading_start, b.start);
+        let crowded = pieces
+            .first()
+            .is_some_and(|first| !self.fits(doc, heading_start, first.end));
+        // Cut the whole block again, smaller, so the heading fits beside the first piece; only
+        // while that leaves at least half the size (else the heading stands alone).
+        if crowded && heading_len * 2 <= self.size {
+            let room = self.size - heading_len;
+            let narrower = Markdown {
+                unit: self.unit,
+                size: room,
+                overlap: self.overlap.min(room.saturating_sub(1)),
+            };
+            pieces.clear();
+            narrower.split_block(doc, b, heading, &mut pieces);
         }
-        if let Some(first) = pieces.first_mut() {
-            first.start = heading_start;
+        match pieces.first_mut() {
+            Some(first) if self.fits(doc, heading_start, first.end) => first.start = heading_start,
+            // No room beside the heading (a heading as long as the size): it stands alone.
+            _ => {
+                let (s, e) = strip_range(doc.text, heading_start, b.start, is_python_space);
+                if e > s {
+                    out.push(Chunk {
+                        heading: heading.clone(),
+                        ..Chunk::slice(s, e)
+                    });
+                }
+            }
         }
         out.extend(pieces);
     }
@@ -241,6 +242,8 @@ impl Markdown {
             let (hs, he) = strip_range(doc.text, h, table_start, is_python_space);
             (hs, table_start, doc.text[hs..he].to_string())
         });
+        // The header row's bytes belong to the first group that holds a row.
+        let mut header_owned = false;
         for (s, e, cells) in rows {
             let line = render(cells);
             if let Some((gs, ge, text)) = group.as_mut() {
@@ -248,6 +251,7 @@ impl Markdown {
                 if count(self.unit, &joined, doc.tok) <= self.size {
                     *ge = *e;
                     *text = joined;
+                    header_owned = true;
                     continue;
                 }
                 out.push(Chunk {
@@ -257,11 +261,12 @@ impl Markdown {
                     heading: heading.clone(),
                 });
             }
-            let start = if group.is_none() && out_len_before(out, table_start) {
+            let start = if !header_owned && out_len_before(out, table_start) {
                 table_start
             } else {
                 *s
             };
+            header_owned = true;
             group = Some((start, *e, line));
         }
         if let Some((s, e, text)) = group {

@@ -429,6 +429,16 @@ pub fn query(
                 if h.in_tail { "TAIL" } else { "window" },
                 if h.only_here { "  only here" } else { "" }
             )?;
+            if let Some(hd) = &h.heading {
+                writeln!(out, "       § {hd}")?;
+            }
+            if let Some(p) = &h.parent {
+                writeln!(
+                    out,
+                    "       ↳ parent {} · {} cl100k tokens · {} chars",
+                    p.id, p.cl100k_tokens, p.chars
+                )?;
+            }
         }
     }
     Ok(())

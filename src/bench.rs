@@ -549,6 +549,17 @@ pub fn maxmin(
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     report(out, "threshold turn -> chunks + stats", ms)?;
+    let mut seg = Vec::new();
+    for _ in 0..presses.min(5) {
+        let t = Instant::now();
+        let ids: Vec<usize> = (0..engine.corpus.docs.len()).collect();
+        let _ = crate::core::engine::parallel_map(&ids, |&d| {
+            crate::core::chunk::maxmin::sentences(&engine.view(d), settings.unit, settings.size)
+                .len()
+        });
+        seg.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    report(out, "segmentation alone (done once)", seg)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::chunk::{sections, ChunkSettings, DocView, Section, SentenceVectors};
+use super::chunk::{sections, ChunkSettings, Chunker, DocView, Section, SentenceVectors};
 use super::corpus::Corpus;
 use super::measure::MeasuredChunk;
 use super::model::ModelInfo;
 use super::stats::Stats;
-use super::tokenize::{DocTokens, EmbedTokenizer};
+use super::tokenize::{DocTokens, EmbedTokenizer, Unit};
 
 /// Chunks of one document.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,9 +79,20 @@ pub struct Engine {
     /// One per document, computed once at load and shared with later loads while the file is
     /// unchanged.
     pub tokens: Vec<Arc<DocTokens>>,
-    /// Heading sections per document, parsed on first use and shared with later loads while the
-    /// file is unchanged.
-    sections: Vec<Arc<std::sync::OnceLock<Arc<Vec<Section>>>>>,
+    /// What is derived from each document's text alone (heading sections, sentence spans),
+    /// computed on first use and shared with later loads while the file is unchanged.
+    derived: Vec<Arc<Derived>>,
+}
+
+/// Sentence spans (byte ranges) of one document.
+pub type Spans = Arc<Vec<(usize, usize)>>;
+
+/// Per-document results that depend on its text alone.
+#[derive(Default)]
+struct Derived {
+    sections: std::sync::OnceLock<Arc<Vec<Section>>>,
+    /// Max-Min's sentence spans for the last (unit, maximum size) asked.
+    sentences: std::sync::Mutex<Option<(Unit, usize, Spans)>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -155,7 +166,7 @@ impl Engine {
             None => DocTokens::new(t, &tok).map(Arc::new),
         });
         let mut tokens = Vec::with_capacity(results.len());
-        let mut sections = Vec::with_capacity(results.len());
+        let mut derived = Vec::with_capacity(results.len());
         let mut failed = Vec::new();
         for (i, r) in results.into_iter().enumerate() {
             match r {
@@ -163,9 +174,9 @@ impl Engine {
                     tokens.push(t);
                     // Sections depend on the text alone: keep them with the tokens.
                     let cached = from_prev[i]
-                        .and_then(|j| prev.map(|p| Arc::clone(&p.sections[j])))
+                        .and_then(|j| prev.map(|p| Arc::clone(&p.derived[j])))
                         .unwrap_or_default();
-                    sections.push(cached);
+                    derived.push(cached);
                 }
                 Err(e) => failed.push((i, e)),
             }
@@ -183,7 +194,7 @@ impl Engine {
                 tok,
                 corpus,
                 tokens,
-                sections,
+                derived,
             },
             tokenized,
         ))
@@ -192,7 +203,7 @@ impl Engine {
     /// The heading sections of a document, parsed once and kept: Markdown files (.md, .markdown,
     /// .mdx) by their headings; any other file is one section without a heading.
     pub fn sections(&self, doc: usize) -> Arc<Vec<Section>> {
-        Arc::clone(self.sections[doc].get_or_init(|| {
+        Arc::clone(self.derived[doc].sections.get_or_init(|| {
             let d = &self.corpus.docs[doc];
             let markdown = std::path::Path::new(&d.path)
                 .extension()
@@ -226,6 +237,23 @@ impl Engine {
         }
     }
 
+    /// Max-Min's sentence spans of a document for `unit` and maximum size `max` (0 = none),
+    /// kept until other values are asked, so threshold turns do not segment again.
+    pub fn sentence_spans(&self, doc: usize, unit: Unit, max: usize) -> Spans {
+        let mut slot = self.derived[doc]
+            .sentences
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((u, m, spans)) = slot.as_ref() {
+            if *u == unit && *m == max {
+                return Arc::clone(spans);
+            }
+        }
+        let spans = Arc::new(super::chunk::maxmin::sentences(&self.view(doc), unit, max));
+        *slot = Some((unit, max, Arc::clone(&spans)));
+        spans
+    }
+
     /// Chunk and measure one document.
     pub fn chunk_doc(&self, doc: usize, settings: &ChunkSettings) -> FileChunks {
         self.chunk_doc_with(doc, settings, None)
@@ -246,7 +274,18 @@ impl Engine {
             Vec::new()
         };
         let path = self.corpus.docs[doc].path.as_str();
-        let mut raw = settings.chunker_with(vectors).chunk(&view);
+        let mut raw = if settings.strategy == super::chunk::Strategy::MaxMin {
+            super::chunk::MaxMin {
+                unit: settings.unit,
+                max: settings.size,
+                params: settings.maxmin,
+                vectors,
+                spans: Some(self.sentence_spans(doc, settings.unit, settings.size)),
+            }
+            .chunk(&view)
+        } else {
+            settings.chunker_with(vectors).chunk(&view)
+        };
         let mut parents: Vec<Parent> = Vec::new();
         let mut parent_of: Vec<Option<usize>> = vec![None; raw.len()];
         let secs = self.sections(doc);

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::chunk::maxmin::{sentence_text, sentences};
+use super::chunk::maxmin::sentence_text;
 use super::chunk::{ChunkSettings, SentenceVectors};
 use super::embed::cache::{default_path, key};
 use super::embed::{EmbedCache, Embedder};
@@ -48,10 +48,11 @@ impl SentenceStore {
     pub fn sentences_of(engine: &Engine, settings: &ChunkSettings) -> Vec<String> {
         let ids: Vec<usize> = (0..engine.corpus.docs.len()).collect();
         let per_doc = parallel_map(&ids, |&d| {
-            let view = engine.view(d);
-            sentences(&view, settings.unit, settings.size)
-                .into_iter()
-                .map(|s| sentence_text(view.text, s).to_string())
+            let text = engine.corpus.docs[d].text.as_str();
+            engine
+                .sentence_spans(d, settings.unit, settings.size)
+                .iter()
+                .map(|&s| sentence_text(text, s).to_string())
                 .collect::<Vec<_>>()
         });
         let mut seen = HashSet::new();

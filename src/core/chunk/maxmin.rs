@@ -199,11 +199,16 @@ pub struct MaxMin<'a> {
     pub max: usize,
     pub params: MaxMinParams,
     pub vectors: Option<&'a dyn SentenceVectors>,
+    /// The document's sentence spans when already known (`sentences` of the same unit and max).
+    pub spans: Option<std::sync::Arc<Vec<(usize, usize)>>>,
 }
 
 impl Chunker for MaxMin<'_> {
     fn chunk(&self, doc: &DocView) -> Vec<Chunk> {
-        let spans = sentences(doc, self.unit, self.max);
+        let spans = match &self.spans {
+            Some(s) => std::sync::Arc::clone(s),
+            None => std::sync::Arc::new(sentences(doc, self.unit, self.max)),
+        };
         let vectors: Vec<Option<&[f32]>> = spans
             .iter()
             .map(|&s| {

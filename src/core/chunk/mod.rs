@@ -293,6 +293,7 @@ impl ChunkSettings {
                 max: self.size,
                 params: self.maxmin,
                 vectors,
+                spans: None,
             }),
             Strategy::Fixed => Box::new(Fixed {
                 unit: self.unit,

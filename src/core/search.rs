@@ -474,39 +474,12 @@ impl SearchIndex {
     }
 }
 
-/// Byte ranges of the sentences of `text`: cut after . ! ? (and CJK full stops) followed by
-/// whitespace, and at blank lines.
+/// Byte ranges of the sentences of `text` (Unicode UAX #29 boundaries, as Max-Min uses; a line
+/// break inside a wrapped paragraph does not end a sentence), without surrounding whitespace.
 pub fn sentences(text: &str) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut prev: Option<char> = None;
-    for (i, c) in text.char_indices() {
-        let cut = match prev {
-            Some('.' | '!' | '?') => c.is_whitespace(),
-            Some('。' | '！' | '？') => true,
-            Some('\n') => c == '\n',
-            _ => false,
-        };
-        if cut && i > start {
-            out.push((start, i));
-            start = i;
-        }
-        prev = Some(c);
-    }
-    if start < text.len() {
-        out.push((start, text.len()));
-    }
-    out.into_iter()
-        .filter_map(|(a, b)| {
-            let s = &text[a..b];
-            let lead = s.len() - s.trim_start().len();
-            let t = s.trim();
-            (!t.is_empty()).then_some((a + lead, a + lead + t.len()))
-        })
-        .collect()
+    crate::core::chunk::maxmin::trimmed_sentences(text)
 }
 
-/// Start byte of the sentence of `text` closest to the query vector.
 fn best_sentence(
     embedder: &Embedder,
     cache: &mut EmbedCache,

@@ -87,6 +87,18 @@ pub fn sentences(doc: &DocView, unit: Unit, max: usize) -> Vec<(usize, usize)> {
     out
 }
 
+/// Sentences of `text` as byte ranges without surrounding whitespace (empty ones left out).
+pub fn trimmed_sentences(text: &str) -> Vec<(usize, usize)> {
+    soften(text)
+        .split_sentence_bound_indices()
+        .filter_map(|(i, s)| {
+            let lead = s.len() - s.trim_start().len();
+            let t = s.trim();
+            (!t.is_empty()).then_some((i + lead, i + lead + t.len()))
+        })
+        .collect()
+}
+
 /// `text` with soft line breaks (a newline inside a paragraph, as hard-wrapped prose has) turned
 /// into spaces, byte for byte, so the segmenter does not end a sentence at every wrapped line. A
 /// newline stays when either line is blank, a heading, a list item, a quote, a table row or a code

@@ -129,7 +129,7 @@ pub fn render_chunk<'a>(
     if let Some(tl) = tail {
         head.push_str(&format!(
             " · tail from token {} ({} never embedded) ",
-            tl.first_token + m.specials / 2,
+            ch.input_position(tl.first_token, m.specials),
             thousands(tl.tokens)
         ));
     } else {

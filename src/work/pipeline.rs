@@ -137,7 +137,7 @@ fn worker(
             }
         }
         if let (Job::Chunk { settings, .. }, Some(e)) = (&job, &engine) {
-            let started = Instant::now();
+            let mut started = Instant::now();
             let prev = last.as_ref().map(|(le, lc)| (le.as_ref(), lc.as_ref()));
             let result = match settings.validate() {
                 Err(m) => Some(Err(m)),
@@ -145,9 +145,13 @@ fn worker(
                     match semantic.ready(e, settings, generation, &flag, &out) {
                         Err(m) => Some(Err(m)),
                         Ok(None) => None,
-                        Ok(Some(store)) => e
-                            .chunk_all_reusing(settings, Some(store), prev, &flag)
-                            .map(Ok),
+                        Ok(Some(store)) => {
+                            // The chunking time shown excludes a first embedding of sentences
+                            // (which has its own progress).
+                            started = Instant::now();
+                            e.chunk_all_reusing(settings, Some(store), prev, &flag)
+                                .map(Ok)
+                        }
                     }
                 }
                 Ok(()) => e.chunk_all_reusing(settings, None, prev, &flag).map(Ok),

@@ -254,6 +254,16 @@ impl Engine {
         spans
     }
 
+    /// How many Max-Min sentences the document has for `unit` and `max`, if already segmented
+    /// (never segments: safe to ask from a view).
+    pub fn cached_sentence_count(&self, doc: usize, unit: Unit, max: usize) -> Option<usize> {
+        let slot = self.derived.get(doc)?.sentences.try_lock().ok()?;
+        match slot.as_ref() {
+            Some((u, m, spans)) if *u == unit && *m == max => Some(spans.len()),
+            _ => None,
+        }
+    }
+
     /// Chunk and measure one document.
     pub fn chunk_doc(&self, doc: usize, settings: &ChunkSettings) -> FileChunks {
         self.chunk_doc_with(doc, settings, None)

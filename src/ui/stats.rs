@@ -51,6 +51,24 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             ),
         ]),
     ];
+    // Max-Min: how many sentences the chunks group (1.0 per chunk: every sentence stands alone,
+    // the floor is too high for this model's similarities).
+    if c.settings.strategy == crate::core::chunk::Strategy::MaxMin {
+        if let Some(engine) = &m.engine {
+            let counts: Option<usize> = c
+                .files
+                .iter()
+                .map(|f| engine.cached_sentence_count(f.doc, c.settings.unit, c.settings.size))
+                .sum();
+            if let Some(n) = counts {
+                lines.push(Line::raw(format!(
+                    "sentences {}  {:.1} per chunk",
+                    thousands(n),
+                    n as f64 / s.chunks.max(1) as f64
+                )));
+            }
+        }
+    }
     let bins = area.width.saturating_sub(2).max(1) as usize;
     let lens: Vec<usize> = c
         .files

@@ -363,3 +363,26 @@ fn help_scrolls_on_a_short_terminal() {
     );
     assert!(!m.show_help, "any other key closes help");
 }
+
+/// With maxmin the stats pane says how many sentences the chunks group; without sentence vectors
+/// every sentence stands alone: 1.0 per chunk.
+#[test]
+fn maxmin_stats_show_sentences_per_chunk() {
+    use chunkscope::core::chunk::Preset;
+
+    let mut m = model(Theme::mono());
+    let engine = m.engine.clone().unwrap();
+    let mut settings = ChunkSettings::default();
+    Preset::MaxMin.apply(&mut settings);
+    let chunking = engine
+        .chunk_all(&settings, &AtomicBool::new(false))
+        .unwrap();
+    let n: usize = chunking.files.iter().map(|f| f.chunks.len()).sum();
+    m.settings = settings;
+    m.chunking = Some(Arc::new(chunking));
+    let screen = render(&m).backend().to_string();
+    assert!(
+        screen.contains(&format!("sentences {n}  1.0 per chunk")),
+        "{screen}"
+    );
+}

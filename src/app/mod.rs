@@ -185,9 +185,6 @@ pub struct Model {
     pub window_spec: WindowSpec,
     /// The engine of the chunking on screen.
     pub engine: Option<Arc<Engine>>,
-    /// The latest loaded engine, which new chunkings are made from (newer than `engine` while a
-    /// reload's chunking is under way).
-    pub loaded: Option<Arc<Engine>>,
     /// The latest finished chunking (may be older than `settings` while a job runs).
     pub chunking: Option<Arc<Chunking>>,
     /// Generation of the latest request; results of older ones are dropped.
@@ -247,7 +244,6 @@ impl Model {
             settings,
             window_spec,
             engine: None,
-            loaded: None,
             chunking: None,
             generation: 0,
             loading: true,
@@ -333,7 +329,8 @@ impl Model {
     }
 
     fn rechunk(&mut self) -> Vec<Cmd> {
-        if self.loaded.is_none() && self.engine.is_none() {
+        // The pipeline chunks its own latest engine; `engine` is set from the first load on.
+        if self.engine.is_none() {
             return Vec::new();
         }
         self.generation += 1;
@@ -458,9 +455,8 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
                     // The screen keeps the engine its chunking was made from until the new
                     // chunking arrives: chunk ranges are only valid against their own texts.
                     if m.chunking.is_none() {
-                        adopt_engine(m, Arc::clone(&engine));
+                        adopt_engine(m, engine);
                     }
-                    m.loaded = Some(engine);
                     m.rechunk()
                 }
                 Err(e) => {

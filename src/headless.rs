@@ -106,25 +106,22 @@ pub fn chunk(engine: &Engine, config: &Config, say: &mut dyn FnMut(&str)) -> Res
     // Max-Min reads sentence vectors: embed the sentences the cache lacks, once.
     let embedder = Embedder::load(&engine.model).context("maxmin needs the embedding model")?;
     let mut store = SentenceStore::open(engine, embedder.dim(), true);
-    let missing = store.missing(engine, settings);
-    if missing.is_empty() {
+    let started = std::time::Instant::now();
+    let mut last = std::time::Instant::now();
+    let (embedded, _) = store.embed_missing(engine, settings, &embedder, |done, total| {
+        if last.elapsed().as_millis() > 500 {
+            say(&format!("maxmin: embedding sentences {done}/{total}…"));
+            last = std::time::Instant::now();
+        }
+        true
+    });
+    if embedded == 0 {
         say("maxmin: every sentence vector from the cache, nothing embedded");
     } else {
-        let started = std::time::Instant::now();
-        let mut last = std::time::Instant::now();
-        store.fill(&embedder, &missing, 64, |done, total| {
-            if last.elapsed().as_millis() > 500 {
-                say(&format!("maxmin: embedding sentences {done}/{total}…"));
-                last = std::time::Instant::now();
-            }
-            true
-        });
         say(&format!(
-            "maxmin: embedded {} sentences in {:.1} s",
-            missing.len(),
+            "maxmin: embedded {embedded} sentences in {:.1} s",
             started.elapsed().as_secs_f64()
         ));
-        store.save();
     }
     engine
         .chunk_all_with(settings, Some(&store), &never)

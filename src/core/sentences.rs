@@ -96,6 +96,26 @@ impl SentenceStore {
         done
     }
 
+    /// Embed the sentences of `settings`' chunking that have no vector yet, in slices of 64, and
+    /// save what was added. `go(done, total)` is asked between slices (only when something is
+    /// missing) and stops the run by returning false. Returns (embedded, missing): all missing
+    /// sentences have vectors when the two are equal.
+    pub fn embed_missing(
+        &mut self,
+        engine: &Engine,
+        settings: &ChunkSettings,
+        embedder: &Embedder,
+        go: impl FnMut(usize, usize) -> bool,
+    ) -> (usize, usize) {
+        let missing = self.missing(engine, settings);
+        if missing.is_empty() {
+            return (0, 0);
+        }
+        let done = self.fill(embedder, &missing, 64, go);
+        self.save();
+        (done, missing.len())
+    }
+
     /// Write the disk file (atomically) if anything was added.
     pub fn save(&mut self) {
         if let Err(e) = self.cache.save() {

@@ -220,26 +220,23 @@ impl Semantic {
         }) {
             return Ok(self.store.as_ref());
         }
-        let missing = store.missing(engine, settings);
-        if !missing.is_empty() {
-            let started = Instant::now();
-            let done = store.fill(embedder, &missing, 64, |done, total| {
-                let _ = out.send(Msg::SentenceProgress {
-                    generation,
-                    done,
-                    total,
-                });
-                !cancel.load(Ordering::Relaxed)
+        let started = Instant::now();
+        let (done, missing) = store.embed_missing(engine, settings, embedder, |done, total| {
+            let _ = out.send(Msg::SentenceProgress {
+                generation,
+                done,
+                total,
             });
+            !cancel.load(Ordering::Relaxed)
+        });
+        if missing > 0 {
             log::info!(
-                "embedded {done} of {} sentences in {:.2} s",
-                missing.len(),
+                "embedded {done} of {missing} sentences in {:.2} s",
                 started.elapsed().as_secs_f64()
             );
-            store.save();
-            if done < missing.len() {
-                return Ok(None);
-            }
+        }
+        if done < missing {
+            return Ok(None);
         }
         self.complete = Some((Arc::clone(engine), settings.unit, settings.size));
         Ok(self.store.as_ref())

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::chunk::{sections, ChunkSettings, Chunker, DocView, Section, SentenceVectors};
+use super::chunk::maxmin::Spans;
+use super::chunk::{sections, ChunkSettings, DocView, Section, SentenceVectors, Strategy};
 use super::corpus::Corpus;
 use super::measure::MeasuredChunk;
 use super::model::ModelInfo;
@@ -83,9 +84,6 @@ pub struct Engine {
     /// computed on first use and shared with later loads while the file is unchanged.
     derived: Vec<Arc<Derived>>,
 }
-
-/// Sentence spans (byte ranges) of one document.
-pub type Spans = Arc<Vec<(usize, usize)>>;
 
 /// Per-document results that depend on its text alone.
 #[derive(Default)]
@@ -284,18 +282,9 @@ impl Engine {
             Vec::new()
         };
         let path = self.corpus.docs[doc].path.as_str();
-        let mut raw = if settings.strategy == super::chunk::Strategy::MaxMin {
-            super::chunk::MaxMin {
-                unit: settings.unit,
-                max: settings.size,
-                params: settings.maxmin,
-                vectors,
-                spans: Some(self.sentence_spans(doc, settings.unit, settings.size)),
-            }
-            .chunk(&view)
-        } else {
-            settings.chunker_with(vectors).chunk(&view)
-        };
+        let spans = (settings.strategy == Strategy::MaxMin)
+            .then(|| self.sentence_spans(doc, settings.unit, settings.size));
+        let mut raw = settings.chunker_with(vectors, spans).chunk(&view);
         let mut parents: Vec<Parent> = Vec::new();
         let mut parent_of: Vec<Option<usize>> = vec![None; raw.len()];
         let secs = self.sections(doc);

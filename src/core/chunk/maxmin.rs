@@ -29,6 +29,9 @@ impl Default for MaxMinParams {
     }
 }
 
+/// Sentence spans (byte ranges) of one document, as `sentences` returns them.
+pub type Spans = std::sync::Arc<Vec<(usize, usize)>>;
+
 /// Sentence embeddings looked up by the sentence's embedded text.
 pub trait SentenceVectors: Sync {
     fn vector(&self, sentence: &str) -> Option<&[f32]>;
@@ -212,7 +215,7 @@ pub struct MaxMin<'a> {
     pub params: MaxMinParams,
     pub vectors: Option<&'a dyn SentenceVectors>,
     /// The document's sentence spans when already known (`sentences` of the same unit and max).
-    pub spans: Option<std::sync::Arc<Vec<(usize, usize)>>>,
+    pub spans: Option<Spans>,
 }
 
 impl Chunker for MaxMin<'_> {

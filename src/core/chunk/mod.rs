@@ -279,13 +279,15 @@ impl ChunkSettings {
     /// The chunker these settings describe (call `validate` first). Max-Min without sentence
     /// vectors cuts at every sentence; use `chunker_with`.
     pub fn chunker(&self) -> Box<dyn Chunker> {
-        self.chunker_with(None)
+        self.chunker_with(None, None)
     }
 
-    /// The chunker, with the sentence vectors Max-Min reads.
+    /// The chunker, with the sentence vectors Max-Min reads and, when known, the document's
+    /// sentence spans for this unit and size (so Max-Min need not segment again).
     pub fn chunker_with<'a>(
         &self,
         vectors: Option<&'a dyn SentenceVectors>,
+        spans: Option<maxmin::Spans>,
     ) -> Box<dyn Chunker + 'a> {
         match self.strategy {
             Strategy::MaxMin => Box::new(MaxMin {
@@ -293,7 +295,7 @@ impl ChunkSettings {
                 max: self.size,
                 params: self.maxmin,
                 vectors,
-                spans: None,
+                spans,
             }),
             Strategy::Fixed => Box::new(Fixed {
                 unit: self.unit,

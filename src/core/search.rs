@@ -474,12 +474,6 @@ impl SearchIndex {
     }
 }
 
-/// Byte ranges of the sentences of `text` (Unicode UAX #29 boundaries, as Max-Min uses; a line
-/// break inside a wrapped paragraph does not end a sentence), without surrounding whitespace.
-pub fn sentences(text: &str) -> Vec<(usize, usize)> {
-    crate::core::chunk::maxmin::trimmed_sentences(text)
-}
-
 fn best_sentence(
     embedder: &Embedder,
     cache: &mut EmbedCache,
@@ -487,7 +481,8 @@ fn best_sentence(
     qv: &[f32],
     window: usize,
 ) -> Option<usize> {
-    let spans = sentences(text);
+    // The same segmenter Max-Min uses.
+    let spans = crate::core::chunk::maxmin::trimmed_sentences(text);
     let texts: Vec<&str> = spans.iter().map(|&(a, b)| &text[a..b]).collect();
     let (vs, _) = embed_cached(embedder, cache, &texts, window, |_, _| true)?;
     vs.iter()
@@ -495,19 +490,4 @@ fn best_sentence(
         .map(|(v, &(a, _))| (v.iter().zip(qv).map(|(x, y)| x * y).sum::<f32>(), a))
         .max_by(|x, y| x.0.total_cmp(&y.0))
         .map(|(_, a)| a)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::sentences;
-
-    #[test]
-    fn splits_sentences() {
-        let t = "One two. Three four? Five\n\nSix. 七八。九";
-        let parts: Vec<&str> = sentences(t).iter().map(|&(a, b)| &t[a..b]).collect();
-        assert_eq!(
-            parts,
-            vec!["One two.", "Three four?", "Five", "Six.", "七八。", "九"]
-        );
-    }
 }

@@ -274,6 +274,19 @@ mod tests {
     }
 
     #[test]
+    fn splits_sentences() {
+        let t = "One two. Three four? Five\n\nSix. 七八。九";
+        let parts: Vec<&str> = trimmed_sentences(t)
+            .iter()
+            .map(|&(a, b)| &t[a..b])
+            .collect();
+        assert_eq!(
+            parts,
+            vec!["One two.", "Three four?", "Five", "Six.", "七八。", "九"]
+        );
+    }
+
+    #[test]
     fn wrapped_lines_are_one_sentence() {
         let t =
             "# Title\n\nA wrapped\nsentence here. Next one\ncontinues.\n\n- item one\n- item two\n";

@@ -391,6 +391,52 @@ fn main() -> ExitCode {
     }
 }
 
+/// `chunkscope bench ...`: each benchmark prints its figures on stdout.
+fn bench(what: BenchWhat) -> anyhow::Result<()> {
+    let out = &mut io::stdout().lock();
+    let model = |m: Option<String>| locate_model(m).map_err(|e| anyhow::anyhow!(e));
+    match what {
+        BenchWhat::Search { sizes } => chunkscope::bench::search(&sizes, out),
+        BenchWhat::Maxmin {
+            megabytes,
+            presses,
+            model: m,
+        } => chunkscope::bench::maxmin(&model(m)?, megabytes, presses, out),
+        BenchWhat::Live {
+            megabytes,
+            saves,
+            model: m,
+        } => chunkscope::bench::live(&model(m)?, megabytes, saves, out),
+        BenchWhat::Rechunk {
+            megabytes,
+            presses,
+            reference,
+            model: m,
+        } => chunkscope::bench::rechunk(&model(m)?, megabytes, presses, reference.as_deref(), out),
+        BenchWhat::Embed {
+            corpus,
+            texts,
+            windows,
+            batches,
+            reference,
+            repeat,
+            min_chars,
+            model: m,
+        } => {
+            let args = chunkscope::bench::BenchArgs {
+                corpus: &corpus,
+                texts,
+                windows,
+                batches,
+                reference,
+                repeat,
+                min_chars,
+            };
+            chunkscope::bench::run(&model(m)?, &args, out)
+        }
+    }
+}
+
 /// workbench.toml and flags, the engine over the corpus, the window in force and the chunking.
 fn prepare(
     corpus: &Path,
@@ -557,84 +603,8 @@ fn run(cli: Cli, mono: bool) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Bench {
-            what: BenchWhat::Search { sizes },
-        }) => {
-            chunkscope::bench::search(&sizes, &mut io::stdout().lock())
-                .map_err(|e| format!("{e:#}"))?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Bench {
-            what:
-                BenchWhat::Maxmin {
-                    megabytes,
-                    presses,
-                    model: m,
-                },
-        }) => {
-            let info = locate_model(m)?;
-            chunkscope::bench::maxmin(&info, megabytes, presses, &mut io::stdout().lock())
-                .map_err(|e| format!("{e:#}"))?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Bench {
-            what:
-                BenchWhat::Live {
-                    megabytes,
-                    saves,
-                    model: m,
-                },
-        }) => {
-            let info = locate_model(m)?;
-            chunkscope::bench::live(&info, megabytes, saves, &mut io::stdout().lock())
-                .map_err(|e| format!("{e:#}"))?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Bench {
-            what:
-                BenchWhat::Rechunk {
-                    megabytes,
-                    presses,
-                    reference,
-                    model: m,
-                },
-        }) => {
-            let info = locate_model(m)?;
-            chunkscope::bench::rechunk(
-                &info,
-                megabytes,
-                presses,
-                reference.as_deref(),
-                &mut io::stdout().lock(),
-            )
-            .map_err(|e| format!("{e:#}"))?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Bench {
-            what:
-                BenchWhat::Embed {
-                    corpus,
-                    texts,
-                    windows,
-                    batches,
-                    reference,
-                    repeat,
-                    min_chars,
-                    model: m,
-                },
-        }) => {
-            let info = locate_model(m)?;
-            let args = chunkscope::bench::BenchArgs {
-                corpus: &corpus,
-                texts,
-                windows,
-                batches,
-                reference,
-                repeat,
-                min_chars,
-            };
-            chunkscope::bench::run(&info, &args, &mut io::stdout().lock())
-                .map_err(|e| format!("{e:#}"))?;
+        Some(Command::Bench { what }) => {
+            bench(what).map_err(|e| format!("{e:#}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Model {

@@ -21,6 +21,14 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Standard output read as JSON Lines.
+fn jsonl(o: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("chunkscope-cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -339,10 +347,7 @@ fn structure_first_fields_and_flags() {
         "--parents",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = jsonl(&out);
     assert!(lines.len() > 50);
     for v in &lines {
         let heading = v["heading"].as_str();
@@ -373,10 +378,7 @@ fn structure_first_fields_and_flags() {
         "80",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let mm: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let mm = jsonl(&out);
     assert!(mm.len() > 20);
     assert!(mm.iter().all(|v| v["unit_len"].as_u64().unwrap() <= 80));
     // A bad metadata use in workbench.toml names the file and the line.

@@ -10,9 +10,22 @@ use chunkscope::core::cases::{norm, Cases};
 use chunkscope::core::chunk::{ChunkSettings, Preset};
 use chunkscope::core::corpus::{Corpus, CorpusRules};
 use chunkscope::core::embed::{EmbedCache, Embedder};
-use chunkscope::core::engine::Engine;
+use chunkscope::core::engine::{Chunking, Engine};
 use chunkscope::core::eval::{evaluate, Bucket};
 use chunkscope::core::search::{embed_cached, SearchIndex};
+
+/// Both indexes over `chunking`, every chunk embedded (what it embeds) at window 128.
+fn indexed(
+    engine: &Engine,
+    chunking: &Chunking,
+    embedder: &Embedder,
+    cache: &mut EmbedCache,
+) -> SearchIndex {
+    let owned = chunking.embed_texts(engine);
+    let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
+    let (vectors, _) = embed_cached(embedder, cache, &texts, 128, |_, _| true).unwrap();
+    SearchIndex::build(engine, chunking, Some(&vectors), 384).unwrap()
+}
 
 fn check(corpus: Corpus, cases: impl Fn(&Corpus) -> Cases, label: &str) {
     let engine = Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap();
@@ -24,16 +37,7 @@ fn check(corpus: Corpus, cases: impl Fn(&Corpus) -> Cases, label: &str) {
         .unwrap();
     let embedder = Embedder::load(common::model()).unwrap();
     let mut cache = EmbedCache::in_memory(384);
-    let texts: Vec<&str> = chunking
-        .files
-        .iter()
-        .flat_map(|f| {
-            let doc = engine.corpus.docs[f.doc].text.as_str();
-            f.chunks.iter().map(move |c| c.text(doc))
-        })
-        .collect();
-    let (vectors, _) = embed_cached(&embedder, &mut cache, &texts, 128, |_, _| true).unwrap();
-    let index = SearchIndex::build(&engine, &chunking, Some(&vectors), 384).unwrap();
+    let index = indexed(&engine, &chunking, &embedder, &mut cache);
     let report = evaluate(
         &engine,
         &chunking,
@@ -48,7 +52,14 @@ fn check(corpus: Corpus, cases: impl Fn(&Corpus) -> Cases, label: &str) {
     .unwrap();
     assert_eq!(report.results.len(), cases.cases.len());
     // Independent: scan the full rankings for the first chunk whose text holds the answer.
-    let normed: Vec<String> = texts.iter().map(|t| norm(t)).collect();
+    let normed: Vec<String> = chunking
+        .files
+        .iter()
+        .flat_map(|f| {
+            let doc = engine.corpus.docs[f.doc].text.as_str();
+            f.chunks.iter().map(move |c| norm(c.text(doc)))
+        })
+        .collect();
     let mut hits = (0, 0);
     for (case, r) in cases.cases.iter().zip(&report.results) {
         let answer = norm(&case.answer);
@@ -163,10 +174,7 @@ fn parent_mode_finds_every_answer_chunk_mode_finds_no_later() {
         let chunking = engine
             .chunk_all(&settings, &AtomicBool::new(false))
             .unwrap();
-        let owned = chunking.embed_texts(&engine);
-        let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
-        let (vectors, _) = embed_cached(&embedder, &mut cache, &texts, 128, |_, _| true).unwrap();
-        let index = SearchIndex::build(&engine, &chunking, Some(&vectors), 384).unwrap();
+        let index = indexed(&engine, &chunking, &embedder, &mut cache);
         reports.push(
             evaluate(
                 &engine,

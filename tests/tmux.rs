@@ -3,13 +3,9 @@
 
 mod common;
 
-use std::process::Command;
-
 #[test]
 fn workbench_in_tmux() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "tmux is required in CI");
-        eprintln!("tmux not installed: end-to-end test not run");
+    if common::no_tmux() {
         return;
     }
     common::model();
@@ -58,8 +54,7 @@ fn workbench_in_tmux() {
 /// chunk, and parent mode.
 #[test]
 fn maxmin_metadata_and_parents_in_tmux() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "tmux is required in CI");
+    if common::no_tmux() {
         return;
     }
     common::model();

@@ -151,6 +151,19 @@ pub fn python(script: &str, request: &serde_json::Value) -> serde_json::Value {
 }
 
 /// Run tmux with `args` and return what it printed.
+/// True (and the caller should return) when tmux is not installed; in CI it must be.
+pub fn no_tmux() -> bool {
+    let missing = std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err();
+    if missing {
+        assert!(std::env::var_os("CI").is_none(), "tmux is required in CI");
+        eprintln!("tmux not installed: end-to-end test not run");
+    }
+    missing
+}
+
 pub fn tmux(args: &[&str]) -> String {
     let o = std::process::Command::new("tmux")
         .args(args)

@@ -42,11 +42,7 @@ impl Bm25 {
         let _path = sb.add_text_field("path", STRING);
         let id = sb.add_u64_field("id", STORED | FAST | INDEXED);
         let index = Index::create_in_ram(sb.build());
-        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000)?;
-        for (cid, t, f, h) in chunks {
-            writer.add_document(doc!(text => t, file => f, heading => h, id => cid))?;
-        }
-        writer.commit()?;
+        let writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000)?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -54,7 +50,7 @@ impl Bm25 {
         let mut parser = QueryParser::for_index(&index, vec![text, heading, file]);
         parser.set_field_boost(heading, 0.5);
         parser.set_field_boost(file, 0.2);
-        Ok(Bm25 {
+        let mut bm25 = Bm25 {
             index,
             reader,
             writer,
@@ -63,7 +59,9 @@ impl Bm25 {
             heading,
             id,
             parser,
-        })
+        };
+        bm25.update(&[], chunks)?;
+        Ok(bm25)
     }
 
     /// Delete the chunks with ids `removed` and add `added`, in one commit.

@@ -80,12 +80,12 @@ pub struct Engine {
     /// One per document, computed once at load and shared with later loads while the file is
     /// unchanged.
     pub tokens: Vec<Arc<DocTokens>>,
-    /// What is derived from each document's text alone (heading sections, sentence spans),
-    /// computed on first use and shared with later loads while the file is unchanged.
+    /// What is derived from each file (heading sections, sentence spans), computed on first use
+    /// and shared with later loads while the file's path and text are unchanged.
     derived: Vec<Arc<Derived>>,
 }
 
-/// Per-document results that depend on its text alone.
+/// Per-file results that depend on its path and text only.
 #[derive(Default)]
 struct Derived {
     sections: std::sync::OnceLock<Arc<Vec<Section>>>,
@@ -116,8 +116,9 @@ impl Engine {
         tok: Arc<EmbedTokenizer>,
         mut corpus: Corpus,
     ) -> Result<(Engine, usize)> {
-        // A document keeps the tokens (and cached sections) of the previous one with its path and
-        // text, or, renamed or moved, of one with its text.
+        // A document keeps the tokens of the previous one with its path and text, or, renamed or
+        // moved, of one with its text. What is derived per file (sections depend on the file's
+        // extension too) is kept only with the same path and text.
         let known: std::collections::HashMap<&str, (&str, usize)> = prev
             .map(|p| {
                 p.corpus
@@ -138,7 +139,7 @@ impl Engine {
                     .collect()
             })
             .unwrap_or_default();
-        let from_prev: Vec<Option<usize>> = corpus
+        let same_file: Vec<Option<usize>> = corpus
             .docs
             .iter()
             .map(|d| {
@@ -146,8 +147,13 @@ impl Engine {
                     .get(d.path.as_str())
                     .filter(|(text, _)| *text == d.text)
                     .map(|(_, i)| *i)
-                    .or_else(|| by_text.get(d.text.as_str()).copied())
             })
+            .collect();
+        let from_prev: Vec<Option<usize>> = corpus
+            .docs
+            .iter()
+            .zip(&same_file)
+            .map(|(d, same)| same.or_else(|| by_text.get(d.text.as_str()).copied()))
             .collect();
         let jobs: Vec<(&str, Option<Arc<DocTokens>>)> = corpus
             .docs
@@ -170,8 +176,7 @@ impl Engine {
             match r {
                 Ok(t) => {
                     tokens.push(t);
-                    // Sections depend on the text alone: keep them with the tokens.
-                    let cached = from_prev[i]
+                    let cached = same_file[i]
                         .and_then(|j| prev.map(|p| Arc::clone(&p.derived[j])))
                         .unwrap_or_default();
                     derived.push(cached);

@@ -243,22 +243,19 @@ fn run_embed(
             index: Some(mut ix),
             window: old_window,
             ..
-        }) => match ix.update(&engine, &chunking) {
-            Ok(ch) => {
-                log::info!(
-                    "generation {generation}: index updated in {:.1} ms: +{} -{} ={}",
-                    started.elapsed().as_secs_f64() * 1000.0,
-                    ch.added,
-                    ch.removed,
-                    ch.kept
-                );
-                if old_window != window {
-                    ix.clear_vectors();
-                }
-                Ok(ix)
+        }) => ix.update(&engine, &chunking).map(|ch| {
+            log::info!(
+                "generation {generation}: index updated in {:.1} ms: +{} -{} ={}",
+                started.elapsed().as_secs_f64() * 1000.0,
+                ch.added,
+                ch.removed,
+                ch.kept
+            );
+            if old_window != window {
+                ix.clear_vectors();
             }
-            Err(e) => Err(e),
-        },
+            ix
+        }),
         _ => SearchIndex::build(&engine, &chunking, None, dim),
     };
     if let Err(e) = &index {
@@ -271,15 +268,23 @@ fn run_embed(
         window,
         index: index.ok(),
     });
-    let todo: Vec<u64> = st
-        .current
-        .as_ref()
-        .and_then(|c| c.index.as_ref())
-        .map(|ix| ix.missing_vectors())
-        .unwrap_or_default();
-    let owned = chunking.embed_texts(&engine);
-    let texts: Vec<&str> = todo.iter().map(|&id| owned[id as usize].as_ref()).collect();
-    let all = owned.len();
+    // Only the chunks without a vector are embedded (their embedded text: prefix + text).
+    let (todo, owned, all) = match st.current.as_ref().and_then(|c| c.index.as_ref()) {
+        Some(ix) => {
+            let todo = ix.missing_vectors();
+            let owned: Vec<std::borrow::Cow<str>> = todo
+                .iter()
+                .filter_map(|&id| ix.chunk_ref(id))
+                .map(|(fp, c)| {
+                    let f = &chunking.files[fp];
+                    f.chunks[c].embed_text(&engine.corpus.docs[f.doc].text)
+                })
+                .collect();
+            (todo, owned, ix.len())
+        }
+        None => (Vec::new(), Vec::new(), 0),
+    };
+    let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
     let total = texts.len();
     let mut embedded = 0usize;
     let mut done = 0usize;

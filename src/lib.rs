@@ -1,16 +1,11 @@
-//! chunkscope: see what your embedder never reads.
-//!
-//! The library is the engine; `main.rs` is a thin shell over it.
-//! - [`core`]: pure logic (corpus, tokenize, chunk, window, measure, stats, model, config).
-//! - [`work`]: threads and messages (the chunking pipeline).
-//! - [`app`]: the TUI's model and update function.
+//! chunkscope, the terminal workbench around [`chunkscope_core`]: the headless commands, the
+//! TUI's model and update, its pure views and the terminal itself.
+//! - [`cli`]: one module per headless command.
+//! - [`app`]: the TUI's model and update function, one file per pane; the keymap.
 //! - [`ui`]: pure view functions.
 //! - [`tui`]: the terminal guard and the event loop.
 
 pub mod app;
-pub mod bench;
-pub mod core;
-pub mod headless;
+pub mod cli;
 pub mod tui;
 pub mod ui;
-pub mod work;

@@ -21,13 +21,14 @@ use ratatui::Terminal;
 
 use crate::app::keymap::Keymap;
 use crate::app::{update, Cmd, Model, Msg};
-use crate::core::config::Config;
-use crate::core::model;
-use crate::core::tokenize::EmbedTokenizer;
 use crate::ui;
 use crate::ui::theme::Theme;
-use crate::work::embedder::EmbedWorker;
-use crate::work::pipeline::{Pipeline, Source};
+use chunkscope_core::config::Config;
+use chunkscope_core::embed::SharedEmbedder;
+use chunkscope_core::jobs::embedder::EmbedWorker;
+use chunkscope_core::jobs::pipeline::{Pipeline, Source};
+use chunkscope_core::model;
+use chunkscope_core::tokenize::EmbedTokenizer;
 
 const FRAME: Duration = Duration::from_millis(16);
 
@@ -134,8 +135,8 @@ pub fn run(
             Theme::dark()
         })
     };
-    let (keymap, key_errors) = Keymap::with_overrides(&config.keys);
-    notes.extend(key_errors);
+    let (keymap, key_errors) = Keymap::with_overrides(&config.keys, &config.source_name());
+    notes.extend(key_errors.iter().map(ToString::to_string));
     let mut m = Model::new(
         corpus.to_path_buf(),
         info.short_name(),
@@ -159,7 +160,9 @@ pub fn run(
     );
 
     let (tx, rx) = channel::<Msg>();
-    let embedder = EmbedWorker::spawn(info.clone(), tx.clone());
+    // One model per process, shared by Max-Min's sentences and the chunks' vectors.
+    let shared = SharedEmbedder::new(info.clone());
+    let embedder = EmbedWorker::spawn(shared.clone(), tx.clone());
     m.query.k = config.search_k;
     // Evaluation cases: --cases, else CORPUS/cases.tsv, else the SQuAD JSON the corpus came from.
     let cases = cases.or_else(|| {
@@ -172,7 +175,7 @@ pub fn run(
             None
         }
     });
-    m.has_cases = cases.is_some();
+    m.cases = cases;
     let pipeline = Pipeline::spawn(
         Source {
             corpus: corpus.to_path_buf(),
@@ -180,11 +183,12 @@ pub fn run(
             model: info,
             tok,
         },
+        shared,
         tx.clone(),
     );
     m.generation = 1;
     pipeline.load(1);
-    let _watcher = match crate::work::watcher::watch(corpus, tx.clone()) {
+    let _watcher = match chunkscope_core::jobs::watcher::watch(corpus, tx.clone()) {
         Ok(w) => {
             m.watch = w.mode().to_string();
             Some(w)
@@ -213,7 +217,6 @@ pub fn run(
         &rx,
         &pipeline,
         Some(&embedder),
-        cases.as_deref(),
         |_, _| false,
     );
     drop(guard);
@@ -254,7 +257,6 @@ pub fn event_loop<B: ratatui::backend::Backend>(
     rx: &Receiver<Msg>,
     pipeline: &Pipeline,
     embedder: Option<&EmbedWorker>,
-    cases: Option<&Path>,
     mut drawn: impl FnMut(&Model, &ratatui::buffer::Buffer) -> bool,
 ) -> Result<()>
 where
@@ -296,9 +298,14 @@ where
                         generation,
                         settings,
                     } => pipeline.rechunk(generation, settings),
-                    Cmd::Embed { generation, window } => {
-                        if let (Some(w), Some(e), Some(c)) = (embedder, &m.engine, &m.chunking) {
-                            w.embed(generation, Arc::clone(e), Arc::clone(c), window);
+                    Cmd::Embed {
+                        generation,
+                        engine,
+                        chunking,
+                        window,
+                    } => {
+                        if let Some(w) = embedder {
+                            w.embed(generation, engine, chunking, window);
                         }
                     }
                     Cmd::Query { id, text, k } => {
@@ -311,9 +318,9 @@ where
                             w.probe(file_pos, chunk);
                         }
                     }
-                    Cmd::Eval => {
-                        if let (Some(w), Some(p)) = (embedder, cases) {
-                            w.eval(p.to_path_buf());
+                    Cmd::Eval { cases } => {
+                        if let Some(w) = embedder {
+                            w.eval(cases);
                         }
                     }
                 }

@@ -4,9 +4,9 @@
 
 mod common;
 
-use chunkscope::core::chunk::{ChunkSettings, DocView, Strategy};
-use chunkscope::core::measure::MeasuredChunk;
-use chunkscope::core::tokenize::{DocTokens, Unit};
+use chunkscope_core::chunk::{ChunkSettings, DocView, Strategy};
+use chunkscope_core::measure::MeasuredChunk;
+use chunkscope_core::tokenize::{DocTokens, Unit};
 use common::{tokenizer, varied_texts};
 
 fn settings_grid() -> Vec<ChunkSettings> {

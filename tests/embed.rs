@@ -7,12 +7,12 @@ mod common;
 use std::sync::atomic::AtomicBool;
 use std::sync::OnceLock;
 
-use chunkscope::core::cases::Cases;
-use chunkscope::core::chunk::{ChunkSettings, Preset};
-use chunkscope::core::corpus::Corpus;
-use chunkscope::core::embed::{cosine, EmbedCache, Embedder};
-use chunkscope::core::engine::Engine;
-use chunkscope::core::search::{embed_cached, SearchIndex};
+use chunkscope_core::cases::Cases;
+use chunkscope_core::chunk::{ChunkSettings, Preset};
+use chunkscope_core::corpus::Corpus;
+use chunkscope_core::embed::{cosine, EmbedCache, Embedder};
+use chunkscope_core::engine::Engine;
+use chunkscope_core::search::{embed_cached, SearchIndex};
 
 fn embedder() -> &'static Embedder {
     static E: OnceLock<Embedder> = OnceLock::new();

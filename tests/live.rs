@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
-use chunkscope::app::Msg;
-use chunkscope::core::corpus::{Corpus, CorpusRules};
-use chunkscope::core::engine::Engine;
+use chunkscope_core::corpus::{Corpus, CorpusRules};
+use chunkscope_core::engine::Engine;
+use chunkscope_core::jobs::Event;
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("chunkscope-live-{name}-{}", std::process::id()));
@@ -79,7 +79,7 @@ fn reload_tokenizes_only_changed_files() {
     }
     // Chunking after the reload takes the unchanged files' chunks as they were (renamed files are
     // chunked again: their path is part of what a chunk carries) and equals a fresh chunking.
-    use chunkscope::core::chunk::{ChunkSettings, Preset};
+    use chunkscope_core::chunk::{ChunkSettings, Preset};
     let never = std::sync::atomic::AtomicBool::new(false);
     let mut s = ChunkSettings::default();
     Preset::Markdown.apply(&mut s);
@@ -107,7 +107,7 @@ fn watcher_reports_a_burst_once() {
     let d = tmp("watch");
     std::fs::write(d.join("a.md"), "one").unwrap();
     let (tx, rx) = channel();
-    let _w = chunkscope::work::watcher::watch(&d, tx).unwrap();
+    let _w = chunkscope_core::jobs::watcher::watch(&d, tx).unwrap();
     std::thread::sleep(Duration::from_millis(100));
     for i in 0..20 {
         std::fs::write(d.join(format!("f{i}.md")), "text").unwrap();
@@ -116,7 +116,7 @@ fn watcher_reports_a_burst_once() {
     let mut bursts = 0;
     while Instant::now() < deadline {
         match rx.recv_timeout(Duration::from_millis(500)) {
-            Ok(Msg::FilesChanged { paths }) => {
+            Ok(Event::FilesChanged { paths }) => {
                 assert!(paths >= 1);
                 bursts += 1;
             }
@@ -182,10 +182,10 @@ fn workbench_follows_the_disk_in_tmux() {
 /// pipeline run; afterwards the pipeline's corpus, tokens and chunks equal a fresh start.
 #[test]
 fn churn_without_loss() {
-    use chunkscope::core::chunk::{ChunkSettings, Preset};
-    use chunkscope::core::engine::Chunking;
-    use chunkscope::core::search::SearchIndex;
-    use chunkscope::work::pipeline::{Pipeline, Source};
+    use chunkscope_core::chunk::{ChunkSettings, Preset};
+    use chunkscope_core::engine::Chunking;
+    use chunkscope_core::jobs::pipeline::{Pipeline, Source};
+    use chunkscope_core::search::SearchIndex;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
@@ -207,9 +207,10 @@ fn churn_without_loss() {
             model: common::model().clone(),
             tok: common::tokenizer(),
         },
+        chunkscope_core::embed::SharedEmbedder::new(common::model().clone()),
         tx.clone(),
     );
-    let _w = chunkscope::work::watcher::watch(&d, tx).unwrap();
+    let _w = chunkscope_core::jobs::watcher::watch(&d, tx).unwrap();
     let mut generation = 1;
     pipeline.load(generation);
     let started = Instant::now();
@@ -234,11 +235,11 @@ fn churn_without_loss() {
     let drain = |generation: &mut u64, live: &mut Live, wait: Duration| {
         while let Ok(msg) = rx.recv_timeout(wait) {
             match msg {
-                Msg::FilesChanged { .. } => {
+                Event::FilesChanged { .. } => {
                     *generation += 1;
                     pipeline.load(*generation);
                 }
-                Msg::Loaded {
+                Event::Loaded {
                     generation: g,
                     result,
                     ..
@@ -248,7 +249,7 @@ fn churn_without_loss() {
                     *generation += 1;
                     pipeline.rechunk(*generation, s.clone());
                 }
-                Msg::Chunked {
+                Event::Chunked {
                     generation: g,
                     result,
                     ..
@@ -361,8 +362,8 @@ fn churn_without_loss() {
 /// A window change keeps BM25 but no vector.
 #[test]
 fn embedding_worker_embeds_only_changed_chunks() {
-    use chunkscope::core::chunk::{ChunkSettings, Preset};
-    use chunkscope::work::embedder::EmbedWorker;
+    use chunkscope_core::chunk::{ChunkSettings, Preset};
+    use chunkscope_core::jobs::embedder::EmbedWorker;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
@@ -383,21 +384,24 @@ fn embedding_worker_embeds_only_changed_chunks() {
     let (c1, _) = e1.chunk_all_reusing(&s, None, None, &never).unwrap();
     let c1 = Arc::new(c1);
     let (tx, rx) = channel();
-    let worker = EmbedWorker::spawn(common::model().clone(), tx);
+    let worker = EmbedWorker::spawn(
+        chunkscope_core::embed::SharedEmbedder::new(common::model().clone()),
+        tx,
+    );
     let wait = |generation: u64| -> (usize, usize, usize) {
         loop {
             match rx
                 .recv_timeout(Duration::from_secs(300))
                 .expect("worker answers")
             {
-                Msg::Embedded {
+                Event::Embedded {
                     generation: g,
                     total,
                     embedded,
                     kept,
                     ..
                 } if g == generation => return (total, embedded, kept),
-                Msg::EmbedFailed(e) => panic!("{e}"),
+                Event::EmbedFailed(e) => panic!("{e}"),
                 _ => {}
             }
         }
@@ -444,7 +448,7 @@ fn embedding_worker_embeds_only_changed_chunks() {
     );
     worker.query(7, nonce.clone(), 3);
     loop {
-        if let Msg::QueryDone { id: 7, result, .. } =
+        if let Event::QueryDone { id: 7, result, .. } =
             rx.recv_timeout(Duration::from_secs(60)).unwrap()
         {
             let r = result.unwrap();

@@ -3,8 +3,8 @@
 
 mod common;
 
-use chunkscope::core::chunk::{ChunkSettings, Preset};
-use chunkscope::core::tokenize::Unit;
+use chunkscope_core::chunk::{ChunkSettings, Preset};
+use chunkscope_core::tokenize::Unit;
 use common::{chunk_text, tokenizer};
 
 /// Heading path at each byte offset where a heading line starts, scanning lines outside fences.
@@ -161,8 +161,8 @@ fn markdown_chunks_fit_the_window_they_are_sized_for() {
 fn a_heading_that_cannot_share_keeps_the_table_header_covered() {
     let md = "# aea\n\n| a | b |\n|---|---|\n| aab | a |\n\n";
     let s = ChunkSettings {
-        strategy: chunkscope::core::chunk::Strategy::Markdown,
-        unit: chunkscope::core::tokenize::Unit::Chars,
+        strategy: chunkscope_core::chunk::Strategy::Markdown,
+        unit: chunkscope_core::tokenize::Unit::Chars,
         size: 6,
         overlap: 0,
         ..ChunkSettings::default()

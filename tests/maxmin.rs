@@ -6,12 +6,12 @@ mod common;
 
 use std::sync::atomic::AtomicBool;
 
-use chunkscope::core::chunk::maxmin::{sentence_text, sentences};
-use chunkscope::core::chunk::{ChunkSettings, MaxMinParams, Preset, SentenceVectors, Strategy};
-use chunkscope::core::corpus::{Corpus, CorpusRules};
-use chunkscope::core::embed::Embedder;
-use chunkscope::core::engine::Engine;
-use chunkscope::core::sentences::SentenceStore;
+use chunkscope_core::chunk::maxmin::{sentence_text, sentences};
+use chunkscope_core::chunk::{ChunkSettings, MaxMinParams, Preset, SentenceVectors, Strategy};
+use chunkscope_core::corpus::{Corpus, CorpusRules};
+use chunkscope_core::embed::Embedder;
+use chunkscope_core::engine::Engine;
+use chunkscope_core::sentences::SentenceStore;
 
 fn engine() -> Engine {
     let corpus = Corpus::load(&common::repo().join("examples"), &CorpusRules::default()).unwrap();
@@ -30,7 +30,7 @@ fn maxmin(size: usize, p: MaxMinParams) -> ChunkSettings {
 fn boundaries_equal_the_reference_rule() {
     let engine = engine();
     let embedder = Embedder::load(common::model()).unwrap();
-    let mut store = SentenceStore::open(&engine, embedder.dim(), false);
+    let mut store = SentenceStore::in_memory(&engine, embedder.dim());
     let defaults = maxmin(0, MaxMinParams::default());
     let missing = store.missing(&engine, &defaults);
     assert!(!missing.is_empty());
@@ -114,7 +114,7 @@ fn boundaries_equal_the_reference_rule() {
 fn maximum_size_holds_chunks_inside_the_window() {
     let engine = engine();
     let embedder = Embedder::load(common::model()).unwrap();
-    let mut store = SentenceStore::open(&engine, embedder.dim(), false);
+    let mut store = SentenceStore::in_memory(&engine, embedder.dim());
     let loose = MaxMinParams {
         fixed_threshold: 0.1,
         c: 0.5,
@@ -158,8 +158,8 @@ fn maximum_size_holds_chunks_inside_the_window() {
 /// progress), turning a threshold re-chunks from the stored vectors with no embedding at all.
 #[test]
 fn threshold_turns_embed_nothing() {
-    use chunkscope::app::Msg;
-    use chunkscope::work::pipeline::{Pipeline, Source};
+    use chunkscope_core::jobs::pipeline::{Pipeline, Source};
+    use chunkscope_core::jobs::Event;
     use std::sync::mpsc::channel;
     use std::time::Duration;
 
@@ -191,6 +191,7 @@ fn threshold_turns_embed_nothing() {
             model: common::model().clone(),
             tok: common::tokenizer(),
         },
+        chunkscope_core::embed::SharedEmbedder::new(common::model().clone()),
         tx,
     );
     pipeline.load(1);
@@ -202,8 +203,8 @@ fn threshold_turns_embed_nothing() {
                 .recv_timeout(Duration::from_secs(120))
                 .expect("pipeline answers")
             {
-                Msg::SentenceProgress { .. } => progress += 1,
-                Msg::Chunked {
+                Event::SentenceProgress { .. } => progress += 1,
+                Event::Chunked {
                     generation: g,
                     result,
                     ..

@@ -4,8 +4,8 @@
 
 mod common;
 
-use chunkscope::core::chunk::{ChunkSettings, Preset, SpringAiParams, Strategy};
-use chunkscope::core::tokenize::Unit;
+use chunkscope_core::chunk::{ChunkSettings, Preset, SpringAiParams, Strategy};
+use chunkscope_core::tokenize::Unit;
 use common::{chunk_text, model, python, varied_texts};
 use serde_json::json;
 

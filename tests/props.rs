@@ -4,8 +4,8 @@
 
 mod common;
 
-use chunkscope::core::chunk::{ChunkSettings, DocView, Strategy as Splitter};
-use chunkscope::core::tokenize::{DocTokens, Unit};
+use chunkscope_core::chunk::{ChunkSettings, DocView, Strategy as Splitter};
+use chunkscope_core::tokenize::{DocTokens, Unit};
 use proptest::prelude::*;
 
 fn text_strategy() -> impl Strategy<Value = String> {
@@ -79,7 +79,7 @@ proptest! {
         };
         if must_cover {
             for (i, ch) in text.char_indices() {
-                if !chunkscope::core::text::is_python_space(ch) {
+                if !chunkscope_core::text::is_python_space(ch) {
                     prop_assert!(covered[i], "char {ch:?} at byte {i} in no chunk ({})", s.label());
                 }
             }
@@ -98,8 +98,8 @@ proptest! {
         let tokens = DocTokens::new(&text, &tok).unwrap();
         let (mut s, mut e) = (a % (text.len() + 1), b % (text.len() + 1));
         if s > e { std::mem::swap(&mut s, &mut e); }
-        let s = chunkscope::core::text::floor_char(&text, s);
-        let e = chunkscope::core::text::ceil_char(&text, e);
+        let s = chunkscope_core::text::floor_char(&text, s);
+        let e = chunkscope_core::text::ceil_char(&text, e);
         let derived = tokens.embed_spans_in(&text, s, e, &tok);
         let own: Vec<(usize, usize)> = tok
             .spans(&text[s..e])

@@ -6,11 +6,11 @@ mod common;
 
 use std::sync::atomic::AtomicBool;
 
-use chunkscope::core::chunk::{ChunkSettings, Preset, Strategy};
-use chunkscope::core::corpus::{Corpus, CorpusRules};
-use chunkscope::core::engine::Engine;
-use chunkscope::core::metadata::Use;
-use chunkscope::core::tokenize::Unit;
+use chunkscope_core::chunk::{ChunkSettings, Preset, Strategy};
+use chunkscope_core::corpus::{Corpus, CorpusRules};
+use chunkscope_core::engine::Engine;
+use chunkscope_core::metadata::Use;
+use chunkscope_core::tokenize::Unit;
 
 fn engine_over(files: &[(&str, &str)]) -> Engine {
     let dir = std::env::temp_dir().join(format!(

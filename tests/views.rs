@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use chunkscope::app::keymap::Keymap;
 use chunkscope::app::Model;
-use chunkscope::core::chunk::ChunkSettings;
-use chunkscope::core::corpus::{Corpus, Document, Skipped};
-use chunkscope::core::engine::Engine;
-use chunkscope::core::tokenize::Unit;
-use chunkscope::core::window::WindowSpec;
 use chunkscope::ui;
 use chunkscope::ui::theme::Theme;
+use chunkscope_core::chunk::ChunkSettings;
+use chunkscope_core::corpus::{Corpus, Document, Skipped};
+use chunkscope_core::engine::Engine;
+use chunkscope_core::tokenize::Unit;
+use chunkscope_core::window::WindowSpec;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
@@ -51,7 +51,7 @@ fn model(theme: Theme) -> Model {
     };
     let engine = Arc::new(Engine::new(info.clone(), tok.clone(), corpus).unwrap());
     let settings = ChunkSettings {
-        strategy: chunkscope::core::chunk::Strategy::Fixed,
+        strategy: chunkscope_core::chunk::Strategy::Fixed,
         unit: Unit::Embed,
         size: 90,
         overlap: 10,
@@ -98,7 +98,7 @@ fn help_overlay_lists_every_binding() {
     m.show_help = true;
     let t = render(&m);
     let screen = t.backend().to_string();
-    for b in &m.keymap.bindings {
+    for b in m.keymap.active(chunkscope::app::keymap::Layer::Chunks) {
         assert!(
             screen.contains(b.description),
             "help lacks {}",
@@ -206,9 +206,9 @@ fn control_characters_never_reach_the_screen() {
 #[test]
 fn prefix_parent_and_query_panes() {
     use chunkscope::app::View;
-    use chunkscope::core::chunk::{Preset, Strategy};
-    use chunkscope::core::metadata::Use;
-    use chunkscope::core::search::{Hit, ParentHit, Results};
+    use chunkscope_core::chunk::{Preset, Strategy};
+    use chunkscope_core::metadata::Use;
+    use chunkscope_core::search::{Hit, ParentHit, Results};
 
     let mut m = model(Theme::mono());
     let engine = m.engine.clone().unwrap();
@@ -249,7 +249,7 @@ fn prefix_parent_and_query_panes() {
             start_byte: parent.start,
             end_byte: parent.end,
             chars: RUNBOOK[parent.start..parent.end].chars().count(),
-            cl100k_tokens: chunkscope::core::tokenize::cl100k_count(
+            cl100k_tokens: chunkscope_core::tokenize::cl100k_count(
                 &RUNBOOK[parent.start..parent.end],
             ),
         }),
@@ -278,6 +278,7 @@ fn prefix_parent_and_query_panes() {
 #[test]
 fn a_reload_never_pairs_old_chunks_with_new_text() {
     use chunkscope::app::{update, Msg};
+    use chunkscope_core::jobs::Event;
 
     let mut m = model(Theme::dark());
     let old = m.engine.clone().unwrap();
@@ -288,11 +289,11 @@ fn a_reload_never_pairs_old_chunks_with_new_text() {
     m.generation = 7;
     let cmds = update(
         &mut m,
-        Msg::Loaded {
+        Msg::Job(Event::Loaded {
             generation: 7,
             result: Ok(Arc::clone(&shrunk)),
             tokenized: 1,
-        },
+        }),
     );
     assert_eq!(cmds.len(), 1, "a rechunk is requested");
     assert!(Arc::ptr_eq(m.engine.as_ref().unwrap(), &old));
@@ -308,23 +309,23 @@ fn a_reload_never_pairs_old_chunks_with_new_text() {
     let fresh = Arc::new(fresh);
     update(
         &mut m,
-        Msg::Chunked {
+        Msg::Job(Event::Chunked {
             generation: 3,
             engine: Arc::clone(&shrunk),
             result: Ok(Arc::clone(&fresh)),
             millis: 1,
-        },
+        }),
     );
     assert!(Arc::ptr_eq(m.engine.as_ref().unwrap(), &old));
     let gen = m.generation;
     update(
         &mut m,
-        Msg::Chunked {
+        Msg::Job(Event::Chunked {
             generation: gen,
             engine: Arc::clone(&shrunk),
             result: Ok(fresh),
             millis: 1,
-        },
+        }),
     );
     assert!(Arc::ptr_eq(m.engine.as_ref().unwrap(), &shrunk));
     let screen = render(&m).backend().to_string();
@@ -368,7 +369,7 @@ fn help_scrolls_on_a_short_terminal() {
 /// every sentence stands alone: 1.0 per chunk.
 #[test]
 fn maxmin_stats_show_sentences_per_chunk() {
-    use chunkscope::core::chunk::Preset;
+    use chunkscope_core::chunk::Preset;
 
     let mut m = model(Theme::mono());
     let engine = m.engine.clone().unwrap();

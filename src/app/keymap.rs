@@ -1,20 +1,51 @@
-//! The keymap is data: every action has a name, a description and its keys. Help and the hint line
-//! are generated from it; workbench.toml's [keys] remaps it.
+//! The keymap is data: every action has a layer, a name, a description and its keys, parsed once
+//! into typed keys. A pane reads its own layer first, then the global one. Help and the hint line
+//! are generated from it; workbench.toml's [keys] remaps every action of every layer.
 
-use std::collections::BTreeMap;
-
+use chunkscope_core::config::{ConfigError, ConfigProblem, KeyOverride};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Layer {
+    /// Every pane: knobs, panes, help, quit.
+    Global,
+    /// The files and chunks pane.
+    Chunks,
+    Query,
+    Eval,
+    Help,
+}
+
+impl Layer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Global => "global",
+            Layer::Chunks => "chunks",
+            Layer::Query => "query",
+            Layer::Eval => "eval",
+            Layer::Help => "help",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Layer> {
+        [
+            Layer::Global,
+            Layer::Chunks,
+            Layer::Query,
+            Layer::Eval,
+            Layer::Help,
+        ]
+        .into_iter()
+        .find(|l| l.name() == s)
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
+    // Global.
     Quit,
     Help,
-    NextFile,
-    PrevFile,
-    ScrollDown,
-    ScrollUp,
-    NextChunk,
-    PrevChunk,
     Strategy,
     Preset,
     Unit,
@@ -26,7 +57,6 @@ pub enum Action {
     Theme,
     Rescan,
     Query,
-    Probe,
     Eval,
     ThresholdUp,
     ThresholdDown,
@@ -34,12 +64,50 @@ pub enum Action {
     CDown,
     Metadata,
     Parents,
+    // Chunks pane.
+    NextFile,
+    PrevFile,
+    ScrollDown,
+    ScrollUp,
+    NextChunk,
+    PrevChunk,
+    Probe,
+    // Query pane.
+    NextRetriever,
+    NextHit,
+    PrevHit,
+    OpenHit,
+    CloseQuery,
+    // Eval pane.
+    NextCase,
+    PrevCase,
+    CasesDown,
+    CasesUp,
+    MissesOnly,
+    FlippedOnly,
+    PinA,
+    Unpin,
+    OpenCase,
+    CloseEval,
+    // Help overlay.
+    HelpDown,
+    HelpUp,
 }
 
-/// (action, config name, description, default keys, shown in the hint line)
-const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
+/// (action, layer, config name, description, default keys, shown in the hint line)
+type Row = (
+    Action,
+    Layer,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    bool,
+);
+
+const ACTIONS: &[Row] = &[
     (
         Action::Strategy,
+        Layer::Global,
         "strategy",
         "next strategy: spring-ai langchain markdown maxmin recursive fixed",
         &["s"],
@@ -47,6 +115,7 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::Preset,
+        Layer::Global,
         "preset",
         "next preset: spring-ai langchain-chars/-tokens markdown maxmin",
         &["p"],
@@ -54,6 +123,7 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::Unit,
+        Layer::Global,
         "unit",
         "next unit (chars, cl100k, embed)",
         &["u"],
@@ -61,6 +131,7 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::SizeUp,
+        Layer::Global,
         "size_up",
         "chunk size up",
         &["+", "="],
@@ -68,14 +139,23 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::SizeDown,
+        Layer::Global,
         "size_down",
         "chunk size down",
         &["-"],
         true,
     ),
-    (Action::OverlapUp, "overlap_up", "overlap up", &["]"], true),
+    (
+        Action::OverlapUp,
+        Layer::Global,
+        "overlap_up",
+        "overlap up",
+        &["]"],
+        true,
+    ),
     (
         Action::OverlapDown,
+        Layer::Global,
         "overlap_down",
         "overlap down",
         &["["],
@@ -83,6 +163,7 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::Window,
+        Layer::Global,
         "window",
         "next window (auto, st, max)",
         &["w"],
@@ -90,6 +171,7 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::Query,
+        Layer::Global,
         "query",
         "query pane: BM25 and vector hits side by side",
         &["/"],
@@ -97,20 +179,15 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::Eval,
+        Layer::Global,
         "eval",
         "eval pane: recall by answer position, misses explained",
         &["e"],
         true,
     ),
     (
-        Action::Probe,
-        "probe",
-        "tail probe: does appended text reach this chunk's vector?",
-        &["P"],
-        true,
-    ),
-    (
         Action::ThresholdUp,
+        Layer::Global,
         "threshold_up",
         "maxmin: fixed threshold up 0.05 (fewer joins)",
         &["}"],
@@ -118,14 +195,23 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::ThresholdDown,
+        Layer::Global,
         "threshold_down",
         "maxmin: fixed threshold down 0.05",
         &["{"],
         false,
     ),
-    (Action::CUp, "c_up", "maxmin: c up 0.05", &[")"], false),
+    (
+        Action::CUp,
+        Layer::Global,
+        "c_up",
+        "maxmin: c up 0.05",
+        &[")"],
+        false,
+    ),
     (
         Action::CDown,
+        Layer::Global,
         "c_down",
         "maxmin: c down 0.05",
         &["("],
@@ -133,6 +219,7 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::Metadata,
+        Layer::Global,
         "metadata",
         "embedded metadata: none, section, section + file",
         &["m"],
@@ -140,55 +227,15 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::Parents,
+        Layer::Global,
         "parents",
         "embed small, return big: hits return their parent section",
         &["b"],
         false,
     ),
     (
-        Action::NextFile,
-        "next_file",
-        "next file",
-        &["down", "j"],
-        false,
-    ),
-    (
-        Action::PrevFile,
-        "prev_file",
-        "previous file",
-        &["up", "k"],
-        false,
-    ),
-    (
-        Action::NextChunk,
-        "next_chunk",
-        "jump to the next chunk",
-        &["n", "right", "l"],
-        false,
-    ),
-    (
-        Action::PrevChunk,
-        "prev_chunk",
-        "jump to the previous chunk",
-        &["N", "left", "h"],
-        false,
-    ),
-    (
-        Action::ScrollDown,
-        "scroll_down",
-        "scroll the chunk pane down",
-        &["pagedown", "J", "space"],
-        false,
-    ),
-    (
-        Action::ScrollUp,
-        "scroll_up",
-        "scroll the chunk pane up",
-        &["pageup", "K"],
-        false,
-    ),
-    (
         Action::Theme,
+        Layer::Global,
         "theme",
         "next theme (dark, light, mono)",
         &["t"],
@@ -196,21 +243,278 @@ const ACTIONS: &[(Action, &str, &str, &[&str], bool)] = &[
     ),
     (
         Action::Rescan,
+        Layer::Global,
         "rescan",
         "re-read the corpus from disk",
         &["r", "f5"],
         false,
     ),
-    (Action::Help, "help", "show or hide this help", &["?"], true),
-    (Action::Quit, "quit", "quit", &["q", "ctrl-c"], true),
+    (
+        Action::Probe,
+        Layer::Chunks,
+        "probe",
+        "tail probe: does appended text reach this chunk's vector?",
+        &["P"],
+        true,
+    ),
+    (
+        Action::NextFile,
+        Layer::Chunks,
+        "next_file",
+        "next file",
+        &["down", "j"],
+        false,
+    ),
+    (
+        Action::PrevFile,
+        Layer::Chunks,
+        "prev_file",
+        "previous file",
+        &["up", "k"],
+        false,
+    ),
+    (
+        Action::NextChunk,
+        Layer::Chunks,
+        "next_chunk",
+        "jump to the next chunk",
+        &["n", "right", "l"],
+        false,
+    ),
+    (
+        Action::PrevChunk,
+        Layer::Chunks,
+        "prev_chunk",
+        "jump to the previous chunk",
+        &["N", "left", "h"],
+        false,
+    ),
+    (
+        Action::ScrollDown,
+        Layer::Chunks,
+        "scroll_down",
+        "scroll the chunk pane down",
+        &["pagedown", "J", "space"],
+        false,
+    ),
+    (
+        Action::ScrollUp,
+        Layer::Chunks,
+        "scroll_up",
+        "scroll the chunk pane up",
+        &["pageup", "K"],
+        false,
+    ),
+    (
+        Action::NextRetriever,
+        Layer::Query,
+        "next_retriever",
+        "switch between the BM25 and vector columns",
+        &["tab", "backtab", "left", "right"],
+        true,
+    ),
+    (
+        Action::NextHit,
+        Layer::Query,
+        "next_hit",
+        "next hit",
+        &["down", "j"],
+        false,
+    ),
+    (
+        Action::PrevHit,
+        Layer::Query,
+        "prev_hit",
+        "previous hit",
+        &["up", "k"],
+        false,
+    ),
+    (
+        Action::OpenHit,
+        Layer::Query,
+        "open",
+        "open the hit's chunk at the match",
+        &["enter"],
+        true,
+    ),
+    (
+        Action::CloseQuery,
+        Layer::Query,
+        "close",
+        "back to the chunks",
+        &["esc"],
+        true,
+    ),
+    (
+        Action::NextCase,
+        Layer::Eval,
+        "next_case",
+        "next case",
+        &["down", "j"],
+        false,
+    ),
+    (
+        Action::PrevCase,
+        Layer::Eval,
+        "prev_case",
+        "previous case",
+        &["up", "k"],
+        false,
+    ),
+    (
+        Action::CasesDown,
+        Layer::Eval,
+        "page_down",
+        "ten cases down",
+        &["pagedown"],
+        false,
+    ),
+    (
+        Action::CasesUp,
+        Layer::Eval,
+        "page_up",
+        "ten cases up",
+        &["pageup"],
+        false,
+    ),
+    (
+        Action::MissesOnly,
+        Layer::Eval,
+        "misses",
+        "only the misses at k",
+        &["x"],
+        true,
+    ),
+    (
+        Action::FlippedOnly,
+        Layer::Eval,
+        "flipped",
+        "only the cases that flipped against A",
+        &["f"],
+        true,
+    ),
+    (
+        Action::PinA,
+        Layer::Eval,
+        "pin",
+        "pin this report as A (B is the next one)",
+        &["a"],
+        true,
+    ),
+    (
+        Action::Unpin,
+        Layer::Eval,
+        "unpin",
+        "forget A",
+        &["A"],
+        false,
+    ),
+    (
+        Action::OpenCase,
+        Layer::Eval,
+        "open",
+        "open the chunk holding the answer",
+        &["enter"],
+        true,
+    ),
+    (
+        Action::CloseEval,
+        Layer::Eval,
+        "close",
+        "back to the chunks",
+        &["esc"],
+        true,
+    ),
+    (
+        Action::HelpDown,
+        Layer::Help,
+        "scroll_down",
+        "scroll help down",
+        &["down", "j", "pagedown", "J", "space"],
+        false,
+    ),
+    (
+        Action::HelpUp,
+        Layer::Help,
+        "scroll_up",
+        "scroll help up",
+        &["up", "k", "pageup", "K"],
+        false,
+    ),
+    (
+        Action::Help,
+        Layer::Global,
+        "help",
+        "show or hide this help",
+        &["?"],
+        true,
+    ),
+    (
+        Action::Quit,
+        Layer::Global,
+        "quit",
+        "quit",
+        &["q", "ctrl-c"],
+        true,
+    ),
 ];
+
+/// A key as typed: code and the modifiers that matter (Shift is in the character itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key {
+    code: KeyCode,
+    mods: KeyModifiers,
+}
+
+impl Key {
+    /// A key as written in workbench.toml: "q", "Q", "ctrl-c", "alt-b", "enter", "f5", "+", ...
+    pub fn parse(s: &str) -> Option<Key> {
+        let (mods, key) = match s.strip_prefix("ctrl-") {
+            Some(rest) => (KeyModifiers::CONTROL, rest),
+            None => match s.strip_prefix("alt-") {
+                Some(rest) => (KeyModifiers::ALT, rest),
+                None => (KeyModifiers::NONE, s),
+            },
+        };
+        let code = match key {
+            "enter" => KeyCode::Enter,
+            "esc" => KeyCode::Esc,
+            "tab" => KeyCode::Tab,
+            "backtab" => KeyCode::BackTab,
+            "space" => KeyCode::Char(' '),
+            "up" => KeyCode::Up,
+            "down" => KeyCode::Down,
+            "left" => KeyCode::Left,
+            "right" => KeyCode::Right,
+            "pageup" => KeyCode::PageUp,
+            "pagedown" => KeyCode::PageDown,
+            "home" => KeyCode::Home,
+            "end" => KeyCode::End,
+            "backspace" => KeyCode::Backspace,
+            f if f.len() >= 2 && f.starts_with('f') && f[1..].parse::<u8>().is_ok() => {
+                KeyCode::F(f[1..].parse().ok()?)
+            }
+            c if c.chars().count() == 1 => KeyCode::Char(c.chars().next()?),
+            _ => return None,
+        };
+        Some(Key { code, mods })
+    }
+
+    fn matches(self, ev: &KeyEvent) -> bool {
+        let mods = ev.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT);
+        self.code == ev.code && self.mods == mods
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Binding {
     pub action: Action,
+    pub layer: Layer,
     pub name: &'static str,
     pub description: &'static str,
+    /// The keys as written (for help and hints) and as parsed (for matching).
     pub keys: Vec<String>,
+    parsed: Vec<Key>,
     pub hint: bool,
 }
 
@@ -224,11 +528,13 @@ impl Default for Keymap {
         Keymap {
             bindings: ACTIONS
                 .iter()
-                .map(|&(action, name, description, keys, hint)| Binding {
+                .map(|&(action, layer, name, description, keys, hint)| Binding {
                     action,
+                    layer,
                     name,
                     description,
                     keys: keys.iter().map(|k| k.to_string()).collect(),
+                    parsed: keys.iter().filter_map(|k| Key::parse(k)).collect(),
                     hint,
                 })
                 .collect(),
@@ -237,42 +543,125 @@ impl Default for Keymap {
 }
 
 impl Keymap {
-    /// The default keymap with `overrides` (action name -> keys) applied. Unknown actions or keys
-    /// are reported and ignored.
-    pub fn with_overrides(overrides: &BTreeMap<String, Vec<String>>) -> (Keymap, Vec<String>) {
+    /// The default keymap with `overrides` applied. An unknown action or an unreadable key is
+    /// reported and that override ignored; a key bound to two actions in one pane is reported and
+    /// every override dropped, so `q` and ctrl-c always quit. Errors name `file` and the line.
+    pub fn with_overrides(overrides: &[KeyOverride], file: &str) -> (Keymap, Vec<ConfigError>) {
         let mut map = Keymap::default();
         let mut errors = Vec::new();
-        for (name, keys) in overrides {
-            let Some(b) = map.bindings.iter_mut().find(|b| b.name == name) else {
-                errors.push(format!("[keys] {name}: no such action"));
+        let err = |o: &KeyOverride, message: String| ConfigError {
+            file: file.to_string(),
+            line: o.line,
+            problem: ConfigProblem::Keys(message),
+        };
+        for o in overrides {
+            let layer = match o.pane.as_deref().map(Layer::parse) {
+                Some(None) => {
+                    let pane = o.pane.as_deref().unwrap_or_default();
+                    errors.push(err(
+                        o,
+                        format!("[keys.{pane}]: no such pane (global, chunks, query, eval, help)"),
+                    ));
+                    continue;
+                }
+                Some(l) => l,
+                None => None,
+            };
+            let Some(b) = map.bindings.iter_mut().find(|b| {
+                b.name == o.action
+                    && layer.map_or(matches!(b.layer, Layer::Global | Layer::Chunks), |l| {
+                        l == b.layer
+                    })
+            }) else {
+                errors.push(err(
+                    o,
+                    format!(
+                        "[keys] {}: no such action{}",
+                        o.action,
+                        o.pane
+                            .as_ref()
+                            .map(|p| format!(" in pane {p}"))
+                            .unwrap_or_default()
+                    ),
+                ));
                 continue;
             };
-            let good: Vec<String> = keys
-                .iter()
-                .filter(|k| {
-                    let ok = parse_key(k).is_some();
-                    if !ok {
-                        errors.push(format!("[keys] {name}: cannot read key '{k}'"));
-                    }
-                    ok
-                })
-                .cloned()
-                .collect();
-            if !good.is_empty() {
-                b.keys = good;
+            let mut keys = Vec::new();
+            for k in &o.keys {
+                match Key::parse(k) {
+                    Some(p) => keys.push((k.clone(), p)),
+                    None => errors.push(err(
+                        o,
+                        format!("[keys] {}: cannot read key '{k}'", o.action),
+                    )),
+                }
             }
+            if !keys.is_empty() {
+                b.keys = keys.iter().map(|k| k.0.clone()).collect();
+                b.parsed = keys.iter().map(|k| k.1).collect();
+            }
+        }
+        let conflicts = map.conflicts();
+        if !conflicts.is_empty() {
+            for (key, a, b) in conflicts {
+                let line = overrides
+                    .iter()
+                    .find(|o| o.keys.contains(&key) && (o.action == a.name || o.action == b.name))
+                    .and_then(|o| o.line);
+                errors.push(ConfigError {
+                    file: file.to_string(),
+                    line,
+                    problem: ConfigProblem::Keys(format!(
+                        "[keys] '{key}' is bound to both {} and {} in the {} pane; using the default keys",
+                        a.name,
+                        b.name,
+                        if a.layer == Layer::Global { b.layer.name() } else { a.layer.name() }
+                    )),
+                });
+            }
+            map = Keymap::default();
         }
         (map, errors)
     }
 
-    pub fn action_for(&self, ev: &KeyEvent) -> Option<Action> {
-        self.bindings
+    /// Pairs of bindings that share a key within one pane (a pane's layer plus the global one).
+    fn conflicts(&self) -> Vec<(String, &Binding, &Binding)> {
+        let mut found = Vec::new();
+        for pane in [Layer::Chunks, Layer::Query, Layer::Eval, Layer::Help] {
+            let active: Vec<&Binding> = self.active(pane).collect();
+            for (i, a) in active.iter().enumerate() {
+                for b in &active[i + 1..] {
+                    for (k, pk) in a.keys.iter().zip(&a.parsed) {
+                        if b.parsed.contains(pk)
+                            && !found
+                                .iter()
+                                .any(|(_, x, y): &(String, &Binding, &Binding)| {
+                                    x.action == a.action && y.action == b.action
+                                })
+                        {
+                            found.push((k.clone(), *a, *b));
+                        }
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// The bindings in force in `pane`: its own layer, then the global one.
+    pub fn active(&self, pane: Layer) -> impl Iterator<Item = &Binding> {
+        let own = self.bindings.iter().filter(move |b| b.layer == pane);
+        let global = self
+            .bindings
             .iter()
-            .find(|b| {
-                b.keys
-                    .iter()
-                    .any(|k| parse_key(k).is_some_and(|p| matches(p, ev)))
-            })
+            .filter(move |b| b.layer == Layer::Global && pane != Layer::Global);
+        own.chain(global)
+    }
+
+    /// The action `ev` triggers in `pane`.
+    pub fn action_for(&self, pane: Layer, ev: &KeyEvent) -> Option<Action> {
+        self.active(pane)
+            .find(|b| b.parsed.iter().any(|k| k.matches(ev)))
             .map(|b| b.action)
     }
 
@@ -285,48 +674,6 @@ impl Keymap {
     }
 }
 
-/// A key as written in workbench.toml: "q", "Q", "ctrl-c", "enter", "f5", "+", ...
-pub fn parse_key(s: &str) -> Option<(KeyCode, KeyModifiers)> {
-    let (mods, key) = match s.strip_prefix("ctrl-") {
-        Some(rest) => (KeyModifiers::CONTROL, rest),
-        None => match s.strip_prefix("alt-") {
-            Some(rest) => (KeyModifiers::ALT, rest),
-            None => (KeyModifiers::NONE, s),
-        },
-    };
-    let code = match key {
-        "enter" => KeyCode::Enter,
-        "esc" => KeyCode::Esc,
-        "tab" => KeyCode::Tab,
-        "backtab" => KeyCode::BackTab,
-        "space" => KeyCode::Char(' '),
-        "up" => KeyCode::Up,
-        "down" => KeyCode::Down,
-        "left" => KeyCode::Left,
-        "right" => KeyCode::Right,
-        "pageup" => KeyCode::PageUp,
-        "pagedown" => KeyCode::PageDown,
-        "home" => KeyCode::Home,
-        "end" => KeyCode::End,
-        "backspace" => KeyCode::Backspace,
-        f if f.len() >= 2 && f.starts_with('f') && f[1..].parse::<u8>().is_ok() => {
-            KeyCode::F(f[1..].parse().ok()?)
-        }
-        c if c.chars().count() == 1 => KeyCode::Char(c.chars().next()?),
-        _ => return None,
-    };
-    Some((code, mods))
-}
-
-fn matches((code, mods): (KeyCode, KeyModifiers), ev: &KeyEvent) -> bool {
-    let relevant = ev.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT);
-    match (code, ev.code) {
-        // Shift is implied by the character itself ("N", "+").
-        (KeyCode::Char(a), KeyCode::Char(b)) => a == b && relevant == mods,
-        (a, b) => a == b && relevant == mods,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,48 +682,104 @@ mod tests {
         KeyEvent::new(c, m)
     }
 
+    fn o(pane: Option<&str>, action: &str, keys: &[&str], line: usize) -> KeyOverride {
+        KeyOverride {
+            pane: pane.map(str::to_string),
+            action: action.to_string(),
+            keys: keys.iter().map(|k| k.to_string()).collect(),
+            line: Some(line),
+        }
+    }
+
     #[test]
     fn defaults_and_overrides() {
         let km = Keymap::default();
+        let chunks = Layer::Chunks;
         assert_eq!(
-            km.action_for(&key(KeyCode::Char('q'), KeyModifiers::NONE)),
+            km.action_for(chunks, &key(KeyCode::Char('q'), KeyModifiers::NONE)),
             Some(Action::Quit)
         );
         assert_eq!(
-            km.action_for(&key(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            km.action_for(chunks, &key(KeyCode::Char('c'), KeyModifiers::CONTROL)),
             Some(Action::Quit)
         );
         assert_eq!(
-            km.action_for(&key(KeyCode::Char('N'), KeyModifiers::SHIFT)),
+            km.action_for(chunks, &key(KeyCode::Char('N'), KeyModifiers::SHIFT)),
             Some(Action::PrevChunk)
         );
         assert_eq!(
-            km.action_for(&key(KeyCode::Char('c'), KeyModifiers::NONE)),
+            km.action_for(chunks, &key(KeyCode::Char('c'), KeyModifiers::NONE)),
             None
         );
-        let mut o = BTreeMap::new();
-        o.insert("quit".to_string(), vec!["x".to_string()]);
-        o.insert("nope".to_string(), vec!["y".to_string()]);
-        o.insert("help".to_string(), vec!["ctrl-".to_string()]);
-        let (km, errs) = Keymap::with_overrides(&o);
+        let overrides = [
+            o(None, "quit", &["x"], 2),
+            o(None, "nope", &["y"], 3),
+            o(None, "help", &["ctrl-"], 4),
+        ];
+        let (km, errs) = Keymap::with_overrides(&overrides, "w.toml");
         assert_eq!(
-            km.action_for(&key(KeyCode::Char('x'), KeyModifiers::NONE)),
+            km.action_for(chunks, &key(KeyCode::Char('x'), KeyModifiers::NONE)),
             Some(Action::Quit)
         );
         assert_eq!(
-            km.action_for(&key(KeyCode::Char('q'), KeyModifiers::NONE)),
+            km.action_for(chunks, &key(KeyCode::Char('q'), KeyModifiers::NONE)),
             None
         );
         assert_eq!(errs.len(), 2, "{errs:?}");
+        assert_eq!(errs[0].to_string(), "w.toml:3: [keys] nope: no such action");
         assert_eq!(km.keys_of(Action::Help), ["?"]);
     }
 
     #[test]
-    fn every_default_key_parses() {
-        for b in Keymap::default().bindings {
-            for k in &b.keys {
-                assert!(parse_key(k).is_some(), "{k}");
-            }
+    fn every_default_key_parses_and_no_pane_has_a_conflict() {
+        let km = Keymap::default();
+        for b in &km.bindings {
+            assert_eq!(b.keys.len(), b.parsed.len(), "{}", b.name);
         }
+        assert!(km.conflicts().is_empty());
+    }
+
+    #[test]
+    fn pane_layers_are_remappable_and_read_first() {
+        let km = Keymap::default();
+        let j = key(KeyCode::Char('j'), KeyModifiers::NONE);
+        assert_eq!(km.action_for(Layer::Eval, &j), Some(Action::NextCase));
+        assert_eq!(km.action_for(Layer::Query, &j), Some(Action::NextHit));
+        let m = key(KeyCode::Char('m'), KeyModifiers::NONE);
+        assert_eq!(
+            km.action_for(Layer::Eval, &m),
+            Some(Action::Metadata),
+            "m is metadata everywhere"
+        );
+        let (km, errs) = Keymap::with_overrides(
+            &[
+                o(Some("eval"), "misses", &["M"], 5),
+                o(Some("query"), "open", &["o"], 6),
+            ],
+            "w.toml",
+        );
+        assert!(errs.is_empty(), "{errs:?}");
+        let shift_m = key(KeyCode::Char('M'), KeyModifiers::SHIFT);
+        assert_eq!(
+            km.action_for(Layer::Eval, &shift_m),
+            Some(Action::MissesOnly)
+        );
+        let o_key = key(KeyCode::Char('o'), KeyModifiers::NONE);
+        assert_eq!(km.action_for(Layer::Query, &o_key), Some(Action::OpenHit));
+    }
+
+    #[test]
+    fn a_key_bound_twice_in_a_pane_names_the_line_and_keeps_quit() {
+        let (km, errs) = Keymap::with_overrides(&[o(Some("eval"), "misses", &["q"], 7)], "w.toml");
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0]
+                .to_string()
+                .starts_with("w.toml:7: [keys] 'q' is bound to both"),
+            "{}",
+            errs[0]
+        );
+        let q = key(KeyCode::Char('q'), KeyModifiers::NONE);
+        assert_eq!(km.action_for(Layer::Eval, &q), Some(Action::Quit));
     }
 }

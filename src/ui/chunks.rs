@@ -11,8 +11,8 @@ use unicode_width::UnicodeWidthChar;
 
 use super::{stale_mark, thousands};
 use crate::app::Model;
-use crate::core::measure::MeasuredChunk;
 use crate::ui::theme::Theme;
+use chunkscope_core::measure::MeasuredChunk;
 
 pub const GUTTER_VISIBLE: &str = "▌ ";
 pub const GUTTER_TAIL: &str = "░ ";
@@ -177,9 +177,9 @@ pub fn render_chunk<'a>(
     }
     let tail_start = tail.map(|x| x.start_byte);
     let mut body = wrap_styled(text, overlap, tail_start, width, t);
-    if let Some((fp, c, at)) = m.highlight {
-        if fp == m.selected && c == ch.index {
-            mark_match(&mut body, text, at, width, t);
+    if let Some(h) = m.highlight {
+        if h.file_pos == m.selected && h.chunk == ch.index {
+            mark_match(&mut body, text, h.byte, width, t);
         }
     }
     lines.extend(body);

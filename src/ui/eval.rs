@@ -6,8 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
 use ratatui::Frame;
 
-use crate::app::{eval_rows, Model};
-use crate::core::eval::{CaseResult, Report};
+use crate::app::Model;
+use chunkscope_core::eval::{CaseResult, Report};
 
 fn pct(v: f64) -> String {
     if v.is_nan() {
@@ -49,11 +49,12 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         ])
         .split(area);
     let k = r.k;
-    let stale = if m.eval.running || m.eval.made_for != Some((m.chunked_at, m.window().tokens)) {
-        " · stale, re-evaluating…"
-    } else {
-        ""
-    };
+    let stale =
+        if m.eval.running || m.eval.made_for != Some((m.chunked_generation, m.window().tokens)) {
+            " · stale, re-evaluating…"
+        } else {
+            ""
+        };
     let mut lines = vec![Line::from(vec![Span::styled(
         format!(
             "B (now): {} · window {} · {} vectors",
@@ -111,7 +112,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
                 pct(ab.vector.at(k))
             ));
         }
-        let style = if b.group == crate::core::eval::Bucket::InTheTail {
+        let style = if b.group == chunkscope_core::eval::Bucket::InTheTail {
             t.tail
         } else {
             t.text
@@ -142,7 +143,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         ))),
         rows[0],
     );
-    let list_rows = eval_rows(m);
+    let list_rows = m.eval_rows();
     let items: Vec<ListItem> = list_rows.iter().map(|c| case_item(c, k, m)).collect();
     let title = format!(
         " cases{}{} · ✓/✗ BM25 vector at k {k} ",
@@ -201,7 +202,7 @@ fn case_item<'a>(c: &CaseResult, k: usize, m: &Model) -> ListItem<'a> {
         Span::raw(format!(" {:>4} ", c.line)),
         Span::styled(
             format!("[{}] ", c.bucket_label()),
-            if c.bucket == crate::core::eval::Bucket::InTheTail {
+            if c.bucket == chunkscope_core::eval::Bucket::InTheTail {
                 t.tail
             } else {
                 t.dim
@@ -210,7 +211,7 @@ fn case_item<'a>(c: &CaseResult, k: usize, m: &Model) -> ListItem<'a> {
         Span::raw(c.question.clone()),
     ];
     let mut lines = Vec::new();
-    let why = |x: &Option<crate::core::eval::MissReason>| x.as_ref().map(|r| r.describe(k));
+    let why = |x: &Option<chunkscope_core::eval::MissReason>| x.as_ref().map(|r| r.describe(k));
     let mut second = format!("        {:?} in {place}", c.answer);
     if let Some(w) = why(&c.bm25_miss) {
         second.push_str(&format!(" · BM25: {w}"));

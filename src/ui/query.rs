@@ -6,8 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
 use ratatui::Frame;
 
-use crate::app::Model;
-use crate::core::search::Hit;
+use crate::app::{Model, Retriever};
+use chunkscope_core::search::Hit;
 
 pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
@@ -53,14 +53,21 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         .results
         .as_ref()
         .map_or((&empty, &empty), |r| (&r.bm25, &r.vector));
-    column(frame, cols[0], m, " BM25 (tantivy) ".to_string(), bm, 0);
+    column(
+        frame,
+        cols[0],
+        m,
+        " BM25 (tantivy) ".to_string(),
+        bm,
+        Retriever::Bm25,
+    );
     column(
         frame,
         cols[1],
         m,
         format!(" vector ({}, window {window}) ", m.model_name),
         vec,
-        1,
+        Retriever::Vector,
     );
     frame.render_widget(
         Paragraph::new(Line::styled(
@@ -71,7 +78,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     );
 }
 
-fn column(frame: &mut Frame, area: Rect, m: &Model, title: String, hits: &[Hit], col: usize) {
+fn column(frame: &mut Frame, area: Rect, m: &Model, title: String, hits: &[Hit], col: Retriever) {
     let t = &m.theme;
     let items: Vec<ListItem> = hits
         .iter()

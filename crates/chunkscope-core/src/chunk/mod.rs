@@ -1,0 +1,407 @@
+//! Chunkers behind one trait. Each produces ordered chunks as byte ranges into the document; a
+//! chunk whose text is not a verbatim slice (Spring AI decoding a window cut inside a character)
+//! carries its own text as well.
+
+mod fixed;
+mod markdown;
+pub mod maxmin;
+mod recursive;
+mod spring_ai;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use fixed::Fixed;
+pub use markdown::{sections, Markdown, Section};
+pub use maxmin::{MaxMin, MaxMinParams, SentenceVectors};
+pub use recursive::Recursive;
+pub use spring_ai::{SpringAi, SpringAiParams};
+
+use crate::metadata::MetadataPolicy;
+use crate::tokenize::{cl100k_count, DocTokens, EmbedTokenizer, Unit};
+
+/// One chunk: a byte range into its document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    pub start: usize,
+    pub end: usize,
+    /// The splitter's text when it differs from `doc[start..end]`.
+    pub text: Option<String>,
+    /// The heading path governing the chunk ("Runbook > Rotate keys > Staging"), for splitters
+    /// that know the document's structure.
+    pub heading: Option<String>,
+}
+
+impl Chunk {
+    pub fn slice(start: usize, end: usize) -> Chunk {
+        Chunk {
+            start,
+            end,
+            text: None,
+            heading: None,
+        }
+    }
+
+    pub fn text<'a>(&'a self, doc: &'a str) -> &'a str {
+        self.text.as_deref().unwrap_or(&doc[self.start..self.end])
+    }
+}
+
+/// A document with the tokens computed once for it.
+pub struct DocView<'a> {
+    pub text: &'a str,
+    pub tokens: &'a DocTokens,
+    pub tok: &'a EmbedTokenizer,
+}
+
+impl DocView<'_> {
+    /// Length of `text[start..end]` in `unit`, as if the slice were measured on its own.
+    pub fn count(&self, unit: Unit, start: usize, end: usize) -> usize {
+        match unit {
+            Unit::Chars => self.text[start..end].chars().count(),
+            Unit::Cl100k => cl100k_count(&self.text[start..end]),
+            Unit::Embed => self.tokens.embed_count_in(self.text, start, end, self.tok),
+        }
+    }
+}
+
+pub trait Chunker: Send + Sync {
+    fn chunk(&self, doc: &DocView) -> Vec<Chunk>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    Fixed,
+    Recursive,
+    SpringAi,
+    Langchain,
+    Markdown,
+    MaxMin,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 6] = [
+        Strategy::SpringAi,
+        Strategy::Langchain,
+        Strategy::Markdown,
+        Strategy::MaxMin,
+        Strategy::Recursive,
+        Strategy::Fixed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Fixed => "fixed",
+            Strategy::Recursive => "recursive",
+            Strategy::SpringAi => "spring-ai",
+            Strategy::Langchain => "langchain",
+            Strategy::Markdown => "markdown",
+            Strategy::MaxMin => "maxmin",
+        }
+    }
+
+    pub fn next(self) -> Strategy {
+        let i = Strategy::ALL.iter().position(|s| *s == self).unwrap_or(0);
+        Strategy::ALL[(i + 1) % Strategy::ALL.len()]
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fixed" => Ok(Strategy::Fixed),
+            "recursive" => Ok(Strategy::Recursive),
+            "spring-ai" | "spring_ai" | "springai" => Ok(Strategy::SpringAi),
+            "langchain" => Ok(Strategy::Langchain),
+            "markdown" => Ok(Strategy::Markdown),
+            "maxmin" | "max-min" => Ok(Strategy::MaxMin),
+            other => Err(format!(
+                "unknown strategy '{other}' (expected fixed, recursive, spring-ai, langchain, markdown or maxmin)"
+            )),
+        }
+    }
+}
+
+/// Named settings that users run today.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    SpringAi,
+    LangchainChars,
+    LangchainTokens,
+    Markdown,
+    MaxMin,
+}
+
+impl Preset {
+    pub const ALL: [Preset; 5] = [
+        Preset::SpringAi,
+        Preset::LangchainChars,
+        Preset::LangchainTokens,
+        Preset::Markdown,
+        Preset::MaxMin,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::SpringAi => "spring-ai",
+            Preset::LangchainChars => "langchain-chars",
+            Preset::LangchainTokens => "langchain-tokens",
+            Preset::Markdown => "markdown",
+            Preset::MaxMin => "maxmin",
+        }
+    }
+
+    pub fn apply(self, s: &mut ChunkSettings) {
+        let (strategy, unit, size, overlap) = match self {
+            Preset::SpringAi => (Strategy::SpringAi, Unit::Cl100k, 800, 0),
+            Preset::LangchainChars => (Strategy::Langchain, Unit::Chars, 1500, 150),
+            Preset::LangchainTokens => (Strategy::Langchain, Unit::Embed, 240, 32),
+            // Structure first, sized to fit all-MiniLM-L6-v2's 128-token window (126 content).
+            Preset::Markdown => (Strategy::Markdown, Unit::Embed, 120, 0),
+            // The authors' rule and defaults, capped so that every chunk fits the 128 window.
+            Preset::MaxMin => (Strategy::MaxMin, Unit::Embed, 120, 0),
+        };
+        s.strategy = strategy;
+        s.unit = unit;
+        s.size = size;
+        s.overlap = overlap;
+        if self == Preset::SpringAi {
+            s.spring_ai = SpringAiParams::default();
+        }
+        if self == Preset::MaxMin {
+            s.maxmin = MaxMinParams::default();
+        }
+    }
+}
+
+impl FromStr for Preset {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                format!("unknown preset '{s}' (expected spring-ai, langchain-chars, langchain-tokens, markdown or maxmin)")
+            })
+    }
+}
+
+/// LangChain's RecursiveCharacterTextSplitter default separators.
+pub const LANGCHAIN_SEPARATORS: &[&str] = &["\n\n", "\n", " ", ""];
+/// Our recursive default: paragraphs, lines, sentences, words, characters.
+pub const RECURSIVE_SEPARATORS: &[&str] = &["\n\n", "\n", ". ", " ", ""];
+
+/// Settings that cannot work together, each naming the setting to change.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("chunking.overlap must be 0 for strategy maxmin (chunks are sentence groups)")]
+    MaxMinOverlap,
+    #[error("maxmin.fixed_threshold, c and init_constant must be numbers")]
+    MaxMinNotANumber,
+    #[error("chunking.size must be at least 1")]
+    ZeroSize,
+    #[error("chunking.overlap ({overlap}) must be smaller than chunking.size ({size})")]
+    OverlapNotBelowSize { overlap: usize, size: usize },
+    #[error("chunking.unit is {unit} but strategy spring-ai counts cl100k tokens; set unit = \"cl100k\"")]
+    SpringAiUnit { unit: Unit },
+    #[error("chunking.overlap must be 0 for strategy spring-ai (it has no overlap)")]
+    SpringAiOverlap,
+    #[error("chunking.separators must not be empty for strategy recursive")]
+    NoSeparators,
+}
+
+impl SettingsError {
+    /// The workbench.toml (section, key) to change.
+    pub fn field(&self) -> (&'static str, &'static str) {
+        match self {
+            SettingsError::MaxMinOverlap
+            | SettingsError::OverlapNotBelowSize { .. }
+            | SettingsError::SpringAiOverlap => ("chunking", "overlap"),
+            SettingsError::MaxMinNotANumber => ("maxmin", "fixed_threshold"),
+            SettingsError::ZeroSize => ("chunking", "size"),
+            SettingsError::SpringAiUnit { .. } => ("chunking", "unit"),
+            SettingsError::NoSeparators => ("chunking", "separators"),
+        }
+    }
+}
+
+/// Every knob of the chunking stage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkSettings {
+    pub strategy: Strategy,
+    pub unit: Unit,
+    pub size: usize,
+    pub overlap: usize,
+    /// Separators for `recursive` (LangChain uses its own list).
+    pub separators: Vec<String>,
+    pub spring_ai: SpringAiParams,
+    /// Max-Min semantic chunking's thresholds (`size` is its optional maximum; 0 = none).
+    pub maxmin: MaxMinParams,
+    /// Which metadata fields are embedded ahead of each chunk, cited, or dropped.
+    pub metadata: MetadataPolicy,
+    /// Embed small, return big: every chunk knows its parent section, and a hit returns it.
+    pub parents: bool,
+}
+
+impl Default for ChunkSettings {
+    fn default() -> Self {
+        ChunkSettings {
+            strategy: Strategy::SpringAi,
+            unit: Unit::Cl100k,
+            size: 800,
+            overlap: 0,
+            separators: RECURSIVE_SEPARATORS.iter().map(|s| s.to_string()).collect(),
+            spring_ai: SpringAiParams::default(),
+            maxmin: MaxMinParams::default(),
+            metadata: MetadataPolicy::default(),
+            parents: false,
+        }
+    }
+}
+
+impl ChunkSettings {
+    /// Switch strategy and apply what it implies: spring-ai counts cl100k tokens without
+    /// overlap, maxmin groups whole sentences (no overlap). Returns a note saying what changed
+    /// besides the strategy, if anything did.
+    pub fn set_strategy(&mut self, strategy: Strategy) -> Option<&'static str> {
+        self.strategy = strategy;
+        match strategy {
+            Strategy::SpringAi if (self.unit, self.overlap) != (Unit::Cl100k, 0) => {
+                self.unit = Unit::Cl100k;
+                self.overlap = 0;
+                Some("spring-ai counts cl100k tokens without overlap")
+            }
+            Strategy::MaxMin if self.overlap != 0 => {
+                self.overlap = 0;
+                Some("maxmin groups whole sentences: no overlap")
+            }
+            _ => None,
+        }
+    }
+
+    /// Refuse settings that cannot work, naming the setting.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if self.strategy == Strategy::MaxMin {
+            if self.overlap != 0 {
+                return Err(SettingsError::MaxMinOverlap);
+            }
+            let p = &self.maxmin;
+            if !(p.fixed_threshold.is_finite() && p.c.is_finite() && p.init_constant.is_finite()) {
+                return Err(SettingsError::MaxMinNotANumber);
+            }
+            return Ok(());
+        }
+        if self.size == 0 {
+            return Err(SettingsError::ZeroSize);
+        }
+        if self.overlap >= self.size {
+            return Err(SettingsError::OverlapNotBelowSize {
+                overlap: self.overlap,
+                size: self.size,
+            });
+        }
+        if self.strategy == Strategy::SpringAi {
+            if self.unit != Unit::Cl100k {
+                return Err(SettingsError::SpringAiUnit { unit: self.unit });
+            }
+            if self.overlap != 0 {
+                return Err(SettingsError::SpringAiOverlap);
+            }
+        }
+        if self.strategy == Strategy::Recursive && self.separators.is_empty() {
+            return Err(SettingsError::NoSeparators);
+        }
+        Ok(())
+    }
+
+    /// The chunker these settings describe (call `validate` first). Max-Min without sentence
+    /// vectors cuts at every sentence; use `chunker_with`.
+    pub fn chunker(&self) -> Box<dyn Chunker> {
+        self.chunker_with(None, None)
+    }
+
+    /// The chunker, with the sentence vectors Max-Min reads and, when known, the document's
+    /// sentence spans for this unit and size (so Max-Min need not segment again).
+    pub fn chunker_with<'a>(
+        &self,
+        vectors: Option<&'a dyn SentenceVectors>,
+        spans: Option<maxmin::Spans>,
+    ) -> Box<dyn Chunker + 'a> {
+        match self.strategy {
+            Strategy::MaxMin => Box::new(MaxMin {
+                unit: self.unit,
+                max: self.size,
+                params: self.maxmin,
+                vectors,
+                spans,
+            }),
+            Strategy::Fixed => Box::new(Fixed {
+                unit: self.unit,
+                size: self.size,
+                overlap: self.overlap,
+            }),
+            Strategy::Recursive => Box::new(Recursive {
+                unit: self.unit,
+                size: self.size,
+                overlap: self.overlap,
+                separators: self.separators.clone(),
+                keep_at_end: true,
+            }),
+            Strategy::Langchain => Box::new(Recursive {
+                unit: self.unit,
+                size: self.size,
+                overlap: self.overlap,
+                separators: LANGCHAIN_SEPARATORS.iter().map(|s| s.to_string()).collect(),
+                keep_at_end: false,
+            }),
+            Strategy::Markdown => Box::new(Markdown {
+                unit: self.unit,
+                size: self.size,
+                overlap: self.overlap,
+            }),
+            Strategy::SpringAi => Box::new(SpringAi {
+                size: self.size,
+                params: self.spring_ai.clone(),
+            }),
+        }
+    }
+
+    /// One line naming the settings, e.g. "spring-ai 800 cl100k overlap 0", with the metadata
+    /// embedded and parent mode when they are on.
+    pub fn label(&self) -> String {
+        let mut l = self.knobs_label();
+        if self.metadata.embeds_anything() {
+            l.push_str(&format!(" · metadata {}", self.metadata.label()));
+        }
+        if self.parents {
+            l.push_str(" · return parents");
+        }
+        l
+    }
+
+    fn knobs_label(&self) -> String {
+        if self.strategy == Strategy::MaxMin {
+            let p = &self.maxmin;
+            let max = if self.size == 0 {
+                "no max".to_string()
+            } else {
+                format!("max {} {}", self.size, self.unit)
+            };
+            return format!(
+                "maxmin {max} floor {:.2} c {:.2} init {:.2}",
+                p.fixed_threshold, p.c, p.init_constant
+            );
+        }
+        format!(
+            "{} {} {} overlap {}",
+            self.strategy, self.size, self.unit, self.overlap
+        )
+    }
+}

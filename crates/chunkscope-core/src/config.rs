@@ -1,0 +1,625 @@
+//! workbench.toml: built-in defaults with the user's file laid over them. Every error names the
+//! file and the line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::chunk::{ChunkSettings, Preset, SpringAiParams, Strategy};
+use super::metadata::Use;
+
+use super::corpus::CorpusRules;
+use super::model::DEFAULT_MODEL;
+use super::tokenize::Unit;
+use super::window::WindowSpec;
+
+/// The documented default configuration, shipped at the top of the repository.
+pub const DEFAULT_TOML: &str = include_str!("../../../workbench.toml");
+
+/// What is wrong in a configuration, with the field it concerns.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigProblem {
+    /// TOML that does not parse, or a key the file may not have.
+    #[error("{0}")]
+    Syntax(String),
+    /// A value that cannot be read, e.g. an unknown unit.
+    #[error("{section}.{key}: {message}")]
+    Value {
+        section: &'static str,
+        key: String,
+        message: String,
+    },
+    /// Settings that cannot work together.
+    #[error(transparent)]
+    Settings(#[from] crate::chunk::SettingsError),
+    /// A key binding that cannot be used (the keymap itself lives with the terminal front end).
+    #[error("{0}")]
+    Keys(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+impl ConfigProblem {
+    fn value(section: &'static str, key: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigProblem::Value {
+            section,
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The (section, key) the problem is about, when it is about one.
+    pub fn field(&self) -> Option<(&str, &str)> {
+        match self {
+            ConfigProblem::Value { section, key, .. } => {
+                Some((section, key.split('.').next().unwrap_or(key)))
+            }
+            ConfigProblem::Settings(e) => Some(e.field()),
+            _ => None,
+        }
+    }
+}
+
+/// A configuration error with its place: the file and, when known, the line.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}{}: {problem}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub problem: ConfigProblem,
+}
+
+impl ConfigError {
+    /// The error at the line of `text` where the problem's field is set.
+    fn located(file: &str, text: &str, problem: ConfigProblem) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line: problem.field().and_then(|(s, k)| line_of_key(text, s, k)),
+            problem,
+        }
+    }
+}
+
+/// One remapped action from `[keys]`: `quit = [..]` (global and chunks actions) or
+/// `[keys.PANE] action = [..]`, with the line it is on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyOverride {
+    pub pane: Option<String>,
+    pub action: String,
+    pub keys: Vec<String>,
+    pub line: Option<usize>,
+}
+
+/// The knobs a layer may set (workbench.toml, then the command line), laid over the defaults in
+/// that order by [`Overrides::apply`], for every command and the TUI alike.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    pub model: Option<String>,
+    pub window: Option<WindowSpec>,
+    pub preset: Option<Preset>,
+    pub strategy: Option<Strategy>,
+    pub unit: Option<Unit>,
+    pub size: Option<usize>,
+    pub overlap: Option<usize>,
+    pub separators: Option<Vec<String>>,
+    pub parents: Option<bool>,
+    pub fixed_threshold: Option<f32>,
+    pub maxmin_c: Option<f32>,
+    pub init_constant: Option<f32>,
+    /// (field, use): heading/section, file, index/chunk, front_matter, or a front-matter key.
+    pub metadata: Vec<(String, Use)>,
+}
+
+impl Overrides {
+    /// Lay these knobs over `c`: a preset first, then a strategy (with what it implies), then
+    /// the explicit unit, size and overlap, then the rest.
+    pub fn apply(&self, c: &mut Config) {
+        if let Some(m) = &self.model {
+            c.model = m.clone();
+        }
+        if let Some(w) = self.window {
+            c.window = w;
+        }
+        let s = &mut c.chunking;
+        if let Some(p) = self.preset {
+            p.apply(s);
+        }
+        if let Some(st) = self.strategy {
+            s.set_strategy(st);
+        }
+        if let Some(u) = self.unit {
+            s.unit = u;
+        }
+        if let Some(n) = self.size {
+            s.size = n;
+        }
+        if let Some(n) = self.overlap {
+            s.overlap = n;
+        }
+        if let Some(v) = &self.separators {
+            s.separators = v.clone();
+        }
+        if let Some(p) = self.parents {
+            s.parents = p;
+        }
+        for (v, slot) in [
+            (self.fixed_threshold, &mut s.maxmin.fixed_threshold),
+            (self.maxmin_c, &mut s.maxmin.c),
+            (self.init_constant, &mut s.maxmin.init_constant),
+        ] {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        }
+        let p = &mut s.metadata;
+        for (field, u) in &self.metadata {
+            match field.as_str() {
+                "heading" | "section" => p.heading = *u,
+                "file" => p.file = *u,
+                "index" | "chunk" => p.index = *u,
+                "front_matter" | "front-matter" => p.front_matter = *u,
+                key => {
+                    p.keys.insert(key.to_string(), *u);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    model: Option<RawModel>,
+    chunking: Option<RawChunking>,
+    spring_ai: Option<RawSpringAi>,
+    maxmin: Option<RawMaxMin>,
+    metadata: Option<RawMetadata>,
+    corpus: Option<RawCorpus>,
+    ui: Option<RawUi>,
+    search: Option<RawSearch>,
+    keys: Option<BTreeMap<String, toml::Value>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    id: Option<String>,
+    window: Option<toml::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChunking {
+    preset: Option<String>,
+    strategy: Option<String>,
+    unit: Option<String>,
+    size: Option<i64>,
+    overlap: Option<i64>,
+    separators: Option<Vec<String>>,
+    parents: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMaxMin {
+    fixed_threshold: Option<f64>,
+    c: Option<f64>,
+    init_constant: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetadata {
+    file: Option<String>,
+    heading: Option<String>,
+    index: Option<String>,
+    front_matter: Option<String>,
+    keys: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpringAi {
+    min_chunk_size_chars: Option<usize>,
+    min_chunk_length_to_embed: Option<usize>,
+    max_num_chunks: Option<usize>,
+    keep_separator: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCorpus {
+    include: Option<Vec<String>>,
+    exclude: Option<Vec<String>>,
+    max_file_bytes: Option<u64>,
+    gitignore: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSearch {
+    k: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUi {
+    theme: Option<String>,
+    mouse: Option<bool>,
+    log_file: Option<String>,
+}
+
+/// Everything the workbench is configured with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub model: String,
+    pub window: WindowSpec,
+    pub chunking: ChunkSettings,
+    pub corpus: CorpusRules,
+    pub theme: String,
+    pub mouse: bool,
+    pub log_file: Option<PathBuf>,
+    /// Hits per retriever in the query pane.
+    pub search_k: usize,
+    /// Remapped actions, overriding the default keymap.
+    pub keys: Vec<KeyOverride>,
+    /// The file this came from, if any.
+    pub source: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            model: DEFAULT_MODEL.into(),
+            window: WindowSpec::Auto,
+            chunking: ChunkSettings::default(),
+            corpus: CorpusRules::default(),
+            theme: "dark".into(),
+            mouse: false,
+            log_file: None,
+            search_k: 5,
+            keys: Vec::new(),
+            source: None,
+        }
+    }
+}
+
+impl Config {
+    /// Parse `text` (named `file` in messages) over the defaults.
+    pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let located = |p: ConfigProblem| ConfigError::located(file, text, p);
+        let raw: RawFile = toml::from_str(text).map_err(|e| ConfigError {
+            file: file.to_string(),
+            line: e.span().map(|s| line_of_offset(text, s.start)),
+            problem: ConfigProblem::Syntax(e.message().to_string()),
+        })?;
+        let mut c = Config::default();
+        raw.overrides().map_err(located)?.apply(&mut c);
+        if let Some(s) = raw.spring_ai {
+            let d = SpringAiParams::default();
+            c.chunking.spring_ai = SpringAiParams {
+                min_chunk_size_chars: s.min_chunk_size_chars.unwrap_or(d.min_chunk_size_chars),
+                min_chunk_length_to_embed: s
+                    .min_chunk_length_to_embed
+                    .unwrap_or(d.min_chunk_length_to_embed),
+                max_num_chunks: s.max_num_chunks.unwrap_or(d.max_num_chunks),
+                keep_separator: s.keep_separator.unwrap_or(d.keep_separator),
+                punctuation: d.punctuation,
+            };
+        }
+        c.chunking
+            .validate()
+            .map_err(|e| located(ConfigProblem::Settings(e)))?;
+        if let Some(co) = raw.corpus {
+            if let Some(v) = co.include {
+                c.corpus.include = v;
+            }
+            if let Some(v) = co.exclude {
+                c.corpus.exclude = v;
+            }
+            if let Some(v) = co.max_file_bytes {
+                c.corpus.max_file_bytes = v;
+            }
+            if let Some(v) = co.gitignore {
+                c.corpus.gitignore = v;
+            }
+        }
+        if let Some(ui) = raw.ui {
+            if let Some(t) = ui.theme {
+                c.theme = t;
+            }
+            if let Some(m) = ui.mouse {
+                c.mouse = m;
+            }
+            c.log_file = ui.log_file.filter(|s| !s.is_empty()).map(PathBuf::from);
+        }
+        if let Some(k) = raw.search.and_then(|s| s.k) {
+            if k == 0 {
+                return Err(located(ConfigProblem::value(
+                    "search",
+                    "k",
+                    "must be at least 1",
+                )));
+            }
+            c.search_k = k;
+        }
+        c.keys = key_overrides(raw.keys.unwrap_or_default(), text).map_err(located)?;
+        Ok(c)
+    }
+
+    /// The file name errors should carry: the file this came from, or "defaults".
+    pub fn source_name(&self) -> String {
+        self.source
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "defaults".into())
+    }
+
+    /// Load the user's file: `explicit` if given, else ./workbench.toml, else the corpus root's.
+    /// Returns the defaults when there is none.
+    pub fn discover(explicit: Option<&Path>, corpus: Option<&Path>) -> Result<Config, ConfigError> {
+        let candidates: Vec<PathBuf> = match explicit {
+            Some(p) => vec![p.to_path_buf()],
+            None => {
+                let mut v = vec![PathBuf::from("workbench.toml")];
+                if let Some(c) = corpus.filter(|c| c.is_dir()) {
+                    v.push(c.join("workbench.toml"));
+                }
+                v
+            }
+        };
+        for path in candidates {
+            if !path.is_file() {
+                if explicit.is_some() {
+                    return Err(ConfigError {
+                        file: path.display().to_string(),
+                        line: None,
+                        problem: ConfigProblem::Io("no such file".into()),
+                    });
+                }
+                continue;
+            }
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(&path).map_err(|e| ConfigError {
+                file: name.clone(),
+                line: None,
+                problem: ConfigProblem::Io(e.to_string()),
+            })?;
+            let mut c = Config::parse(&text, &name)?;
+            c.source = Some(path);
+            return Ok(c);
+        }
+        Ok(Config::default())
+    }
+}
+
+impl RawFile {
+    /// The knobs this file sets, read into the one overrides type.
+    fn overrides(&self) -> Result<Overrides, ConfigProblem> {
+        fn parsed<T: std::str::FromStr<Err = String>>(
+            v: &Option<String>,
+            section: &'static str,
+            key: &str,
+        ) -> Result<Option<T>, ConfigProblem> {
+            v.as_deref()
+                .map(|s| s.parse().map_err(|m| ConfigProblem::value(section, key, m)))
+                .transpose()
+        }
+        let mut o = Overrides::default();
+        if let Some(m) = &self.model {
+            o.model = m.id.clone();
+            if let Some(w) = &m.window {
+                let s = match w {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(n) => n.to_string(),
+                    other => other.to_string(),
+                };
+                o.window = parsed(&Some(s), "model", "window")?;
+            }
+        }
+        if let Some(ch) = &self.chunking {
+            o.preset = parsed(&ch.preset, "chunking", "preset")?;
+            o.strategy = parsed(&ch.strategy, "chunking", "strategy")?;
+            o.unit = parsed(&ch.unit, "chunking", "unit")?;
+            let count = |v: Option<i64>, key: &str| {
+                v.map(|n| {
+                    usize::try_from(n).map_err(|_| {
+                        ConfigProblem::value("chunking", key, format!("{n} is negative"))
+                    })
+                })
+                .transpose()
+            };
+            o.size = count(ch.size, "size")?;
+            o.overlap = count(ch.overlap, "overlap")?;
+            o.separators = ch.separators.clone();
+            o.parents = match ch.parents.as_deref() {
+                None => None,
+                Some("none") => Some(false),
+                Some("section") => Some(true),
+                Some(other) => {
+                    return Err(ConfigProblem::value(
+                        "chunking",
+                        "parents",
+                        format!("unknown value '{other}' (expected none or section)"),
+                    ))
+                }
+            };
+        }
+        if let Some(m) = &self.maxmin {
+            for (key, value, slot) in [
+                ("fixed_threshold", m.fixed_threshold, &mut o.fixed_threshold),
+                ("c", m.c, &mut o.maxmin_c),
+                ("init_constant", m.init_constant, &mut o.init_constant),
+            ] {
+                if let Some(v) = value {
+                    if !v.is_finite() {
+                        return Err(ConfigProblem::value(
+                            "maxmin",
+                            key,
+                            "must be a finite number",
+                        ));
+                    }
+                    *slot = Some(v as f32);
+                }
+            }
+        }
+        if let Some(m) = &self.metadata {
+            for (key, value) in [
+                ("file", &m.file),
+                ("heading", &m.heading),
+                ("index", &m.index),
+                ("front_matter", &m.front_matter),
+            ] {
+                if let Some(u) = parsed::<Use>(value, "metadata", key)? {
+                    o.metadata.push((key.to_string(), u));
+                }
+            }
+            for (k, v) in m.keys.iter().flatten() {
+                let u: Use = v.parse().map_err(|e: String| {
+                    ConfigProblem::value("metadata", format!("keys.{k}"), e)
+                })?;
+                o.metadata.push((k.clone(), u));
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// `[keys]`: `action = ["k", ..]` or `[keys.PANE]` tables of them.
+fn key_overrides(
+    table: BTreeMap<String, toml::Value>,
+    text: &str,
+) -> Result<Vec<KeyOverride>, ConfigProblem> {
+    let keys = |v: &toml::Value, name: &str| -> Result<Vec<String>, ConfigProblem> {
+        v.as_array()
+            .and_then(|a| a.iter().map(|k| k.as_str().map(str::to_string)).collect())
+            .ok_or_else(|| {
+                ConfigProblem::value(
+                    "keys",
+                    name,
+                    "expected a list of keys, e.g. [\"q\", \"ctrl-c\"]",
+                )
+            })
+    };
+    let mut out = Vec::new();
+    for (name, value) in &table {
+        match value.as_table() {
+            Some(pane) => {
+                for (action, v) in pane {
+                    out.push(KeyOverride {
+                        pane: Some(name.clone()),
+                        action: action.clone(),
+                        keys: keys(v, &format!("{name}.{action}"))?,
+                        line: line_of_key(text, &format!("keys.{name}"), action)
+                            .or_else(|| line_of_key(text, "keys", name)),
+                    });
+                }
+            }
+            None => out.push(KeyOverride {
+                pane: None,
+                action: name.clone(),
+                keys: keys(value, name)?,
+                line: line_of_key(text, "keys", name),
+            }),
+        }
+    }
+    Ok(out)
+}
+
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The 1-based line where `key` is set inside `[section]`, if it can be found.
+fn line_of_key(text: &str, section: &str, key: &str) -> Option<usize> {
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix('[') {
+            current = rest.trim_end_matches(']').trim().to_string();
+            continue;
+        }
+        if current == section {
+            if let Some((k, _)) = t.split_once('=') {
+                if k.trim().trim_matches('"') == key {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_file_is_the_default() {
+        let c = Config::parse(DEFAULT_TOML, "workbench.toml").unwrap();
+        assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn bad_values_name_the_line() {
+        let e = Config::parse("[chunking]\nsize = 100\noverlap = 100\n", "w.toml").unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(
+            e.to_string().starts_with("w.toml:3: chunking.overlap"),
+            "{e}"
+        );
+        let e = Config::parse("[chunking]\nunit = \"bytes\"\n", "w.toml").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert!(e.problem.to_string().contains("bytes"));
+        let e =
+            Config::parse("[model]\nid = \"x\"\n\n[chunking]\nsize = \n", "w.toml").unwrap_err();
+        assert_eq!(e.line, Some(5), "{e}");
+        let e = Config::parse("[chunking]\nsise = 3\n", "w.toml").unwrap_err();
+        assert!(e.problem.to_string().contains("sise"), "{e}");
+        let e = Config::parse("[chunking]\nsize = 0\n", "w.toml").unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        // A Max-Min error names its own key and line.
+        let e = Config::parse("[chunking]\nstrategy = \"maxmin\"\noverlap = 5\n", "w.toml")
+            .unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+    }
+
+    #[test]
+    fn keys_carry_their_lines() {
+        let c = Config::parse(
+            "[keys]\nquit = [\"x\"]\n\n[keys.eval]\nmisses = [\"M\"]\n",
+            "w.toml",
+        )
+        .unwrap();
+        assert_eq!(c.keys.len(), 2);
+        assert_eq!(
+            (c.keys[0].pane.as_deref(), c.keys[0].line),
+            (Some("eval"), Some(5))
+        );
+        assert_eq!(
+            (c.keys[1].action.as_str(), c.keys[1].line),
+            ("quit", Some(2))
+        );
+    }
+
+    #[test]
+    fn a_strategy_implies_the_same_everywhere() {
+        let c = Config::parse(
+            "[chunking]\npreset = \"langchain-chars\"\nstrategy = \"spring-ai\"\n",
+            "w",
+        )
+        .unwrap();
+        assert_eq!((c.chunking.unit, c.chunking.overlap), (Unit::Cl100k, 0));
+    }
+
+    #[test]
+    fn presets_and_overrides() {
+        let c = Config::parse("[chunking]\npreset = \"langchain-tokens\"\n", "w").unwrap();
+        assert_eq!(c.chunking.strategy, Strategy::Langchain);
+        assert_eq!((c.chunking.size, c.chunking.overlap), (240, 32));
+        assert_eq!(c.chunking.unit, Unit::Embed);
+        let c = Config::parse("[model]\nwindow = 256\n", "w").unwrap();
+        assert_eq!(c.window, WindowSpec::Tokens(256));
+    }
+}

@@ -1,0 +1,185 @@
+//! The embedder: the model's tokenizer truncated to the window in force, our BERT forward pass,
+//! mean pooling and L2 normalisation, and a cache so nothing is embedded twice.
+
+pub mod bert;
+pub mod cache;
+pub mod kernels;
+
+use std::time::Instant;
+
+use anyhow::Result;
+use tokenizers::TruncationDirection;
+
+use super::model::ModelInfo;
+use super::tokenize::EmbedTokenizer;
+pub use bert::Bert;
+pub use cache::EmbedCache;
+
+/// Sequences are grouped into forward passes of about this many tokens.
+const TOKENS_PER_PASS: usize = 4096;
+
+pub struct Embedder {
+    bert: Bert,
+    /// The model's tokenizer with truncation and padding off; the window is applied per text.
+    tok: EmbedTokenizer,
+    /// Identifies the model in cache keys: its id and the weights' size.
+    pub model_key: String,
+}
+
+/// What an embedding run measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EmbedRun {
+    pub texts: usize,
+    pub tokens: usize,
+    pub seconds: f64,
+}
+
+impl Embedder {
+    pub fn load(info: &ModelInfo) -> Result<Embedder> {
+        let bert = Bert::load(&info.dir)?;
+        let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
+        Ok(Embedder {
+            bert,
+            tok,
+            model_key: model_key(info),
+        })
+    }
+
+    pub fn dim(&self) -> usize {
+        self.bert.config.hidden
+    }
+
+    /// The ids the model reads for `text` at `window`: content truncated to window - specials, then
+    /// [CLS] and [SEP] added, as the tokenizers pipeline does with truncation on.
+    pub fn ids(&self, text: &str, window: usize) -> Vec<u32> {
+        let window = window.min(self.bert.config.max_positions);
+        let content = window.saturating_sub(self.tok.specials());
+        // Long texts: encode a prefix cut at whitespace that surely holds `content` tokens when the
+        // tokenizer is word-local (a word never straddles the cut, so the prefix's tokens are the
+        // first tokens of the whole text); fall back to the whole text otherwise.
+        let mut enc = None;
+        if self.tok.is_word_local() && text.len() > content * 16 {
+            let end = crate::text::floor_char(text, content * 12);
+            let cut = text[..end].rfind(char::is_whitespace).unwrap_or(0);
+            if cut > 0 {
+                if let Ok(e) = self.tok.tokenizer().encode(&text[..cut], false) {
+                    if e.len() >= content {
+                        enc = Some(e);
+                    }
+                }
+            }
+        }
+        let mut enc = match enc {
+            Some(e) => e,
+            None => match self.tok.tokenizer().encode(text, false) {
+                Ok(e) => e,
+                Err(_) => return Vec::new(),
+            },
+        };
+        enc.truncate(content, 0, TruncationDirection::Right);
+        match self.tok.tokenizer().post_process(enc, None, true) {
+            Ok(e) => e.get_ids().to_vec(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Embed `texts` at `window`. `keep_going` is called between forward passes with the number
+    /// done so far; returning false stops early (the result is then `None`).
+    pub fn embed_with(
+        &self,
+        texts: &[&str],
+        window: usize,
+        mut keep_going: impl FnMut(usize) -> bool,
+    ) -> Option<(Vec<Vec<f32>>, EmbedRun)> {
+        let started = Instant::now();
+        let ids: Vec<Vec<u32>> = {
+            use rayon::prelude::*;
+            texts.par_iter().map(|t| self.ids(t, window)).collect()
+        };
+        let tokens = ids.iter().map(Vec::len).sum();
+        // Longest first, so passes hold sequences of similar length.
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); ids.len()];
+        let mut done = 0;
+        let mut at = 0;
+        while at < order.len() {
+            if !keep_going(done) {
+                return None;
+            }
+            let mut budget = 0;
+            let mut end = at;
+            while end < order.len()
+                && (end == at || budget + ids[order[end]].len() <= TOKENS_PER_PASS)
+            {
+                budget += ids[order[end]].len();
+                end += 1;
+            }
+            let batch: Vec<Vec<u32>> = order[at..end].iter().map(|&i| ids[i].clone()).collect();
+            for (v, &i) in self.bert.embed(&batch).into_iter().zip(&order[at..end]) {
+                out[i] = v;
+            }
+            done += end - at;
+            at = end;
+        }
+        keep_going(done);
+        Some((
+            out,
+            EmbedRun {
+                texts: texts.len(),
+                tokens,
+                seconds: started.elapsed().as_secs_f64(),
+            },
+        ))
+    }
+
+    pub fn embed(&self, texts: &[&str], window: usize) -> Vec<Vec<f32>> {
+        self.embed_with(texts, window, |_| true)
+            .map(|r| r.0)
+            .unwrap_or_default()
+    }
+}
+
+/// The embedding model of a process, loaded on first use and shared by every worker (the
+/// pipeline's Max-Min sentences and the embedding worker's chunks read the same weights).
+#[derive(Clone)]
+pub struct SharedEmbedder {
+    info: ModelInfo,
+    loaded: std::sync::Arc<std::sync::OnceLock<Result<std::sync::Arc<Embedder>, String>>>,
+}
+
+impl SharedEmbedder {
+    pub fn new(info: ModelInfo) -> SharedEmbedder {
+        SharedEmbedder {
+            info,
+            loaded: Default::default(),
+        }
+    }
+
+    /// The model, loading it the first time; a failed load is reported every time it is asked.
+    pub fn get(&self) -> Result<std::sync::Arc<Embedder>, String> {
+        self.loaded
+            .get_or_init(|| {
+                Embedder::load(&self.info)
+                    .map(std::sync::Arc::new)
+                    .map_err(|e| format!("{e:#}"))
+            })
+            .clone()
+    }
+}
+
+/// The cache key of a model: its id and the size of its weights, known without loading them.
+pub fn model_key(info: &ModelInfo) -> String {
+    let weights = std::fs::metadata(info.dir.join("model.safetensors"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    format!("{}#{weights}", info.id)
+}
+
+/// Cosine of two vectors (1.0 for identical directions).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb).max(1e-12)
+}

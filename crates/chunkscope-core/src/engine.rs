@@ -1,0 +1,454 @@
+//! The engine: a corpus tokenized once, chunked and measured for any settings.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::chunk::maxmin::Spans;
+use super::chunk::{sections, ChunkSettings, DocView, Section, SentenceVectors, Strategy};
+use super::corpus::Corpus;
+use super::measure::MeasuredChunk;
+use super::model::ModelInfo;
+use super::stats::Stats;
+use super::tokenize::{DocTokens, EmbedTokenizer, Unit};
+
+/// Chunks of one document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileChunks {
+    /// Index into `Engine::corpus.docs`.
+    pub doc: usize,
+    /// Shared, so that a file left unchanged by a reload keeps its chunks without a copy.
+    pub chunks: Arc<Vec<MeasuredChunk>>,
+    /// Parent sections (embed small, return big); empty unless the settings ask for parents.
+    pub parents: Arc<Vec<Parent>>,
+}
+
+/// The section a chunk's hit returns in embed-small-return-big mode: the run of heading sections
+/// the chunk overlaps (one section unless the splitter crossed a heading).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parent {
+    pub start: usize,
+    pub end: usize,
+    pub heading: Option<String>,
+    /// First and last section index in the document.
+    pub sections: (usize, usize),
+}
+
+impl Parent {
+    /// Stable id: the file and the section numbers ("guide.md#s3", "guide.md#s3-4").
+    pub fn id(&self, path: &str) -> String {
+        match self.sections {
+            (a, b) if a == b => format!("{path}#s{a}"),
+            (a, b) => format!("{path}#s{a}-{b}"),
+        }
+    }
+}
+
+/// A whole corpus chunked with one setting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chunking {
+    pub settings: ChunkSettings,
+    pub files: Vec<FileChunks>,
+}
+
+impl Chunking {
+    /// Every chunk's embedded text (metadata prefix + text) in chunking order.
+    pub fn embed_texts<'a>(&'a self, engine: &'a Engine) -> Vec<std::borrow::Cow<'a, str>> {
+        self.files
+            .iter()
+            .flat_map(|f| {
+                let doc = engine.corpus.docs[f.doc].text.as_str();
+                f.chunks.iter().map(move |c| c.embed_text(doc))
+            })
+            .collect()
+    }
+
+    pub fn stats(&self, window: usize, specials: usize) -> Stats {
+        Stats::of(
+            self.files.iter().flat_map(|f| f.chunks.iter()),
+            window,
+            specials,
+        )
+    }
+}
+
+pub struct Engine {
+    /// Unique in the process: tells two loads apart even when they hold the same files.
+    pub id: u64,
+    pub model: ModelInfo,
+    pub tok: Arc<EmbedTokenizer>,
+    pub corpus: Corpus,
+    /// One per document, computed once at load and shared with later loads while the file is
+    /// unchanged.
+    pub tokens: Vec<Arc<DocTokens>>,
+    /// What is derived from each file (heading sections, sentence spans), computed on first use
+    /// and shared with later loads while the file's path and text are unchanged.
+    derived: Vec<Arc<Derived>>,
+}
+
+/// Per-file results that depend on its path and text only.
+#[derive(Default)]
+struct Derived {
+    sections: std::sync::OnceLock<Arc<Vec<Section>>>,
+    /// Max-Min's sentence spans for the last (unit, maximum size) asked.
+    sentences: std::sync::Mutex<Option<(Unit, usize, Spans)>>,
+}
+
+static NEXT_ENGINE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("model", &self.model.id)
+            .field("docs", &self.corpus.docs.len())
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Tokenize every document once, spread over the available cores.
+    pub fn new(model: ModelInfo, tok: Arc<EmbedTokenizer>, corpus: Corpus) -> Result<Engine> {
+        Engine::refreshed(None, model, tok, corpus).map(|(e, _)| e)
+    }
+
+    /// Like `new`, but documents whose path and text equal one of `prev` keep its tokens: after a
+    /// change only the changed files are tokenized again. Returns how many were tokenized.
+    pub fn refreshed(
+        prev: Option<&Engine>,
+        model: ModelInfo,
+        tok: Arc<EmbedTokenizer>,
+        mut corpus: Corpus,
+    ) -> Result<(Engine, usize)> {
+        // A document keeps the tokens of the previous one with its path and text, or, renamed or
+        // moved, of one with its text. What is derived per file (sections depend on the file's
+        // extension too) is kept only with the same path and text.
+        let known: std::collections::HashMap<&str, (&str, usize)> = prev
+            .map(|p| {
+                p.corpus
+                    .docs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| (d.path.as_str(), (d.text.as_str(), i)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let by_text: std::collections::HashMap<&str, usize> = prev
+            .map(|p| {
+                p.corpus
+                    .docs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| (d.text.as_str(), i))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let same_file: Vec<Option<usize>> = corpus
+            .docs
+            .iter()
+            .map(|d| {
+                known
+                    .get(d.path.as_str())
+                    .filter(|(text, _)| *text == d.text)
+                    .map(|(_, i)| *i)
+            })
+            .collect();
+        let from_prev: Vec<Option<usize>> = corpus
+            .docs
+            .iter()
+            .zip(&same_file)
+            .map(|(d, same)| same.or_else(|| by_text.get(d.text.as_str()).copied()))
+            .collect();
+        let jobs: Vec<(&str, Option<Arc<DocTokens>>)> = corpus
+            .docs
+            .iter()
+            .zip(&from_prev)
+            .map(|(d, i)| {
+                let reuse = i.and_then(|i| prev.map(|p| Arc::clone(&p.tokens[i])));
+                (d.text.as_str(), reuse)
+            })
+            .collect();
+        let tokenized = jobs.iter().filter(|j| j.1.is_none()).count();
+        let results = parallel_map(&jobs, |(t, reuse)| match reuse {
+            Some(r) => Ok(Arc::clone(r)),
+            None => DocTokens::new(t, &tok).map(Arc::new),
+        });
+        let mut tokens = Vec::with_capacity(results.len());
+        let mut derived = Vec::with_capacity(results.len());
+        let mut failed = Vec::new();
+        for (i, r) in results.into_iter().enumerate() {
+            match r {
+                Ok(t) => {
+                    tokens.push(t);
+                    let cached = same_file[i]
+                        .and_then(|j| prev.map(|p| Arc::clone(&p.derived[j])))
+                        .unwrap_or_default();
+                    derived.push(cached);
+                }
+                Err(e) => failed.push((i, e)),
+            }
+        }
+        for (i, e) in failed.into_iter().rev() {
+            let doc = corpus.docs.remove(i);
+            corpus.skipped.push(super::corpus::Skipped {
+                path: doc.path,
+                reason: format!("tokenizer failed: {e:#}"),
+            });
+        }
+        Ok((
+            Engine {
+                id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
+                model,
+                tok,
+                corpus,
+                tokens,
+                derived,
+            },
+            tokenized,
+        ))
+    }
+
+    /// The heading sections of a document, parsed once and kept: Markdown files (.md, .markdown,
+    /// .mdx) by their headings; any other file is one section without a heading.
+    pub fn sections(&self, doc: usize) -> Arc<Vec<Section>> {
+        Arc::clone(self.derived[doc].sections.get_or_init(|| {
+            let d = &self.corpus.docs[doc];
+            let markdown = std::path::Path::new(&d.path)
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| {
+                    ["md", "markdown", "mdx"]
+                        .iter()
+                        .any(|m| e.eq_ignore_ascii_case(m))
+                });
+            Arc::new(if markdown {
+                sections(&d.text)
+            } else {
+                vec![Section {
+                    start: 0,
+                    end: d.text.len(),
+                    heading: None,
+                }]
+            })
+        }))
+    }
+
+    pub fn specials(&self) -> usize {
+        self.tok.specials()
+    }
+
+    pub fn view(&self, doc: usize) -> DocView<'_> {
+        DocView {
+            text: &self.corpus.docs[doc].text,
+            tokens: &self.tokens[doc],
+            tok: &self.tok,
+        }
+    }
+
+    /// Max-Min's sentence spans of a document for `unit` and maximum size `max` (0 = none),
+    /// kept until other values are asked, so threshold turns do not segment again.
+    pub fn sentence_spans(&self, doc: usize, unit: Unit, max: usize) -> Spans {
+        let mut slot = self.derived[doc]
+            .sentences
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((u, m, spans)) = slot.as_ref() {
+            if *u == unit && *m == max {
+                return Arc::clone(spans);
+            }
+        }
+        let spans = Arc::new(super::chunk::maxmin::sentences(&self.view(doc), unit, max));
+        *slot = Some((unit, max, Arc::clone(&spans)));
+        spans
+    }
+
+    /// How many Max-Min sentences the document has for `unit` and `max`, if already segmented
+    /// (never segments: safe to ask from a view).
+    pub fn cached_sentence_count(&self, doc: usize, unit: Unit, max: usize) -> Option<usize> {
+        let slot = self.derived.get(doc)?.sentences.try_lock().ok()?;
+        match slot.as_ref() {
+            Some((u, m, spans)) if *u == unit && *m == max => Some(spans.len()),
+            _ => None,
+        }
+    }
+
+    /// Chunk and measure one document, with the sentence vectors Max-Min reads.
+    pub fn chunk_doc_with(
+        &self,
+        doc: usize,
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+    ) -> FileChunks {
+        let view = self.view(doc);
+        let policy = &settings.metadata;
+        let front = if policy.embeds_anything() {
+            super::metadata::front_matter(view.text).0
+        } else {
+            Vec::new()
+        };
+        let path = self.corpus.docs[doc].path.as_str();
+        let spans = (settings.strategy == Strategy::MaxMin)
+            .then(|| self.sentence_spans(doc, settings.unit, settings.size));
+        let mut raw = settings.chunker_with(vectors, spans).chunk(&view);
+        let mut parents: Vec<Parent> = Vec::new();
+        let mut parent_of: Vec<Option<usize>> = vec![None; raw.len()];
+        let secs = self.sections(doc);
+        for (c, slot) in raw.iter_mut().zip(parent_of.iter_mut()) {
+            let a = secs
+                .partition_point(|s| s.end <= c.start)
+                .min(secs.len() - 1);
+            // Every strategy's chunk carries the heading path of the section it starts in.
+            if c.heading.is_none() {
+                c.heading = secs[a].heading.clone();
+            }
+            if !settings.parents {
+                continue;
+            }
+            let b = secs
+                .partition_point(|s| s.start < c.end)
+                .saturating_sub(1)
+                .max(a);
+            let p = match parents.iter().position(|p| p.sections == (a, b)) {
+                Some(p) => p,
+                None => {
+                    parents.push(Parent {
+                        start: secs[a].start.min(c.start),
+                        end: secs[b].end.max(c.end),
+                        heading: secs[a].heading.clone(),
+                        sections: (a, b),
+                    });
+                    parents.len() - 1
+                }
+            };
+            *slot = Some(p);
+        }
+        let chunks = raw
+            .into_iter()
+            .zip(parent_of)
+            .enumerate()
+            .map(|(i, (c, parent))| {
+                let prefix = policy
+                    .prefix(path, c.heading.as_deref(), i, &front)
+                    .map(|p| {
+                        let n = self.tok.count(&p);
+                        (std::sync::Arc::<str>::from(p), n)
+                    });
+                let mut m = MeasuredChunk::measure(&view, i, c, settings.unit).with_prefix(prefix);
+                m.parent = parent;
+                m
+            })
+            .collect();
+        FileChunks {
+            doc,
+            chunks: Arc::new(chunks),
+            parents: Arc::new(parents),
+        }
+    }
+
+    /// Chunk the whole corpus; `None` when `cancel` was raised part-way.
+    pub fn chunk_all(&self, settings: &ChunkSettings, cancel: &AtomicBool) -> Option<Chunking> {
+        self.chunk_all_with(settings, None, cancel)
+    }
+
+    /// `chunk_all_with`, taking the chunks of every file that `prev` chunked with the same
+    /// settings and whose path and tokens are unchanged (a reload shares an unchanged file's
+    /// tokens): after a save, only the saved file is chunked again. Returns how many files were
+    /// taken from `prev`.
+    pub fn chunk_all_reusing(
+        &self,
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+        prev: Option<(&Engine, &Chunking)>,
+        cancel: &AtomicBool,
+    ) -> Option<(Chunking, usize)> {
+        let known: std::collections::HashMap<(usize, &str), &FileChunks> = prev
+            .filter(|(_, c)| c.settings == *settings)
+            .map(|(e, c)| {
+                c.files
+                    .iter()
+                    .map(|f| {
+                        (
+                            (
+                                Arc::as_ptr(&e.tokens[f.doc]) as usize,
+                                e.corpus.docs[f.doc].path.as_str(),
+                            ),
+                            f,
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ids: Vec<usize> = (0..self.corpus.docs.len()).collect();
+        let files = parallel_map(&ids, |&d| {
+            if cancel.load(Ordering::Relaxed) {
+                return None;
+            }
+            let key = (
+                Arc::as_ptr(&self.tokens[d]) as usize,
+                self.corpus.docs[d].path.as_str(),
+            );
+            Some(match known.get(&key) {
+                Some(f) => (
+                    FileChunks {
+                        doc: d,
+                        chunks: Arc::clone(&f.chunks),
+                        parents: Arc::clone(&f.parents),
+                    },
+                    true,
+                ),
+                None => (self.chunk_doc_with(d, settings, vectors), false),
+            })
+        });
+        let files: Option<Vec<(FileChunks, bool)>> = files.into_iter().collect();
+        let files = files?;
+        let reused = files.iter().filter(|f| f.1).count();
+        Some((
+            Chunking {
+                settings: settings.clone(),
+                files: files.into_iter().map(|f| f.0).collect(),
+            },
+            reused,
+        ))
+    }
+
+    /// `chunk_all` with the sentence vectors Max-Min reads.
+    pub fn chunk_all_with(
+        &self,
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+        cancel: &AtomicBool,
+    ) -> Option<Chunking> {
+        self.chunk_all_reusing(settings, vectors, None, cancel)
+            .map(|(c, _)| c)
+    }
+}
+
+/// Map `f` over `items` on up to `available_parallelism` scoped threads, keeping order.
+pub fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(items.len().max(1));
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    let results = std::sync::Mutex::new(&mut slots);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= items.len() {
+                    break;
+                }
+                let r = f(&items[i]);
+                results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|r| r.expect("every slot filled"))
+        .collect()
+}

@@ -1,0 +1,505 @@
+//! Evaluation: recall@k and MRR for BM25 and vectors over the same chunks, broken down by where the
+//! answer sits in its chunk (inside the window, in the tail, split across chunks, in no chunk) and
+//! in its document (first, middle, last third), with the reason for every miss.
+
+use serde::Serialize;
+
+use super::cases::{norm, Case, Cases};
+use super::embed::{EmbedCache, Embedder};
+use super::engine::{Chunking, Engine};
+use super::search::{embed_cached, SearchIndex};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bucket {
+    InsideWindow,
+    InTheTail,
+    SplitAcrossChunks,
+    InNoChunk,
+}
+
+impl Bucket {
+    pub const ALL: [Bucket; 4] = [
+        Bucket::InsideWindow,
+        Bucket::InTheTail,
+        Bucket::SplitAcrossChunks,
+        Bucket::InNoChunk,
+    ];
+    pub fn label(self) -> &'static str {
+        match self {
+            Bucket::InsideWindow => "inside window",
+            Bucket::InTheTail => "in the tail",
+            Bucket::SplitAcrossChunks => "split across chunks",
+            Bucket::InNoChunk => "in no chunk",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Third {
+    First,
+    Middle,
+    Last,
+}
+
+impl Third {
+    pub const ALL: [Third; 3] = [Third::First, Third::Middle, Third::Last];
+    pub fn label(self) -> &'static str {
+        match self {
+            Third::First => "first third",
+            Third::Middle => "middle third",
+            Third::Last => "last third",
+        }
+    }
+}
+
+/// Why a retriever missed a case at k.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum MissReason {
+    /// The splitter dropped the answer.
+    AnswerInNoChunk,
+    /// No chunk holds the whole answer.
+    SplitAcrossChunks,
+    /// The answer lies past the window: its chunk's vector never saw it.
+    AnswerInTheTail,
+    /// The chunk holding the answer ranked below k.
+    RankedBelowK { rank: usize },
+    /// BM25 matched no term of the question in any chunk holding the answer.
+    NotRetrieved,
+}
+
+impl MissReason {
+    pub fn describe(&self, k: usize) -> String {
+        match self {
+            MissReason::AnswerInNoChunk => "answer in no chunk (dropped by the splitter)".into(),
+            MissReason::SplitAcrossChunks => "answer split across chunks".into(),
+            MissReason::AnswerInTheTail => "answer in the tail, never embedded".into(),
+            MissReason::RankedBelowK { rank } => format!("best chunk ranked {rank} > {k}"),
+            MissReason::NotRetrieved => "no chunk holding the answer was retrieved".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaseResult {
+    pub line: usize,
+    pub question: String,
+    pub answer: String,
+    pub file: String,
+    pub bucket: Bucket,
+    pub third: Third,
+    /// The chunk holding the answer: (file position in the chunking, chunk index).
+    pub holding: Option<(usize, usize)>,
+    /// Position of the answer's first token in the model's input ([CLS] = 0) of that chunk.
+    pub answer_token: Option<usize>,
+    /// 1-based rank of the first retrieved chunk containing the answer.
+    pub bm25_rank: Option<usize>,
+    pub vector_rank: Option<usize>,
+    pub bm25_miss: Option<MissReason>,
+    pub vector_miss: Option<MissReason>,
+}
+
+impl CaseResult {
+    pub fn bucket_label(&self) -> &'static str {
+        match self.bucket {
+            Bucket::InsideWindow => "window",
+            Bucket::InTheTail => "TAIL",
+            Bucket::SplitAcrossChunks => "split",
+            Bucket::InNoChunk => "no chunk",
+        }
+    }
+}
+
+/// Recall@k for each k, and MRR, of one retriever over some cases.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recall {
+    pub n: usize,
+    pub at: Vec<(usize, f64)>,
+    pub mrr: f64,
+}
+
+impl Recall {
+    fn of(ranks: &[Option<usize>], ks: &[usize]) -> Recall {
+        let n = ranks.len();
+        let frac = |k: usize| {
+            if n == 0 {
+                f64::NAN
+            } else {
+                ranks.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / n as f64
+            }
+        };
+        Recall {
+            n,
+            at: ks.iter().map(|&k| (k, frac(k))).collect(),
+            mrr: if n == 0 {
+                f64::NAN
+            } else {
+                ranks
+                    .iter()
+                    .map(|r| r.map_or(0.0, |r| 1.0 / r as f64))
+                    .sum::<f64>()
+                    / n as f64
+            },
+        }
+    }
+
+    pub fn at(&self, k: usize) -> f64 {
+        self.at
+            .iter()
+            .find(|(x, _)| *x == k)
+            .map_or(f64::NAN, |(_, v)| *v)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Breakdown<T> {
+    pub group: T,
+    pub bm25: Recall,
+    pub vector: Recall,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub cases_file: String,
+    pub settings: String,
+    pub window: usize,
+    /// Chunks (= vectors) this configuration needs.
+    pub vectors: usize,
+    pub ks: Vec<usize>,
+    /// The k that misses are explained at.
+    pub k: usize,
+    pub bm25: Recall,
+    pub vector: Recall,
+    pub by_bucket: Vec<Breakdown<Bucket>>,
+    pub by_third: Vec<Breakdown<Third>>,
+    pub results: Vec<CaseResult>,
+    pub bad_lines: Vec<super::cases::BadLine>,
+}
+
+impl Report {
+    /// The checked retrievers whose recall@`at` falls below `floor`, named with their figure.
+    pub fn below(&self, floor: f64, at: usize, bm25: bool, vector: bool) -> Vec<String> {
+        [("BM25", bm25, &self.bm25), ("vector", vector, &self.vector)]
+            .into_iter()
+            .filter(|(_, checked, r)| *checked && r.at(at) < floor)
+            .map(|(name, _, r)| format!("{name} recall@{at} {:.3}", r.at(at)))
+            .collect()
+    }
+}
+
+/// The k values of recall@k, with the k misses are explained at among them, in order.
+pub fn ks_with(ks: &[usize], at: usize) -> Vec<usize> {
+    let mut ks = ks.to_vec();
+    if !ks.contains(&at) {
+        ks.push(at);
+        ks.sort_unstable();
+    }
+    ks
+}
+
+/// Where a case's answer sits in the chunking: bucket, holding chunk, answer token.
+fn place(
+    engine: &Engine,
+    chunking: &Chunking,
+    case: &Case,
+    window: usize,
+) -> (Bucket, Option<(usize, usize)>, Option<usize>) {
+    let specials = engine.specials();
+    let Some(fp) = chunking.files.iter().position(|f| f.doc == case.doc) else {
+        return (Bucket::InNoChunk, None, None);
+    };
+    let doc = &engine.corpus.docs[case.doc].text;
+    let answer = norm(&case.answer);
+    let mut tail_holder = None;
+    let mut overlaps = false;
+    for c in chunking.files[fp].chunks.iter() {
+        let (cs, ce) = (c.chunk.start, c.chunk.end);
+        overlaps |= cs < case.end && case.start < ce;
+        let holds = match &c.chunk.text {
+            None => cs <= case.start && case.end <= ce,
+            Some(t) => cs <= case.start && case.end <= ce && norm(t).contains(&answer),
+        };
+        if !holds {
+            continue;
+        }
+        let rel_start = case.start - cs;
+        let rel_end = case.end - cs;
+        let token = c.input_position(
+            c.token_starts
+                .partition_point(|&s| s as usize <= rel_start)
+                .saturating_sub(1),
+            specials,
+        );
+        match c.tail(window, specials) {
+            Some(t) if rel_end > t.start_byte => {
+                tail_holder.get_or_insert((c.index, token));
+            }
+            _ => return (Bucket::InsideWindow, Some((fp, c.index)), Some(token)),
+        }
+    }
+    let _ = doc;
+    match tail_holder {
+        Some((ci, tok)) => (Bucket::InTheTail, Some((fp, ci)), Some(tok)),
+        None if overlaps => (Bucket::SplitAcrossChunks, None, None),
+        None => (Bucket::InNoChunk, None, None),
+    }
+}
+
+fn third(case: &Case, len: usize) -> Third {
+    let pos = case.start as f64 / len.max(1) as f64;
+    if pos < 1.0 / 3.0 {
+        Third::First
+    } else if pos < 2.0 / 3.0 {
+        Third::Middle
+    } else {
+        Third::Last
+    }
+}
+
+/// Run every case through both retrievers. `progress(done, total)` may stop the run.
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate(
+    engine: &Engine,
+    chunking: &Chunking,
+    index: &SearchIndex,
+    embedder: &Embedder,
+    cache: &mut EmbedCache,
+    cases: &Cases,
+    window: usize,
+    ks: &[usize],
+    k: usize,
+) -> anyhow::Result<Report> {
+    // Normalised texts of what a hit returns, by chunk id, for "the retrieved text contains the
+    // answer": the chunk, or in parent mode its parent section (and then each parent counts once
+    // in a ranking, at its best child).
+    let parents = chunking.settings.parents;
+    let mut normed: Vec<String> = Vec::with_capacity(index.len());
+    let mut parent_of: Vec<Option<(usize, usize)>> = Vec::with_capacity(index.len());
+    for id in 0..index.len() as u64 {
+        let (fp, ci) = index.chunk_ref(id).expect("id in range");
+        let f = &chunking.files[fp];
+        let doc = &engine.corpus.docs[f.doc].text;
+        let c = &f.chunks[ci];
+        match c.parent.and_then(|p| f.parents.get(p).map(|x| (p, x))) {
+            Some((p, parent)) if parents => {
+                normed.push(norm(&doc[parent.start..parent.end]));
+                parent_of.push(Some((fp, p)));
+            }
+            _ => {
+                normed.push(norm(c.text(doc)));
+                parent_of.push(None);
+            }
+        }
+    }
+    let dedup = |ranking: Vec<u64>| -> Vec<u64> {
+        if !parents {
+            return ranking;
+        }
+        let mut seen = std::collections::HashSet::new();
+        ranking
+            .into_iter()
+            .filter(|&id| parent_of[id as usize].is_none_or(|p| seen.insert(p)))
+            .collect()
+    };
+    let questions: Vec<&str> = cases.cases.iter().map(|c| c.question.as_str()).collect();
+    let (qvs, _) =
+        embed_cached(embedder, cache, &questions, window, |_, _| true).unwrap_or_default();
+    let first_hit = |ranking: &[u64], answer: &str| {
+        ranking
+            .iter()
+            .position(|&id| normed[id as usize].contains(answer))
+            .map(|p| p + 1)
+    };
+    let mut results = Vec::with_capacity(cases.cases.len());
+    for (i, case) in cases.cases.iter().enumerate() {
+        let answer = norm(&case.answer);
+        let bm = dedup(index.bm25_ranking(&case.question)?);
+        let bm25_rank = first_hit(&bm, &answer);
+        let vector_rank = match qvs.get(i) {
+            Some(qv) if index.has_vectors() => first_hit(&dedup(index.vector_ranking(qv)), &answer),
+            _ => None,
+        };
+        let (bucket, holding, answer_token) = place(engine, chunking, case, window);
+        let explain = |rank: Option<usize>, vector: bool| -> Option<MissReason> {
+            if rank.is_some_and(|r| r <= k) {
+                return None;
+            }
+            Some(match (bucket, rank) {
+                (Bucket::InNoChunk, None) => MissReason::AnswerInNoChunk,
+                (Bucket::SplitAcrossChunks, None) => MissReason::SplitAcrossChunks,
+                (Bucket::InTheTail, _) if vector => MissReason::AnswerInTheTail,
+                (_, Some(r)) => MissReason::RankedBelowK { rank: r },
+                (_, None) => MissReason::NotRetrieved,
+            })
+        };
+        results.push(CaseResult {
+            line: case.line,
+            question: case.question.clone(),
+            answer: case.answer.clone(),
+            file: engine.corpus.docs[case.doc].path.clone(),
+            bucket,
+            third: third(case, engine.corpus.docs[case.doc].text.len()),
+            holding,
+            answer_token,
+            bm25_rank,
+            vector_rank,
+            bm25_miss: explain(bm25_rank, false),
+            vector_miss: explain(vector_rank, true),
+        });
+    }
+    let recall = |sel: &dyn Fn(&CaseResult) -> bool| {
+        let rs: Vec<&CaseResult> = results.iter().filter(|r| sel(r)).collect();
+        (
+            Recall::of(&rs.iter().map(|r| r.bm25_rank).collect::<Vec<_>>(), ks),
+            Recall::of(&rs.iter().map(|r| r.vector_rank).collect::<Vec<_>>(), ks),
+        )
+    };
+    let (bm25, vector) = recall(&|_| true);
+    let by_bucket = Bucket::ALL
+        .iter()
+        .map(|&b| {
+            let (bm25, vector) = recall(&|r| r.bucket == b);
+            Breakdown {
+                group: b,
+                bm25,
+                vector,
+            }
+        })
+        .collect();
+    let by_third = Third::ALL
+        .iter()
+        .map(|&t| {
+            let (bm25, vector) = recall(&|r| r.third == t);
+            Breakdown {
+                group: t,
+                bm25,
+                vector,
+            }
+        })
+        .collect();
+    Ok(Report {
+        cases_file: cases.file.clone(),
+        settings: chunking.settings.label(),
+        window,
+        vectors: index.len(),
+        ks: ks.to_vec(),
+        k,
+        bm25,
+        vector,
+        by_bucket,
+        by_third,
+        results,
+        bad_lines: cases.bad.clone(),
+    })
+}
+
+/// The report as a Markdown table plus the misses.
+pub fn markdown(r: &Report, show_misses: usize) -> String {
+    let f = |v: f64| {
+        if v.is_nan() {
+            "-".to_string()
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    let mut s = format!(
+        "cases {} ({} usable, {} unusable lines)  {}  window {}  {} vectors\n\n",
+        r.cases_file,
+        r.results.len(),
+        r.bad_lines.len(),
+        r.settings,
+        r.window,
+        r.vectors
+    );
+    s.push_str("| retriever |");
+    for k in &r.ks {
+        s.push_str(&format!(" recall@{k} |"));
+    }
+    s.push_str(" MRR |\n|---|");
+    for _ in &r.ks {
+        s.push_str("---|");
+    }
+    s.push_str("---|\n");
+    for (name, rec) in [("BM25", &r.bm25), ("vector", &r.vector)] {
+        s.push_str(&format!("| {name} |"));
+        for (_, v) in &rec.at {
+            s.push_str(&format!(" {} |", f(*v)));
+        }
+        s.push_str(&format!(" {} |\n", f(rec.mrr)));
+    }
+    s.push_str(&format!(
+        "\n| answer position | n | BM25 recall@{k} | vector recall@{k} |\n|---|---|---|---|\n",
+        k = r.k
+    ));
+    for b in &r.by_bucket {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            b.group.label(),
+            b.bm25.n,
+            f(b.bm25.at(r.k)),
+            f(b.vector.at(r.k))
+        ));
+    }
+    for t in &r.by_third {
+        s.push_str(&format!(
+            "| {} of the document | {} | {} | {} |\n",
+            t.group.label(),
+            t.bm25.n,
+            f(t.bm25.at(r.k)),
+            f(t.vector.at(r.k))
+        ));
+    }
+    let misses: Vec<&CaseResult> = r
+        .results
+        .iter()
+        .filter(|c| c.bm25_miss.is_some() || c.vector_miss.is_some())
+        .collect();
+    if !misses.is_empty() && show_misses > 0 {
+        s.push_str(&format!(
+            "\nmisses at k = {} ({} cases; first {}):\n",
+            r.k,
+            misses.len(),
+            show_misses.min(misses.len())
+        ));
+        for c in misses.iter().take(show_misses) {
+            let place = match (c.holding, c.answer_token) {
+                (Some((_, ci)), Some(t)) => format!("{} #{} @tok {}", c.file, ci + 1, t),
+                _ => c.file.clone(),
+            };
+            let why =
+                |m: &Option<MissReason>| m.as_ref().map_or("hit".to_string(), |m| m.describe(r.k));
+            s.push_str(&format!(
+                "- line {}: {:?} -> {:?} in {place}; BM25: {}; vector: {}\n",
+                c.line,
+                c.question,
+                c.answer,
+                why(&c.bm25_miss),
+                why(&c.vector_miss)
+            ));
+        }
+    }
+    for b in &r.bad_lines {
+        s.push_str(&format!(
+            "unusable: {}:{}: {}\n",
+            r.cases_file, b.line, b.reason
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recall_and_mrr() {
+        let r = Recall::of(&[Some(1), Some(3), None, Some(6)], &[1, 5, 10]);
+        assert_eq!(r.at(1), 0.25);
+        assert_eq!(r.at(5), 0.5);
+        assert_eq!(r.at(10), 0.75);
+        assert!((r.mrr - (1.0 + 1.0 / 3.0 + 1.0 / 6.0) / 4.0).abs() < 1e-12);
+        assert!(Recall::of(&[], &[5]).at(5).is_nan());
+    }
+}

@@ -1,0 +1,411 @@
+//! The embedding worker: embeds a chunking's texts in slices (cancellable, latest wins), reports
+//! progress, builds the BM25 index at once and the vector index when the embeddings are in, and
+//! answers queries and tail probes between slices, ahead of the bulk work.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::thread;
+use std::time::Instant;
+
+use super::{Emitter, Event, Latest, Stamped, Wait};
+use crate::embed::cache::default_path;
+use crate::embed::{cosine, EmbedCache, Embedder, SharedEmbedder};
+use crate::engine::{Chunking, Engine};
+use crate::search::{embed_cached, SearchIndex};
+
+/// Texts embedded between two looks at the request queue.
+const SLICE: usize = 64;
+
+/// The sentence appended by the tail probe: distinctive, and unlike any corpus text.
+pub const PROBE_SENTENCE: &str =
+    " Zebra xylophone quartz: the violet submarine juggles seventeen marmalade comets.";
+
+/// The bulk job, latest wins: embed a chunking's texts at a window and index them.
+struct EmbedJob {
+    engine: Arc<Engine>,
+    chunking: Arc<Chunking>,
+    window: usize,
+}
+
+/// Requests answered between slices of the bulk job, ahead of it.
+enum Request {
+    Query {
+        id: u64,
+        text: String,
+        k: usize,
+    },
+    Probe {
+        file_pos: usize,
+        chunk: usize,
+    },
+    /// Evaluate the current chunking once its vectors are in.
+    Eval {
+        cases: PathBuf,
+    },
+}
+
+pub struct EmbedWorker {
+    jobs: Latest<EmbedJob>,
+    requests: Sender<Request>,
+}
+
+impl EmbedWorker {
+    pub fn spawn<M: From<Event> + Send + 'static>(
+        embedder: SharedEmbedder,
+        out: Sender<M>,
+    ) -> EmbedWorker {
+        let jobs = Latest::default();
+        let (requests, rx) = channel();
+        let worker_jobs = jobs.clone();
+        let out = Emitter::new(out);
+        thread::Builder::new()
+            .name("embedder".into())
+            .spawn(move || worker(embedder, worker_jobs, rx, out))
+            .expect("spawn embedder thread");
+        EmbedWorker { jobs, requests }
+    }
+
+    /// Embed a new chunking; cancels the one in flight.
+    pub fn embed(
+        &self,
+        generation: u64,
+        engine: Arc<Engine>,
+        chunking: Arc<Chunking>,
+        window: usize,
+    ) {
+        self.jobs.submit(
+            generation,
+            EmbedJob {
+                engine,
+                chunking,
+                window,
+            },
+        );
+    }
+
+    fn request(&self, r: Request) {
+        let _ = self.requests.send(r);
+        self.jobs.wake();
+    }
+
+    pub fn query(&self, id: u64, text: String, k: usize) {
+        self.request(Request::Query { id, text, k });
+    }
+
+    /// Evaluate the current chunking once its vectors are in (queued behind the embedding).
+    pub fn eval(&self, cases: PathBuf) {
+        self.request(Request::Eval { cases });
+    }
+
+    pub fn probe(&self, file_pos: usize, chunk: usize) {
+        self.request(Request::Probe { file_pos, chunk });
+    }
+}
+
+impl Drop for EmbedWorker {
+    fn drop(&mut self) {
+        self.jobs.close();
+    }
+}
+
+/// What the worker holds of the current chunking.
+struct Current {
+    generation: u64,
+    engine: Arc<Engine>,
+    chunking: Arc<Chunking>,
+    window: usize,
+    index: Option<SearchIndex>,
+}
+
+impl Current {
+    fn has_vectors(&self) -> bool {
+        self.index.as_ref().is_some_and(|i| i.has_vectors())
+    }
+}
+
+struct State<M> {
+    embedder: Option<Arc<Embedder>>,
+    cache: Option<EmbedCache>,
+    current: Option<Current>,
+    /// An evaluation waiting for the vectors of the current chunking.
+    pending_eval: Option<PathBuf>,
+    out: Emitter<M>,
+}
+
+fn worker<M: From<Event>>(
+    shared: SharedEmbedder,
+    jobs: Latest<EmbedJob>,
+    requests: Receiver<Request>,
+    out: Emitter<M>,
+) {
+    let mut st = State {
+        embedder: None,
+        cache: None,
+        current: None,
+        pending_eval: None,
+        out,
+    };
+    loop {
+        let job = jobs.wait();
+        if matches!(job, Wait::Closed) {
+            return;
+        }
+        if !st.load(&shared) {
+            // Drop the requests: without a model there is nothing to answer with.
+            requests.try_iter().for_each(drop);
+            continue;
+        }
+        if let Wait::Job(job) = job {
+            run_embed(&mut st, &requests, job);
+        }
+        st.serve_requests(&requests);
+    }
+}
+
+impl<M: From<Event>> State<M> {
+    /// The model and its cache, loaded on first use; false (and reported) when it cannot load.
+    fn load(&mut self, shared: &SharedEmbedder) -> bool {
+        if self.embedder.is_some() {
+            return true;
+        }
+        match shared.get() {
+            Ok(e) => {
+                self.cache = Some(EmbedCache::open(&default_path(&e.model_key), e.dim()));
+                self.embedder = Some(e);
+                true
+            }
+            Err(e) => {
+                self.out.emit(Event::EmbedFailed(e));
+                false
+            }
+        }
+    }
+
+    /// Answer queued queries and probes; an evaluation waits for the vectors.
+    fn serve_urgent(&mut self, requests: &Receiver<Request>) {
+        while let Ok(r) = requests.try_recv() {
+            match r {
+                Request::Eval { cases } => self.pending_eval = Some(cases),
+                other => serve(self, other),
+            }
+        }
+    }
+
+    /// Answer every queued request, and a waiting evaluation once the vectors are in.
+    fn serve_requests(&mut self, requests: &Receiver<Request>) {
+        self.serve_urgent(requests);
+        if self.current.as_ref().is_some_and(Current::has_vectors) {
+            if let Some(cases) = self.pending_eval.take() {
+                serve(self, Request::Eval { cases });
+            }
+        }
+    }
+}
+
+fn run_embed<M: From<Event>>(
+    st: &mut State<M>,
+    requests: &Receiver<Request>,
+    job: Stamped<EmbedJob>,
+) {
+    let Stamped {
+        generation,
+        cancel,
+        job: EmbedJob {
+            engine,
+            chunking,
+            window,
+        },
+    } = job;
+    let dim = st.embedder.as_ref().map_or(0, |e| e.dim());
+    let started = Instant::now();
+    // Update the indexes in place when there are some: only chunks whose key changed are deleted
+    // or added, and only chunks without a vector are embedded. A new window invalidates every
+    // vector but not BM25.
+    let previous = st.current.take();
+    let index = match previous {
+        Some(Current {
+            index: Some(mut ix),
+            window: old_window,
+            ..
+        }) => ix.update(&engine, &chunking).map(|ch| {
+            log::info!(
+                "generation {generation}: index updated in {:.1} ms: +{} -{} ={}",
+                started.elapsed().as_secs_f64() * 1000.0,
+                ch.added,
+                ch.removed,
+                ch.kept
+            );
+            if old_window != window {
+                ix.clear_vectors();
+            }
+            ix
+        }),
+        _ => SearchIndex::build(&engine, &chunking, None, dim),
+    };
+    if let Err(e) = &index {
+        st.out
+            .emit(Event::EmbedFailed(format!("BM25 index: {e:#}")));
+    }
+    st.current = Some(Current {
+        generation,
+        engine: Arc::clone(&engine),
+        chunking: Arc::clone(&chunking),
+        window,
+        index: index.ok(),
+    });
+    // Only the chunks without a vector are embedded (their embedded text: prefix + text).
+    let (todo, owned, all) = match st.current.as_ref().and_then(|c| c.index.as_ref()) {
+        Some(ix) => {
+            let todo = ix.missing_vectors();
+            let owned: Vec<std::borrow::Cow<str>> = todo
+                .iter()
+                .filter_map(|&id| ix.chunk_ref(id))
+                .map(|(fp, c)| {
+                    let f = &chunking.files[fp];
+                    f.chunks[c].embed_text(&engine.corpus.docs[f.doc].text)
+                })
+                .collect();
+            (todo, owned, ix.len())
+        }
+        None => (Vec::new(), Vec::new(), 0),
+    };
+    let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
+    let total = texts.len();
+    let mut embedded = 0usize;
+    let mut done = 0usize;
+    while done < total {
+        if cancel.is_cancelled() {
+            return;
+        }
+        st.serve_urgent(requests);
+        let end = (done + SLICE).min(total);
+        let (Some(embedder), Some(cache)) = (st.embedder.as_ref(), st.cache.as_mut()) else {
+            return;
+        };
+        let Some((vs, new)) = embed_cached(embedder, cache, &texts[done..end], window, |_, _| {
+            !cancel.is_cancelled()
+        }) else {
+            return;
+        };
+        embedded += new;
+        // Vectors go in slice by slice: a cancelled run leaves them for the next update.
+        if let Some(ix) = st.current.as_mut().and_then(|c| c.index.as_mut()) {
+            ix.add_vectors(&todo[done..end], &vs);
+        }
+        done = end;
+        let secs = started.elapsed().as_secs_f64();
+        st.out.emit(Event::EmbedProgress {
+            generation,
+            done: all - total + done,
+            total: all,
+            embedded,
+            per_second: if secs > 0.0 {
+                embedded as f64 / secs
+            } else {
+                0.0
+            },
+        });
+    }
+    if let Some(cache) = st.cache.as_mut() {
+        if let Err(e) = cache.save() {
+            log::warn!("embedding cache not saved: {e}");
+        }
+    }
+    log::info!(
+        "generation {generation}: {all} chunks, {total} without a vector, {embedded} embedded in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    st.out.emit(Event::Embedded {
+        generation,
+        total: all,
+        embedded,
+        kept: all - total,
+        seconds: started.elapsed().as_secs_f64(),
+    });
+}
+
+fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
+    let (Some(embedder), Some(cache), Some(cur)) =
+        (st.embedder.as_ref(), st.cache.as_mut(), st.current.as_ref())
+    else {
+        return;
+    };
+    match request {
+        Request::Query { id, text, k } => {
+            let result = match &cur.index {
+                Some(ix) => ix
+                    .search(
+                        &cur.engine,
+                        &cur.chunking,
+                        embedder,
+                        cache,
+                        &text,
+                        k,
+                        cur.window,
+                    )
+                    .map_err(|e| format!("{e:#}")),
+                None => Err("no index yet".into()),
+            };
+            st.out.emit(Event::QueryDone {
+                id,
+                generation: cur.generation,
+                result,
+            });
+        }
+        Request::Probe { file_pos, chunk } => {
+            let Some(c) = cur
+                .chunking
+                .files
+                .get(file_pos)
+                .and_then(|f| f.chunks.get(chunk).map(|c| (f, c)))
+            else {
+                return;
+            };
+            let text = c.1.embed_text(&cur.engine.corpus.docs[c.0.doc].text);
+            let probed = format!("{text}{PROBE_SENTENCE}");
+            let vs = embedder.embed(&[text.as_ref(), probed.as_str()], cur.window);
+            let cos = vs.get(1).map_or(0.0, |b| cosine(&vs[0], b));
+            st.out.emit(Event::ProbeDone {
+                generation: cur.generation,
+                file_pos,
+                chunk,
+                cosine: cos,
+                window: cur.window,
+            });
+        }
+        Request::Eval { cases } => {
+            let result = load_cases(&cases, &cur.engine).and_then(|c| {
+                let index = cur
+                    .index
+                    .as_ref()
+                    .ok_or_else(|| anyhow::anyhow!("no index yet"))?;
+                crate::eval::evaluate(
+                    &cur.engine,
+                    &cur.chunking,
+                    index,
+                    embedder,
+                    cache,
+                    &c,
+                    cur.window,
+                    &[1, 3, 5, 10],
+                    5,
+                )
+            });
+            st.out.emit(Event::EvalDone {
+                generation: cur.generation,
+                window: cur.window,
+                result: result.map(Arc::new).map_err(|e| format!("{e:#}")),
+            });
+        }
+    }
+}
+
+fn load_cases(path: &std::path::Path, engine: &Engine) -> anyhow::Result<crate::cases::Cases> {
+    use crate::cases::Cases;
+    if path.extension().is_some_and(|e| e == "json") {
+        Ok(Cases::from_squad(path)?.1)
+    } else {
+        Cases::from_tsv(path, &engine.corpus)
+    }
+}

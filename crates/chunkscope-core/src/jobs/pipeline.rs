@@ -1,0 +1,231 @@
+//! A worker thread that reads and tokenizes the corpus and chunks it, latest wins (see
+//! [`Latest`]): every result carries its generation so the receiver can drop stale ones.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread;
+use std::time::Instant;
+
+use super::{Emitter, Event, Latest, Stamped, Wait};
+use crate::chunk::{ChunkSettings, Strategy};
+use crate::corpus::CorpusRules;
+use crate::embed::SharedEmbedder;
+use crate::engine::{Chunking, Engine};
+use crate::model::ModelInfo;
+use crate::sentences::SentenceStore;
+use crate::tokenize::EmbedTokenizer;
+
+/// What the worker is asked: read the corpus again, chunk it, or both (a reload queued behind
+/// a rechunk is kept, never overwritten).
+#[derive(Debug, Default)]
+struct Work {
+    reload: bool,
+    settings: Option<ChunkSettings>,
+}
+
+pub struct Pipeline {
+    jobs: Latest<Work>,
+}
+
+/// What the worker needs to (re)load the corpus.
+pub struct Source {
+    pub corpus: PathBuf,
+    pub rules: CorpusRules,
+    pub model: ModelInfo,
+    pub tok: Arc<EmbedTokenizer>,
+}
+
+impl Pipeline {
+    /// Start the worker; Max-Min loads the model through `embedder` when it first needs it.
+    pub fn spawn<M: From<Event> + Send + 'static>(
+        source: Source,
+        embedder: SharedEmbedder,
+        out: std::sync::mpsc::Sender<M>,
+    ) -> Pipeline {
+        let jobs = Latest::default();
+        let worker_jobs = jobs.clone();
+        let out = Emitter::new(out);
+        thread::Builder::new()
+            .name("pipeline".into())
+            .spawn(move || worker(source, embedder, worker_jobs, out))
+            .expect("spawn pipeline thread");
+        Pipeline { jobs }
+    }
+
+    pub fn load(&self, generation: u64) {
+        self.jobs.submit_with(generation, |pending| Work {
+            reload: true,
+            settings: pending.and_then(|p| p.settings),
+        });
+    }
+
+    pub fn rechunk(&self, generation: u64, settings: ChunkSettings) {
+        self.jobs.submit_with(generation, |pending| Work {
+            reload: pending.is_some_and(|p| p.reload),
+            settings: Some(settings),
+        });
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        self.jobs.close();
+    }
+}
+
+/// The worker's memory between jobs.
+struct State {
+    source: Source,
+    embedder: SharedEmbedder,
+    engine: Option<Arc<Engine>>,
+    /// Max-Min's sentence vectors, opened on first use.
+    sentences: Option<SentenceStore>,
+    /// The last chunking and the engine it was made from: files a reload left unchanged keep
+    /// their chunks.
+    last: Option<(Arc<Engine>, Arc<Chunking>)>,
+}
+
+fn worker<M: From<Event>>(
+    source: Source,
+    embedder: SharedEmbedder,
+    jobs: Latest<Work>,
+    out: Emitter<M>,
+) {
+    let mut st = State {
+        source,
+        embedder,
+        engine: None,
+        sentences: None,
+        last: None,
+    };
+    while let Wait::Job(job) = jobs.wait() {
+        let Stamped {
+            generation,
+            cancel,
+            job: work,
+        } = job;
+        if work.reload {
+            let (result, tokenized) = st.reload();
+            if !out.emit(Event::Loaded {
+                generation,
+                result,
+                tokenized,
+            }) {
+                return;
+            }
+        }
+        let (Some(settings), Some(engine)) = (work.settings, st.engine.clone()) else {
+            continue;
+        };
+        let mut started = Instant::now();
+        let result = match settings.validate() {
+            Err(e) => Err(e.to_string()),
+            Ok(()) => {
+                let vectors = if settings.strategy == Strategy::MaxMin {
+                    match st.sentences_for(&engine, &settings, generation, &cancel, &out) {
+                        Err(e) => {
+                            out.emit(Event::Chunked {
+                                generation,
+                                engine,
+                                result: Err(e),
+                                millis: 0,
+                            });
+                            continue;
+                        }
+                        Ok(false) => continue, // cancelled: a newer job is waiting
+                        Ok(true) => {
+                            // The time shown excludes embedding sentences (it has its progress).
+                            started = Instant::now();
+                            st.sentences.as_ref()
+                        }
+                    }
+                } else {
+                    None
+                };
+                let prev = st.last.as_ref().map(|(e, c)| (e.as_ref(), c.as_ref()));
+                let vectors = vectors.map(|v| v as &dyn crate::chunk::SentenceVectors);
+                let Some((c, reused)) =
+                    engine.chunk_all_reusing(&settings, vectors, prev, cancel.flag())
+                else {
+                    continue; // cancelled
+                };
+                log::debug!("{reused} files kept their chunks");
+                let c = Arc::new(c);
+                st.last = Some((Arc::clone(&engine), Arc::clone(&c)));
+                Ok(c)
+            }
+        };
+        let millis = started.elapsed().as_millis() as u64;
+        log::debug!("chunked generation {generation} in {millis} ms");
+        if !out.emit(Event::Chunked {
+            generation,
+            engine,
+            result,
+            millis,
+        }) {
+            return;
+        }
+    }
+}
+
+impl State {
+    /// Read the corpus again; unchanged files keep their tokens.
+    fn reload(&mut self) -> (Result<Arc<Engine>, String>, usize) {
+        let started = Instant::now();
+        let s = &self.source;
+        let result = crate::cases::load_corpus(&s.corpus, &s.rules)
+            .and_then(|c| {
+                Engine::refreshed(
+                    self.engine.as_deref(),
+                    s.model.clone(),
+                    Arc::clone(&s.tok),
+                    c,
+                )
+            })
+            .map(|(e, n)| (Arc::new(e), n))
+            .map_err(|e| format!("{e:#}"));
+        let tokenized = result.as_ref().map_or(0, |r| r.1);
+        log::info!(
+            "corpus loaded in {:?}, {tokenized} files tokenized",
+            started.elapsed()
+        );
+        let result = result.map(|r| r.0);
+        self.engine = result.as_ref().ok().cloned();
+        (result, tokenized)
+    }
+
+    /// Give every sentence `settings` needs a vector, reporting progress; `Ok(false)` when
+    /// cancelled by a newer job (what was embedded is kept).
+    fn sentences_for<M: From<Event>>(
+        &mut self,
+        engine: &Engine,
+        settings: &ChunkSettings,
+        generation: u64,
+        cancel: &super::CancelToken,
+        out: &Emitter<M>,
+    ) -> Result<bool, String> {
+        let embedder = self
+            .embedder
+            .get()
+            .map_err(|e| format!("maxmin needs the embedding model: {e}"))?;
+        let store = self
+            .sentences
+            .get_or_insert_with(|| SentenceStore::on_disk(engine, embedder.dim()));
+        let started = Instant::now();
+        let (done, missing) = store.embed_missing(engine, settings, &embedder, |done, total| {
+            out.emit(Event::SentenceProgress {
+                generation,
+                done,
+                total,
+            });
+            !cancel.is_cancelled()
+        });
+        if missing > 0 {
+            log::info!(
+                "embedded {done} of {missing} sentences in {:.2} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Ok(done == missing)
+    }
+}

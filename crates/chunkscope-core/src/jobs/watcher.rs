@@ -1,0 +1,110 @@
+//! Watching the corpus: notify's native watcher (inotify here), recursive, debounced, with a
+//! fallback to polling when native watching cannot start. Every burst of changes (an editor's
+//! atomic save, a branch switch touching hundreds of files) becomes one `FilesChanged` message.
+
+use std::path::{Component, Path};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use notify::{Event, EventKind, PollWatcher, RecommendedWatcher, RecursiveMode, Watcher};
+
+use super::{Emitter, Event as JobEvent};
+
+/// Quiet time that ends a burst, and the longest a burst may be held back.
+const QUIET: Duration = Duration::from_millis(200);
+const MAX_HOLD: Duration = Duration::from_millis(1500);
+
+/// Keeps the watcher alive; dropping it stops watching.
+pub enum CorpusWatcher {
+    Native(RecommendedWatcher),
+    Polling(PollWatcher),
+}
+
+impl CorpusWatcher {
+    pub fn mode(&self) -> &'static str {
+        match self {
+            CorpusWatcher::Native(_) => "watching",
+            CorpusWatcher::Polling(_) => "watching (polling)",
+        }
+    }
+}
+
+/// True for events that can change what the corpus holds (not reads, not .git internals or
+/// hidden files, which the walk skips anyway).
+fn relevant(ev: &Event, root: &Path) -> bool {
+    if matches!(ev.kind, EventKind::Access(_)) {
+        return false;
+    }
+    ev.paths.iter().any(|p| {
+        let rel = p.strip_prefix(root).unwrap_or(p);
+        !rel.components().any(|c| match c {
+            Component::Normal(s) => s.to_string_lossy().starts_with('.'),
+            _ => false,
+        })
+    })
+}
+
+/// Watch `root` recursively and send `FilesChanged` after each burst of changes.
+pub fn watch<M: From<JobEvent> + Send + 'static>(
+    root: &Path,
+    out: Sender<M>,
+) -> Result<CorpusWatcher, String> {
+    let out = Emitter::new(out);
+    let (tx, rx) = channel::<Event>();
+    let root_owned = root.to_path_buf();
+    let handler = move |res: notify::Result<Event>| match res {
+        Ok(ev) if relevant(&ev, &root_owned) => {
+            let _ = tx.send(ev);
+        }
+        Ok(_) => {}
+        Err(e) => log::warn!("watch error: {e}"),
+    };
+    let watcher = match notify::recommended_watcher(handler.clone()) {
+        Ok(mut w) => match w.watch(root, RecursiveMode::Recursive) {
+            Ok(()) => CorpusWatcher::Native(w),
+            Err(e) => {
+                log::warn!("native watching failed ({e}); polling instead");
+                poll(root, handler)?
+            }
+        },
+        Err(e) => {
+            log::warn!("native watcher unavailable ({e}); polling instead");
+            poll(root, handler)?
+        }
+    };
+    thread::Builder::new()
+        .name("watcher".into())
+        .spawn(move || {
+            while let Ok(first) = rx.recv() {
+                let started = Instant::now();
+                let mut paths = first.paths.len();
+                loop {
+                    let left = MAX_HOLD.saturating_sub(started.elapsed());
+                    if left.is_zero() {
+                        break;
+                    }
+                    match rx.recv_timeout(QUIET.min(left)) {
+                        Ok(ev) => paths += ev.paths.len(),
+                        Err(RecvTimeoutError::Timeout) => break,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                log::debug!("corpus changed: {paths} paths in {:?}", started.elapsed());
+                if !out.emit(JobEvent::FilesChanged { paths }) {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(watcher)
+}
+
+fn poll(root: &Path, handler: impl notify::EventHandler) -> Result<CorpusWatcher, String> {
+    let config = notify::Config::default().with_poll_interval(Duration::from_secs(1));
+    let mut w = PollWatcher::new(handler, config)
+        .map_err(|e| format!("cannot watch {}: {e}", root.display()))?;
+    w.watch(root, RecursiveMode::Recursive)
+        .map_err(|e| format!("cannot watch {}: {e}", root.display()))?;
+    Ok(CorpusWatcher::Polling(w))
+}

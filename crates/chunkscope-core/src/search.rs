@@ -1,0 +1,493 @@
+//! Side-by-side retrieval over one chunking: BM25 and vectors on the same chunks, each hit placed at
+//! the embed-token offset of its match and marked inside the window or in the tail.
+
+use std::collections::{HashMap, HashSet};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::embed::cache::key;
+use super::embed::{EmbedCache, Embedder};
+use super::engine::{Chunking, Engine};
+use super::index::bm25::Bm25Doc;
+use super::index::{Bm25, VectorIndex};
+use super::measure::MeasuredChunk;
+
+/// Embed `texts` at `window`, taking what the cache has and embedding only the rest.
+/// `progress(done, total)` is called between passes and may stop the run by returning false.
+pub fn embed_cached(
+    embedder: &Embedder,
+    cache: &mut EmbedCache,
+    texts: &[&str],
+    window: usize,
+    mut progress: impl FnMut(usize, usize) -> bool,
+) -> Option<(Vec<Vec<f32>>, usize)> {
+    let keys: Vec<u128> = texts
+        .iter()
+        .map(|t| key(&embedder.model_key, window, t))
+        .collect();
+    let mut missing: Vec<usize> = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, k) in keys.iter().enumerate() {
+        if cache.get(*k).is_none() && seen.insert(*k) {
+            missing.push(i);
+        }
+    }
+    let total = missing.len();
+    if total > 0 {
+        let todo: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
+        let (vectors, _) = embedder.embed_with(&todo, window, |done| progress(done, total))?;
+        for (&i, v) in missing.iter().zip(vectors) {
+            cache.insert(keys[i], v);
+        }
+    }
+    let out = keys
+        .iter()
+        .map(|k| cache.get(*k).cloned().unwrap_or_default())
+        .collect();
+    Some((out, total))
+}
+
+/// One retrieved chunk.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    pub rank: usize,
+    pub score: f32,
+    pub file: String,
+    /// Position of the file in the chunking, and the chunk's index in it.
+    #[serde(skip)]
+    pub file_pos: usize,
+    pub chunk: usize,
+    pub heading: Option<String>,
+    /// Byte in the chunk text where the match starts (BM25: first matched term; vector: the
+    /// best-matching sentence).
+    pub match_byte: Option<usize>,
+    /// Position of the match in the model's input ([CLS] = 0).
+    pub token_offset: Option<usize>,
+    /// True when the match lies past the window, where the embedder never reads.
+    pub in_tail: bool,
+    /// True when the other retriever did not return this chunk (or, in parent mode, this
+    /// parent) in its top k.
+    pub only_here: bool,
+    /// Embed small, return big: the section this hit returns.
+    pub parent: Option<ParentHit>,
+}
+
+/// The parent section a hit returns, with its size in the generation budget.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParentHit {
+    pub id: String,
+    pub heading: Option<String>,
+    pub start_byte: usize,
+    pub end_byte: usize,
+    pub chars: usize,
+    pub cl100k_tokens: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Results {
+    pub query: String,
+    pub k: usize,
+    pub window: usize,
+    pub bm25: Vec<Hit>,
+    pub vector: Vec<Hit>,
+}
+
+/// Both indexes over one chunking. Inside the indexes a chunk is known by a key made of its file,
+/// index, range and text, so a new chunking of a changed corpus updates them in place: chunks
+/// whose key is gone are deleted, new keys are added, and the rest keep their BM25 entry and
+/// their vector. Outside, a chunk is known by its id: its position in chunking order.
+pub struct SearchIndex {
+    /// (file position in the chunking, chunk index) for each id.
+    refs: Vec<(usize, usize)>,
+    /// Key of each id, and id of each key.
+    keys: Vec<u64>,
+    ids: HashMap<u64, u64>,
+    bm25: Bm25,
+    vectors: VectorIndex,
+    dim: usize,
+}
+
+/// What `SearchIndex::update` changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexChanges {
+    pub added: usize,
+    pub removed: usize,
+    pub kept: usize,
+}
+
+/// The key of a chunk: its file, index, byte range, heading and embedded text.
+fn chunk_key(path: &str, c: &MeasuredChunk, doc: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    path.hash(&mut h);
+    (c.index, c.chunk.start, c.chunk.end).hash(&mut h);
+    c.chunk.heading.hash(&mut h);
+    c.prefix.as_deref().hash(&mut h);
+    c.text(doc).hash(&mut h);
+    h.finish()
+}
+
+/// (file position, chunk index) and key of every chunk, in chunking order.
+fn refs_and_keys(engine: &Engine, chunking: &Chunking) -> (Vec<(usize, usize)>, Vec<u64>) {
+    let per_file = crate::engine::parallel_map(&chunking.files, |f| {
+        let doc = &engine.corpus.docs[f.doc];
+        f.chunks
+            .iter()
+            .map(|c| chunk_key(&doc.path, c, &doc.text))
+            .collect::<Vec<u64>>()
+    });
+    let mut refs = Vec::new();
+    let mut keys = Vec::new();
+    for (fp, ks) in per_file.into_iter().enumerate() {
+        for (c, k) in ks.into_iter().enumerate() {
+            refs.push((fp, c));
+            keys.push(k);
+        }
+    }
+    (refs, keys)
+}
+
+fn bm25_doc<'a>(
+    engine: &'a Engine,
+    chunking: &'a Chunking,
+    (fp, c): (usize, usize),
+    key: u64,
+) -> Bm25Doc<'a> {
+    let f = &chunking.files[fp];
+    let doc = &engine.corpus.docs[f.doc];
+    let ch = &f.chunks[c];
+    (
+        key,
+        ch.text(&doc.text),
+        doc.path.as_str(),
+        ch.chunk.heading.as_deref().unwrap_or(""),
+    )
+}
+
+impl SearchIndex {
+    /// Build both indexes; `vectors` holds one embedding per chunk in chunking order (the vector
+    /// side stays empty when it is `None`, to be filled by `add_vectors`).
+    pub fn build(
+        engine: &Engine,
+        chunking: &Chunking,
+        vectors: Option<&[Vec<f32>]>,
+        dim: usize,
+    ) -> Result<SearchIndex> {
+        let (refs, keys) = refs_and_keys(engine, chunking);
+        let bm25 = Bm25::build(
+            refs.iter()
+                .zip(&keys)
+                .map(|(&r, &k)| bm25_doc(engine, chunking, r, k)),
+        )?;
+        let ids = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i as u64))
+            .collect();
+        let mut index = SearchIndex {
+            refs,
+            keys,
+            ids,
+            bm25,
+            vectors: VectorIndex::new(dim),
+            dim,
+        };
+        if let Some(v) = vectors {
+            index.set_vectors(v, dim);
+        }
+        Ok(index)
+    }
+
+    /// Move the index to a new chunking of the same (possibly changed) corpus: delete the chunks
+    /// that are gone, add the new ones to BM25; vectors of kept chunks stay, new chunks have none
+    /// until `add_vectors` (see `missing_vectors`).
+    pub fn update(&mut self, engine: &Engine, chunking: &Chunking) -> Result<IndexChanges> {
+        let (refs, keys) = refs_and_keys(engine, chunking);
+        let new: HashMap<u64, u64> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i as u64))
+            .collect();
+        let removed: Vec<u64> = self
+            .keys
+            .iter()
+            .copied()
+            .filter(|k| !new.contains_key(k))
+            .collect();
+        let added: Vec<usize> = (0..keys.len())
+            .filter(|&i| !self.ids.contains_key(&keys[i]))
+            .collect();
+        self.bm25.update(
+            &removed,
+            added
+                .iter()
+                .map(|&i| bm25_doc(engine, chunking, refs[i], keys[i])),
+        )?;
+        self.vectors.remove(&removed.iter().copied().collect());
+        let changes = IndexChanges {
+            added: added.len(),
+            removed: removed.len(),
+            kept: keys.len() - added.len(),
+        };
+        self.refs = refs;
+        self.keys = keys;
+        self.ids = new;
+        Ok(changes)
+    }
+
+    /// Ids of the chunks without a vector, in chunking order.
+    pub fn missing_vectors(&self) -> Vec<u64> {
+        let have: HashSet<u64> = self.vectors.ids().iter().copied().collect();
+        (0..self.keys.len() as u64)
+            .filter(|&id| !have.contains(&self.keys[id as usize]))
+            .collect()
+    }
+
+    /// Give chunks `ids` their vectors.
+    pub fn add_vectors(&mut self, ids: &[u64], vectors: &[Vec<f32>]) {
+        for (&id, v) in ids.iter().zip(vectors) {
+            if let Some(&k) = self.keys.get(id as usize) {
+                if v.len() == self.dim {
+                    self.vectors.push(k, v);
+                }
+            }
+        }
+    }
+
+    /// Forget every vector (the window changed).
+    pub fn clear_vectors(&mut self) {
+        self.vectors = VectorIndex::new(self.dim);
+    }
+
+    /// Fill the vector side: one embedding per chunk in chunking order.
+    pub fn set_vectors(&mut self, vectors: &[Vec<f32>], dim: usize) {
+        self.dim = dim;
+        self.clear_vectors();
+        let ids: Vec<u64> = (0..vectors.len() as u64).collect();
+        self.add_vectors(&ids, vectors);
+    }
+
+    /// The chunk keys in BM25 and in the vector index, sorted: what a fresh build must equal.
+    pub fn contents(&self) -> Result<(Vec<u64>, Vec<u64>)> {
+        let mut bm = self.bm25.ids()?;
+        bm.sort_unstable();
+        let mut vs = self.vectors.ids().to_vec();
+        vs.sort_unstable();
+        Ok((bm, vs))
+    }
+
+    /// Every chunk id ranked by BM25 for `query` (chunks without a matching term are left out).
+    pub fn bm25_ranking(&self, query: &str) -> Result<Vec<u64>> {
+        Ok(self
+            .bm25
+            .search(query, self.refs.len(), |_| None)?
+            .into_iter()
+            .filter_map(|h| self.ids.get(&h.id).copied())
+            .collect())
+    }
+
+    /// Every chunk id ranked by cosine to `qv`.
+    pub fn vector_ranking(&self, qv: &[f32]) -> Vec<u64> {
+        self.vectors
+            .search(qv, self.refs.len())
+            .into_iter()
+            .filter_map(|h| self.ids.get(&h.0).copied())
+            .collect()
+    }
+
+    /// (file position, chunk index) of an id.
+    pub fn chunk_ref(&self, id: u64) -> Option<(usize, usize)> {
+        self.refs.get(id as usize).copied()
+    }
+
+    /// True when every chunk has its vector.
+    pub fn has_vectors(&self) -> bool {
+        !self.vectors.is_empty() && self.vectors.len() >= self.refs.len()
+    }
+
+    /// The chunk id of (file position, chunk index), as the indexes know it.
+    pub fn id_of(&self, file_pos: usize, chunk: usize) -> Option<u64> {
+        self.refs
+            .iter()
+            .position(|&r| r == (file_pos, chunk))
+            .map(|i| i as u64)
+    }
+
+    pub fn len(&self) -> usize {
+        self.refs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.refs.is_empty()
+    }
+
+    fn chunk<'a>(
+        &self,
+        engine: &'a Engine,
+        chunking: &'a Chunking,
+        id: u64,
+    ) -> Option<(&'a str, &'a MeasuredChunk, &'a str)> {
+        let &(fp, c) = self.refs.get(id as usize)?;
+        let f = &chunking.files[fp];
+        let doc = &engine.corpus.docs[f.doc];
+        Some((doc.path.as_str(), &f.chunks[c], doc.text.as_str()))
+    }
+
+    /// Search both ways. The query and the candidate sentences are embedded through the cache.
+    #[allow(clippy::too_many_arguments)]
+    pub fn search(
+        &self,
+        engine: &Engine,
+        chunking: &Chunking,
+        embedder: &Embedder,
+        cache: &mut EmbedCache,
+        query: &str,
+        k: usize,
+        window: usize,
+    ) -> Result<Results> {
+        let specials = engine.specials();
+        let parents = chunking.settings.parents;
+        // In parent mode several children may share a parent: look deeper, keep k parents.
+        let depth = if parents { k.saturating_mul(8) } else { k };
+        let parent_of = |id: u64| -> Option<(usize, usize)> {
+            let &(fp, c) = self.refs.get(id as usize)?;
+            Some((fp, chunking.files[fp].chunks[c].parent?))
+        };
+        // The indexes answer with chunk keys; from here on hits carry chunk ids.
+        let mut bm = self.bm25.search(query, depth, |key| {
+            let id = *self.ids.get(&key)?;
+            self.chunk(engine, chunking, id)
+                .map(|(_, c, doc)| c.text(doc))
+        })?;
+        bm.retain_mut(|h| match self.ids.get(&h.id) {
+            Some(&id) => {
+                h.id = id;
+                true
+            }
+            None => false,
+        });
+        let qv = if self.has_vectors() {
+            embed_cached(embedder, cache, &[query], window, |_, _| true)
+                .map(|(v, _)| v.into_iter().next().unwrap_or_default())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut vec_hits = if qv.is_empty() {
+            Vec::new()
+        } else {
+            self.vectors
+                .search(&qv, depth)
+                .into_iter()
+                .filter_map(|(key, score)| self.ids.get(&key).map(|&id| (id, score)))
+                .collect()
+        };
+        if parents {
+            let mut seen = HashSet::new();
+            bm.retain(|h| seen.insert(parent_of(h.id)));
+            seen.clear();
+            vec_hits.retain(|h| seen.insert(parent_of(h.0)));
+        }
+        bm.truncate(k);
+        vec_hits.truncate(k);
+        // What "the other retriever returned it too" compares: chunks, or parents in parent mode.
+        let same = |id: u64| -> (Option<(usize, usize)>, u64) {
+            if parents {
+                (parent_of(id), 0)
+            } else {
+                (None, id)
+            }
+        };
+        let bm_ids: HashSet<_> = bm.iter().map(|h| same(h.id)).collect();
+        let vec_ids: HashSet<_> = vec_hits.iter().map(|h| same(h.0)).collect();
+        let make = |rank: usize,
+                    id: u64,
+                    score: f32,
+                    match_byte: Option<usize>,
+                    only_here: bool|
+         -> Option<Hit> {
+            let &(fp, c) = self.refs.get(id as usize)?;
+            let (path, chunk, _) = self.chunk(engine, chunking, id)?;
+            let token = match_byte.map(|b| {
+                chunk
+                    .token_starts
+                    .partition_point(|&s| s as usize <= b)
+                    .saturating_sub(1)
+            });
+            let readable = chunk.readable(window, specials);
+            let parent = chunk.parent.and_then(|p| {
+                let p = chunking.files[fp].parents.get(p)?;
+                let text = &engine.corpus.docs[chunking.files[fp].doc].text[p.start..p.end];
+                Some(ParentHit {
+                    id: p.id(path),
+                    heading: p.heading.clone(),
+                    start_byte: p.start,
+                    end_byte: p.end,
+                    chars: text.chars().count(),
+                    cl100k_tokens: crate::tokenize::cl100k_count(text),
+                })
+            });
+            Some(Hit {
+                rank,
+                score,
+                file: path.to_string(),
+                file_pos: fp,
+                chunk: c,
+                heading: chunk.chunk.heading.clone(),
+                match_byte,
+                token_offset: token.map(|t| chunk.input_position(t, specials)),
+                in_tail: token.is_some_and(|t| t >= readable),
+                only_here,
+                parent,
+            })
+        };
+        let bm25 = bm
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| {
+                make(
+                    i + 1,
+                    h.id,
+                    h.score,
+                    h.first_match,
+                    !vec_ids.contains(&same(h.id)),
+                )
+            })
+            .collect();
+        let mut vector = Vec::new();
+        for (i, &(id, score)) in vec_hits.iter().enumerate() {
+            let best = self
+                .chunk(engine, chunking, id)
+                .and_then(|(_, c, doc)| best_sentence(embedder, cache, c.text(doc), &qv, window));
+            if let Some(h) = make(i + 1, id, score, best, !bm_ids.contains(&same(id))) {
+                vector.push(h);
+            }
+        }
+        Ok(Results {
+            query: query.to_string(),
+            k,
+            window,
+            bm25,
+            vector,
+        })
+    }
+}
+
+fn best_sentence(
+    embedder: &Embedder,
+    cache: &mut EmbedCache,
+    text: &str,
+    qv: &[f32],
+    window: usize,
+) -> Option<usize> {
+    // The same segmenter Max-Min uses.
+    let spans = crate::chunk::maxmin::trimmed_sentences(text);
+    let texts: Vec<&str> = spans.iter().map(|&(a, b)| &text[a..b]).collect();
+    let (vs, _) = embed_cached(embedder, cache, &texts, window, |_, _| true)?;
+    vs.iter()
+        .zip(&spans)
+        .map(|(v, &(a, _))| (v.iter().zip(qv).map(|(x, y)| x * y).sum::<f32>(), a))
+        .max_by(|x, y| x.0.total_cmp(&y.0))
+        .map(|(_, a)| a)
+}

@@ -1,0 +1,166 @@
+//! The files and chunks pane, and the global actions every pane shares (knobs, panes, theme).
+
+use chunkscope_core::chunk::{Preset, Strategy};
+use chunkscope_core::window::ModelWindows;
+use ratatui::crossterm::event::{MouseEvent, MouseEventKind};
+
+use super::keymap::Action;
+use super::{Cmd, Model, View};
+use crate::ui::theme::Theme;
+
+/// How much one press of a size or overlap key changes it: about an eighth, at least 1.
+fn step(v: usize) -> usize {
+    (v / 8).max(1)
+}
+
+pub(super) fn mouse(m: &mut Model, ev: MouseEvent) {
+    match ev.kind {
+        MouseEventKind::ScrollDown => m.scroll += 3,
+        MouseEventKind::ScrollUp => m.scroll = m.scroll.saturating_sub(3),
+        _ => {}
+    }
+}
+
+pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
+    match a {
+        Action::NextFile | Action::PrevFile => {
+            let n = m.file_count();
+            if n > 0 {
+                m.selected = if a == Action::NextFile {
+                    (m.selected + 1).min(n - 1)
+                } else {
+                    m.selected.saturating_sub(1)
+                };
+                m.focus_chunk = 0;
+                m.scroll = 0;
+            }
+        }
+        Action::ScrollDown => m.scroll += 10,
+        Action::ScrollUp => {
+            if m.scroll >= 10 {
+                m.scroll -= 10;
+            } else if m.focus_chunk > 0 && m.scroll == 0 {
+                m.focus_chunk -= 1;
+            } else {
+                m.scroll = 0;
+            }
+        }
+        Action::NextChunk => {
+            if m.focus_chunk + 1 < m.chunks_in_selected() {
+                m.focus_chunk += 1;
+            }
+            m.scroll = 0;
+        }
+        Action::PrevChunk => {
+            if m.scroll == 0 {
+                m.focus_chunk = m.focus_chunk.saturating_sub(1);
+            }
+            m.scroll = 0;
+        }
+        Action::Probe => {
+            if m.focus_chunk < m.chunks_in_selected() {
+                return vec![Cmd::Probe {
+                    file_pos: m.selected,
+                    chunk: m.focus_chunk,
+                }];
+            }
+        }
+        Action::Theme => {
+            if let Some(t) = Theme::built_in(m.theme.next_name()) {
+                m.theme = t;
+            }
+        }
+        Action::Rescan => return m.reload("rescan".into()),
+        Action::Window => {
+            m.window_spec = ModelWindows::cycle(m.window_spec);
+            m.error = None;
+            m.probe = None;
+            return m.embed_cmd();
+        }
+        Action::Query => {
+            m.view = View::Query;
+            m.query.editing = true;
+        }
+        Action::Eval => {
+            if m.cases.is_none() {
+                m.error = Some(
+                    "no evaluation cases: put cases.tsv in the corpus or pass --cases FILE".into(),
+                );
+                return Vec::new();
+            }
+            m.view = View::Eval;
+            return m.start_eval();
+        }
+        knob => return turn_knob(m, knob),
+    }
+    Vec::new()
+}
+
+/// The knob keys: each turn goes through the settings' own rules (validation, set_strategy).
+fn turn_knob(m: &mut Model, a: Action) -> Vec<Cmd> {
+    match a {
+        Action::Strategy => m.turn(|s| s.set_strategy(s.strategy.next()).map(str::to_string)),
+        Action::ThresholdUp | Action::ThresholdDown | Action::CUp | Action::CDown => {
+            if m.settings.strategy != Strategy::MaxMin {
+                m.error =
+                    Some("thresholds belong to the maxmin strategy (s or p to reach it)".into());
+                return Vec::new();
+            }
+            m.turn(|s| {
+                let p = &mut s.maxmin;
+                let (slot, delta) = match a {
+                    Action::ThresholdUp => (&mut p.fixed_threshold, 0.05),
+                    Action::ThresholdDown => (&mut p.fixed_threshold, -0.05),
+                    Action::CUp => (&mut p.c, 0.05),
+                    _ => (&mut p.c, -0.05),
+                };
+                *slot = ((*slot + delta) * 100.0).round() / 100.0;
+                None
+            })
+        }
+        Action::Metadata => m.turn(|s| {
+            s.metadata.cycle();
+            Some(format!("metadata: {}", s.metadata.label()))
+        }),
+        Action::Parents => m.turn(|s| {
+            s.parents = !s.parents;
+            Some(if s.parents {
+                "embed small, return big: hits return their parent section".to_string()
+            } else {
+                "hits return the chunk itself".to_string()
+            })
+        }),
+        Action::Preset => m.turn(|s| {
+            let now = Preset::ALL.iter().position(|p| {
+                let mut probe = s.clone();
+                p.apply(&mut probe);
+                probe == *s
+            });
+            let next = Preset::ALL[now.map_or(0, |i| (i + 1) % Preset::ALL.len())];
+            next.apply(s);
+            Some(format!("preset {}", next.name()))
+        }),
+        Action::Unit => m.turn(|s| {
+            s.unit = s.unit.next();
+            None
+        }),
+        Action::SizeUp => m.turn(|s| {
+            s.size += step(s.size);
+            None
+        }),
+        Action::SizeDown => m.turn(|s| {
+            s.size = s.size.saturating_sub(step(s.size));
+            None
+        }),
+        Action::OverlapUp => m.turn(|s| {
+            s.overlap += step(s.size / 4);
+            None
+        }),
+        Action::OverlapDown => m.turn(|s| {
+            s.overlap = s.overlap.saturating_sub(step(s.size / 4));
+            None
+        }),
+        // Pane actions never reach here (each pane handles its own).
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,191 @@
+//! What the workers report, applied to the model; stale generations are dropped here.
+
+use std::sync::Arc;
+
+use chunkscope_core::engine::Engine;
+use chunkscope_core::jobs::Event;
+
+use super::{Cmd, Model, Probe, View};
+
+pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
+    match ev {
+        Event::FilesChanged { paths } => m.reload(format!("{paths} file events")),
+        Event::Loaded {
+            generation,
+            result,
+            tokenized,
+        } => {
+            if generation != m.generation {
+                return Vec::new();
+            }
+            m.loading = false;
+            match result {
+                Ok(engine) => {
+                    m.notes.extend(engine.corpus.notes());
+                    m.last_reload = m.last_reload.take().map(|w| {
+                        format!(
+                            "{w}: {} files, {tokenized} tokenized again",
+                            engine.corpus.docs.len()
+                        )
+                    });
+                    // The screen keeps the engine its chunking was made from until the new
+                    // chunking arrives: chunk ranges are only valid against their own texts.
+                    if m.chunking.is_none() {
+                        adopt_engine(m, engine);
+                    }
+                    m.rechunk()
+                }
+                Err(e) => {
+                    m.error = Some(e);
+                    Vec::new()
+                }
+            }
+        }
+        Event::Chunked {
+            generation,
+            engine,
+            result,
+            millis,
+        } => {
+            if generation != m.generation {
+                return Vec::new();
+            }
+            m.sentences = None;
+            match result {
+                Ok(c) => {
+                    if !m.engine.as_ref().is_some_and(|e| Arc::ptr_eq(e, &engine)) {
+                        adopt_engine(m, engine);
+                    }
+                    m.chunking = Some(c);
+                    m.chunked_generation = generation;
+                    m.last_chunk_millis = Some(millis);
+                    m.highlight = None;
+                    m.probe = None;
+                    m.clamp_focus();
+                    return m.embed_cmd();
+                }
+                Err(e) => m.error = Some(e),
+            }
+            Vec::new()
+        }
+        Event::SentenceProgress {
+            generation,
+            done,
+            total,
+        } => {
+            if generation == m.generation {
+                m.sentences = (done < total).then_some((done, total));
+            }
+            Vec::new()
+        }
+        Event::EmbedProgress {
+            generation,
+            done,
+            total,
+            embedded,
+            per_second,
+        } => {
+            if let Some(e) = m.embed.as_mut().filter(|e| e.generation == generation) {
+                e.done = done;
+                e.total = total;
+                e.embedded = embedded;
+                e.per_second = per_second;
+            }
+            Vec::new()
+        }
+        Event::Embedded {
+            generation,
+            total,
+            embedded,
+            kept,
+            seconds,
+        } => {
+            if let Some(e) = m.embed.as_mut().filter(|e| e.generation == generation) {
+                e.kept = kept;
+                e.done = total;
+                e.total = total;
+                e.embedded = embedded;
+                e.finished = true;
+                e.seconds = seconds;
+            }
+            if m.view == View::Eval {
+                return m.start_eval();
+            }
+            Vec::new()
+        }
+        Event::EmbedFailed(e) => {
+            m.error = Some(e);
+            Vec::new()
+        }
+        Event::QueryDone {
+            id,
+            generation,
+            result,
+        } => {
+            if m.query.pending == Some(id) {
+                m.query.pending = None;
+                match result {
+                    Ok(r) if generation == m.chunked_generation => {
+                        m.query.results = Some(r);
+                        m.query.selected = 0;
+                    }
+                    Ok(_) => {}
+                    Err(e) => m.error = Some(format!("query: {e}")),
+                }
+            }
+            Vec::new()
+        }
+        Event::EvalDone {
+            generation,
+            window,
+            result,
+        } => {
+            m.eval.running = false;
+            match result {
+                Ok(r) if generation == m.chunked_generation && window == m.window().tokens => {
+                    m.eval.report = Some(r);
+                    m.eval.made_for = Some((generation, window));
+                    m.eval.selected = m.eval.selected.min(m.eval_rows().len().saturating_sub(1));
+                }
+                Ok(_) => {}
+                Err(e) => m.error = Some(format!("eval: {e}")),
+            }
+            Vec::new()
+        }
+        Event::ProbeDone {
+            generation,
+            file_pos,
+            chunk,
+            cosine,
+            window,
+        } => {
+            if generation == m.chunked_generation {
+                m.probe = Some(Probe {
+                    file_pos,
+                    chunk,
+                    cosine,
+                    window,
+                });
+            }
+            Vec::new()
+        }
+    }
+}
+
+/// Show `engine` (a reload's corpus): the selected file stays selected by its path.
+fn adopt_engine(m: &mut Model, engine: Arc<Engine>) {
+    let path = m
+        .engine
+        .as_ref()
+        .and_then(|e| e.corpus.docs.get(m.selected))
+        .map(|d| d.path.clone());
+    let found = path.and_then(|p| engine.corpus.docs.iter().position(|d| d.path == p));
+    if found != Some(m.selected) {
+        m.focus_chunk = 0;
+        m.scroll = 0;
+    }
+    m.selected = found
+        .unwrap_or(m.selected)
+        .min(engine.corpus.docs.len().saturating_sub(1));
+    m.engine = Some(engine);
+}

@@ -1,0 +1,370 @@
+//! The app's state: what the screen shows and what the user set.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chunkscope_core::chunk::ChunkSettings;
+use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::eval::{CaseResult, Report};
+use chunkscope_core::search::{Hit, Results};
+use chunkscope_core::window::{ModelWindows, Window, WindowSpec};
+
+use super::keymap::{Keymap, Layer};
+use super::Cmd;
+use crate::ui::theme::Theme;
+
+/// Where the embedding of the current chunking stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EmbedStatus {
+    pub generation: u64,
+    pub window: usize,
+    pub done: usize,
+    pub total: usize,
+    pub embedded: usize,
+    pub per_second: f64,
+    pub finished: bool,
+    pub seconds: f64,
+    /// Vectors kept from the previous chunking's index.
+    pub kept: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Chunks,
+    Query,
+    Eval,
+}
+
+/// The evaluation pane: the latest report, a pinned configuration A, the selected case.
+#[derive(Debug, Clone, Default)]
+pub struct EvalState {
+    pub report: Option<Arc<Report>>,
+    /// (chunking generation, window) the report was made for.
+    pub made_for: Option<(u64, usize)>,
+    pub pinned: Option<Arc<Report>>,
+    pub misses_only: bool,
+    /// Only the cases whose hit/miss at k differs between A and B.
+    pub flipped_only: bool,
+    pub selected: usize,
+    pub running: bool,
+}
+
+/// The two retrievers shown side by side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Retriever {
+    #[default]
+    Bm25,
+    Vector,
+}
+
+/// The query pane.
+#[derive(Debug, Clone, Default)]
+pub struct QueryState {
+    pub input: String,
+    pub editing: bool,
+    pub results: Option<Results>,
+    /// Id of the query in flight.
+    pub pending: Option<u64>,
+    pub next_id: u64,
+    /// The column whose hits are browsed.
+    pub column: Retriever,
+    pub selected: usize,
+    pub k: usize,
+}
+
+impl QueryState {
+    /// The hits of the browsed column.
+    pub fn hits(&self) -> &[Hit] {
+        match (&self.results, self.column) {
+            (Some(r), Retriever::Bm25) => &r.bm25,
+            (Some(r), Retriever::Vector) => &r.vector,
+            (None, _) => &[],
+        }
+    }
+}
+
+/// The last tail probe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Probe {
+    pub file_pos: usize,
+    pub chunk: usize,
+    pub cosine: f32,
+    pub window: usize,
+}
+
+/// A match to highlight in the chunk pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Highlight {
+    pub file_pos: usize,
+    pub chunk: usize,
+    /// Byte in the chunk's text.
+    pub byte: usize,
+}
+
+pub struct Model {
+    pub corpus_path: PathBuf,
+    pub model_name: String,
+    pub windows: ModelWindows,
+    pub specials: usize,
+    /// The knobs as the user set them.
+    pub settings: ChunkSettings,
+    pub window_spec: WindowSpec,
+    /// The engine of the chunking on screen.
+    pub engine: Option<Arc<Engine>>,
+    /// The latest finished chunking (may be older than `settings` while a job runs).
+    pub chunking: Option<Arc<Chunking>>,
+    /// Generation of the latest request; results of older ones are dropped.
+    pub generation: u64,
+    /// Generation of the chunking on screen.
+    pub chunked_generation: u64,
+    pub loading: bool,
+    pub selected: usize,
+    /// The chunk the chunk pane is anchored on, and lines scrolled past its header.
+    pub focus_chunk: usize,
+    pub scroll: usize,
+    pub show_help: bool,
+    /// Lines the help overlay is scrolled by (short terminals).
+    pub help_scroll: u16,
+    pub theme: Theme,
+    pub keymap: Keymap,
+    /// Notes for the user (skipped files, config problems); the newest last.
+    pub notes: Vec<String>,
+    /// The last refused knob or failed job, shown in the status line until the next change.
+    pub error: Option<String>,
+    pub last_chunk_millis: Option<u64>,
+    pub quit: bool,
+    pub embed: Option<EmbedStatus>,
+    pub view: View,
+    pub query: QueryState,
+    pub probe: Option<Probe>,
+    pub highlight: Option<Highlight>,
+    pub eval: EvalState,
+    /// The watcher's mode ("watching", "watching (polling)") or why it is off.
+    pub watch: String,
+    /// What the last reload did, for the status line.
+    pub last_reload: Option<String>,
+    /// Evaluation cases (CORPUS/cases.tsv, --cases, or SQuAD JSON), if the corpus has some.
+    pub cases: Option<PathBuf>,
+    /// Max-Min sentence embedding in progress: (done, total).
+    pub sentences: Option<(usize, usize)>,
+}
+
+impl Model {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        corpus_path: PathBuf,
+        model_name: String,
+        windows: ModelWindows,
+        specials: usize,
+        settings: ChunkSettings,
+        window_spec: WindowSpec,
+        theme: Theme,
+        keymap: Keymap,
+    ) -> Model {
+        Model {
+            corpus_path,
+            model_name,
+            windows,
+            specials,
+            settings,
+            window_spec,
+            engine: None,
+            chunking: None,
+            generation: 0,
+            chunked_generation: 0,
+            loading: true,
+            selected: 0,
+            focus_chunk: 0,
+            scroll: 0,
+            show_help: false,
+            help_scroll: 0,
+            theme,
+            keymap,
+            notes: Vec::new(),
+            error: None,
+            last_chunk_millis: None,
+            quit: false,
+            embed: None,
+            view: View::Chunks,
+            query: QueryState {
+                k: 5,
+                ..QueryState::default()
+            },
+            probe: None,
+            highlight: None,
+            eval: EvalState::default(),
+            watch: String::new(),
+            last_reload: None,
+            cases: None,
+            sentences: None,
+        }
+    }
+
+    pub fn window(&self) -> Window {
+        self.windows.resolve(self.window_spec)
+    }
+
+    /// The keymap layer in force: the help overlay's, else the pane's.
+    pub fn layer(&self) -> Layer {
+        match (self.show_help, self.view) {
+            (true, _) => Layer::Help,
+            (false, View::Chunks) => Layer::Chunks,
+            (false, View::Query) => Layer::Query,
+            (false, View::Eval) => Layer::Eval,
+        }
+    }
+
+    /// True while what is on screen does not yet reflect the knobs.
+    pub fn stale(&self) -> bool {
+        self.loading
+            || self
+                .chunking
+                .as_ref()
+                .is_none_or(|c| c.settings != self.settings)
+    }
+
+    /// True while the vectors on hand do not match the chunks and window on screen.
+    pub fn embeddings_stale(&self) -> bool {
+        self.stale()
+            || self.embed.is_none_or(|e| {
+                !e.finished
+                    || self.chunking.is_none()
+                    || e.generation != self.chunked_generation
+                    || e.window != self.window().tokens
+            })
+    }
+
+    pub fn file_count(&self) -> usize {
+        self.engine.as_ref().map_or(0, |e| e.corpus.docs.len())
+    }
+
+    pub(super) fn chunks_in_selected(&self) -> usize {
+        self.chunking
+            .as_ref()
+            .and_then(|c| c.files.get(self.selected))
+            .map_or(0, |f| f.chunks.len())
+    }
+
+    pub(super) fn clamp_focus(&mut self) {
+        let n = self.chunks_in_selected();
+        if self.focus_chunk >= n {
+            self.focus_chunk = n.saturating_sub(1);
+            self.scroll = 0;
+        }
+    }
+
+    /// Show `chunk` of file `file_pos` in the chunk pane, with `byte` of its text highlighted.
+    pub(super) fn open_chunk(&mut self, file_pos: usize, chunk: usize, byte: Option<usize>) {
+        self.selected = file_pos;
+        self.focus_chunk = chunk;
+        self.scroll = 0;
+        self.highlight = byte.map(|byte| Highlight {
+            file_pos,
+            chunk,
+            byte,
+        });
+        self.view = View::Chunks;
+    }
+
+    /// Embed the chunking on screen at the window in force.
+    pub(super) fn embed_cmd(&mut self) -> Vec<Cmd> {
+        let (Some(engine), Some(chunking)) = (&self.engine, &self.chunking) else {
+            return Vec::new();
+        };
+        let window = self.window().tokens;
+        self.embed = Some(EmbedStatus {
+            generation: self.chunked_generation,
+            window,
+            done: 0,
+            total: 0,
+            embedded: 0,
+            per_second: 0.0,
+            finished: false,
+            seconds: 0.0,
+            kept: 0,
+        });
+        vec![Cmd::Embed {
+            generation: self.chunked_generation,
+            engine: Arc::clone(engine),
+            chunking: Arc::clone(chunking),
+            window,
+        }]
+    }
+
+    pub(super) fn rechunk(&mut self) -> Vec<Cmd> {
+        // The pipeline chunks its own latest engine; `engine` is set from the first load on.
+        if self.engine.is_none() {
+            return Vec::new();
+        }
+        self.generation += 1;
+        vec![Cmd::Rechunk {
+            generation: self.generation,
+            settings: self.settings.clone(),
+        }]
+    }
+
+    /// Read the corpus again (a rescan key or the watcher).
+    pub(super) fn reload(&mut self, why: String) -> Vec<Cmd> {
+        self.last_reload = Some(why);
+        self.generation += 1;
+        self.loading = true;
+        vec![Cmd::Load {
+            generation: self.generation,
+        }]
+    }
+
+    /// Apply a knob change if the result is valid; otherwise keep the old knobs and say why.
+    pub(super) fn turn(
+        &mut self,
+        change: impl FnOnce(&mut ChunkSettings) -> Option<String>,
+    ) -> Vec<Cmd> {
+        let mut next = self.settings.clone();
+        let note = change(&mut next);
+        if let Err(e) = next.validate() {
+            self.error = Some(e.to_string());
+            return Vec::new();
+        }
+        self.error = note;
+        if next == self.settings {
+            return Vec::new();
+        }
+        self.settings = next;
+        self.rechunk()
+    }
+
+    /// Evaluate the chunking on screen, unless its report is already here.
+    pub(super) fn start_eval(&mut self) -> Vec<Cmd> {
+        let Some(cases) = self.cases.clone().filter(|_| self.chunking.is_some()) else {
+            return Vec::new();
+        };
+        if self.eval.made_for == Some((self.chunked_generation, self.window().tokens)) {
+            return Vec::new();
+        }
+        self.eval.running = true;
+        vec![Cmd::Eval { cases }]
+    }
+
+    /// The cases listed in the eval pane (all, the misses at k, or those that flipped against A).
+    pub fn eval_rows(&self) -> Vec<&CaseResult> {
+        let e = &self.eval;
+        let Some(r) = &e.report else {
+            return Vec::new();
+        };
+        let flipped = |c: &CaseResult| {
+            e.pinned.as_ref().is_some_and(|a| {
+                a.results
+                    .iter()
+                    .find(|x| x.line == c.line && x.question == c.question)
+                    .is_some_and(|x| {
+                        (x.bm25_miss.is_none() != c.bm25_miss.is_none())
+                            || (x.vector_miss.is_none() != c.vector_miss.is_none())
+                    })
+            })
+        };
+        r.results
+            .iter()
+            .filter(|c| !e.misses_only || c.bm25_miss.is_some() || c.vector_miss.is_some())
+            .filter(|c| !e.flipped_only || flipped(c))
+            .collect()
+    }
+}

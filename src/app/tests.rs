@@ -1,0 +1,186 @@
+
+use super::*;
+use crate::ui::theme::Theme;
+use chunkscope_core::chunk::Strategy;
+use chunkscope_core::tokenize::Unit;
+use chunkscope_core::window::{ModelWindows, WindowSpec};
+use keymap::Keymap;
+use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+
+fn model() -> Model {
+    Model::new(
+        "examples".into(),
+        "m".into(),
+        ModelWindows {
+            tokenizer_json: Some(128),
+            sentence_transformers: Some(256),
+            max_positions: Some(512),
+        },
+        2,
+        ChunkSettings::default(),
+        WindowSpec::Auto,
+        Theme::dark(),
+        Keymap::default(),
+    )
+}
+
+fn key(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+#[test]
+fn knobs_before_load_change_settings_but_send_nothing() {
+    let mut m = model();
+    assert!(update(&mut m, key('+')).is_empty());
+    assert_eq!(m.settings.size, 900);
+}
+
+#[test]
+fn refused_knob_keeps_settings_and_names_the_setting() {
+    let mut m = model();
+    let before = m.settings.clone();
+    update(&mut m, key(']'));
+    assert_eq!(m.settings, before);
+    assert!(m.error.as_deref().unwrap().contains("overlap"));
+    update(&mut m, key('u'));
+    assert!(m.error.as_deref().unwrap().contains("chunking.unit"));
+}
+
+#[test]
+fn window_cycles_without_rechunking() {
+    let mut m = model();
+    assert_eq!(m.window().tokens, 128);
+    assert!(update(&mut m, key('w')).is_empty());
+    assert_eq!(m.window().tokens, 256);
+    update(&mut m, key('w'));
+    assert_eq!(m.window().tokens, 512);
+}
+
+#[test]
+fn preset_cycles() {
+    let mut m = model();
+    update(&mut m, key('p'));
+    assert_eq!(m.settings.strategy, Strategy::Langchain);
+    assert_eq!(
+        (m.settings.size, m.settings.overlap, m.settings.unit),
+        (1500, 150, Unit::Chars)
+    );
+    update(&mut m, key('p'));
+    assert_eq!(
+        (m.settings.size, m.settings.overlap, m.settings.unit),
+        (240, 32, Unit::Embed)
+    );
+    update(&mut m, key('p'));
+    assert_eq!(m.settings.strategy, Strategy::Markdown);
+    update(&mut m, key('p'));
+    assert_eq!(m.settings.strategy, Strategy::MaxMin);
+    assert_eq!(m.settings.overlap, 0);
+    // Threshold keys turn the maxmin knobs, in steps of 0.05.
+    update(&mut m, key('}'));
+    assert_eq!(m.settings.maxmin.fixed_threshold, 0.65);
+    update(&mut m, key('('));
+    assert_eq!(m.settings.maxmin.c, 0.85);
+    update(&mut m, key('p'));
+    assert_eq!(m.settings.strategy, Strategy::SpringAi);
+    // Outside maxmin the threshold keys say where they belong and change nothing.
+    let before = m.settings.clone();
+    update(&mut m, key('}'));
+    assert_eq!(m.settings, before);
+    assert!(m.error.as_deref().unwrap().contains("maxmin"));
+}
+
+#[test]
+fn metadata_and_parents_keys() {
+    let mut m = model();
+    update(&mut m, key('m'));
+    assert_eq!(
+        m.settings.metadata.heading,
+        chunkscope_core::metadata::Use::Embed
+    );
+    update(&mut m, key('m'));
+    assert_eq!(
+        m.settings.metadata.file,
+        chunkscope_core::metadata::Use::Embed
+    );
+    update(&mut m, key('m'));
+    assert!(!m.settings.metadata.embeds_anything());
+    update(&mut m, key('b'));
+    assert!(m.settings.parents);
+}
+
+#[test]
+fn query_mode_edits_runs_and_opens_a_hit() {
+    use chunkscope_core::jobs::Event;
+    use chunkscope_core::search::{Hit, Results};
+    let mut m = model();
+    m.chunking = Some(Arc::new(Chunking {
+        settings: m.settings.clone(),
+        files: Vec::new(),
+    }));
+    update(&mut m, key('/'));
+    assert_eq!(m.view, View::Query);
+    for c in "q w?".chars() {
+        assert!(
+            update(&mut m, key(c)).is_empty(),
+            "typing is text, not actions"
+        );
+    }
+    assert_eq!(m.query.input, "q w?");
+    assert!(!m.quit);
+    let cmds = update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+    );
+    assert!(matches!(&cmds[..], [Cmd::Query { text, k: 5, .. }] if text == "q w?"));
+    let hit = Hit {
+        rank: 1,
+        score: 1.0,
+        file: "a.md".into(),
+        file_pos: 2,
+        chunk: 3,
+        heading: None,
+        match_byte: Some(40),
+        token_offset: Some(9),
+        in_tail: false,
+        only_here: true,
+        parent: None,
+    };
+    let id = m.query.pending.unwrap();
+    let generation = m.chunked_generation;
+    update(
+        &mut m,
+        Msg::Job(Event::QueryDone {
+            id,
+            generation,
+            result: Ok(Results {
+                bm25: vec![hit],
+                ..Results::default()
+            }),
+        }),
+    );
+    assert!(m.query.results.is_some());
+    update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+    );
+    assert_eq!(m.view, View::Chunks);
+    assert_eq!((m.selected, m.focus_chunk), (2, 3));
+    assert_eq!(
+        m.highlight,
+        Some(Highlight {
+            file_pos: 2,
+            chunk: 3,
+            byte: 40
+        })
+    );
+}
+
+#[test]
+fn quit_and_help() {
+    let mut m = model();
+    update(&mut m, key('?'));
+    assert!(m.show_help);
+    update(&mut m, key('s'));
+    assert!(!m.show_help, "any key closes help");
+    assert!(matches!(update(&mut m, key('q'))[..], [Cmd::Quit]));
+}

@@ -1,0 +1,169 @@
+//! `chunkscope audit`: per-file and total figures, the worst chunks, a CI gate on tails.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use serde_json::json;
+
+use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::stats::Stats;
+use chunkscope_core::window::Window;
+
+use super::knobs::Knobs;
+use super::prepare::prepare;
+
+/// Per-file and total figures: chunks, chunks over the window, embed-token percentiles, tokens
+/// never embedded. Exit 1 with --fail-on-tail when any chunk overflows the window.
+#[derive(Args)]
+pub struct AuditArgs {
+    corpus: PathBuf,
+    #[command(flatten)]
+    knobs: Knobs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Exit with status 1 (and list the worst chunks) when any chunk overflows the window.
+    #[arg(long)]
+    fail_on_tail: bool,
+}
+
+pub fn run(a: AuditArgs) -> Result<ExitCode> {
+    let (engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
+    let mut out = io::stdout().lock();
+    let over = audit(&engine, &chunking, &window, a.json, &mut out)?;
+    out.flush().ok();
+    if a.fail_on_tail && over {
+        eprintln!(
+            "chunkscope: chunks overflow the {}-token window (--fail-on-tail)",
+            window.tokens
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct FileAudit<'a> {
+    file: &'a str,
+    #[serde(flatten)]
+    stats: Stats,
+}
+
+#[derive(Serialize)]
+struct Worst<'a> {
+    file: &'a str,
+    index: usize,
+    embed_tokens: usize,
+    tail_tokens: usize,
+}
+
+/// The audit: the stats pane's figures per file and in total. Returns whether any chunk overflows.
+fn audit(
+    engine: &Engine,
+    chunking: &Chunking,
+    window: &Window,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> Result<bool> {
+    let specials = engine.specials();
+    let files: Vec<FileAudit> = chunking
+        .files
+        .iter()
+        .map(|f| FileAudit {
+            file: &engine.corpus.docs[f.doc].path,
+            stats: Stats::of(f.chunks.iter(), window.tokens, specials),
+        })
+        .collect();
+    let total = chunking.stats(window.tokens, specials);
+    let mut worst: Vec<Worst> = chunking
+        .files
+        .iter()
+        .flat_map(|f| {
+            f.chunks.iter().filter_map(move |c| {
+                c.tail(window.tokens, specials).map(|t| Worst {
+                    file: &engine.corpus.docs[f.doc].path,
+                    index: c.index,
+                    embed_tokens: c.embed_tokens(specials),
+                    tail_tokens: t.tokens,
+                })
+            })
+        })
+        .collect();
+    worst.sort_by(|a, b| b.embed_tokens.cmp(&a.embed_tokens).then(a.file.cmp(b.file)));
+    worst.truncate(10);
+    if as_json {
+        let v = json!({
+            "model": engine.model.id,
+            "window": window.tokens,
+            "window_source": window.source,
+            "settings": chunking.settings.label(),
+            "total": total,
+            "files": files,
+            "worst": worst,
+            "skipped": engine.corpus.skipped,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else {
+        writeln!(
+            out,
+            "model {}  window {} ({})  {}",
+            engine.model.short_name(),
+            window.tokens,
+            window.source,
+            chunking.settings.label()
+        )?;
+        writeln!(
+            out,
+            "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
+            "file", "chunks", "over", "max", "median", "p95", "unseen"
+        )?;
+        let row = |name: &str, s: &Stats| {
+            format!(
+                "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
+                name,
+                s.chunks,
+                s.over_window,
+                s.max_embed_tokens,
+                s.median_embed_tokens,
+                s.p95_embed_tokens,
+                s.never_embedded_tokens
+            )
+        };
+        for f in &files {
+            writeln!(out, "{}", row(f.file, &f.stats))?;
+        }
+        writeln!(out, "{}", row("TOTAL", &total))?;
+        writeln!(
+            out,
+            "{} of {} chunks ({:.1} %) overflow the window; {} embed tokens are never embedded.",
+            total.over_window,
+            total.chunks,
+            total.over_percent(),
+            total.never_embedded_tokens
+        )?;
+        for s in &engine.corpus.skipped {
+            writeln!(out, "skipped {}: {}", s.path, s.reason)?;
+        }
+        for d in engine.corpus.docs.iter().filter(|d| d.lossy) {
+            writeln!(out, "note {}: invalid UTF-8 replaced by U+FFFD", d.path)?;
+        }
+        if !worst.is_empty() {
+            writeln!(
+                out,
+                "worst chunks (embed tokens incl. specials, tokens past the window):"
+            )?;
+            for w in &worst {
+                writeln!(
+                    out,
+                    "  {} #{}  {} tokens, {} unseen",
+                    w.file, w.index, w.embed_tokens, w.tail_tokens
+                )?;
+            }
+        }
+    }
+    Ok(total.over_window > 0)
+}

@@ -1,0 +1,168 @@
+//! `chunkscope eval`: recall@k and MRR by where answers sit, every miss explained, and a floor
+//! for CI.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+
+use chunkscope_core::cases::Cases;
+use chunkscope_core::config::Config;
+use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::eval::{evaluate, Report};
+use chunkscope_core::search::SearchIndex;
+use chunkscope_core::window::Window;
+
+use super::knobs::Knobs;
+use super::prepare::{chunk, chunk_vectors, engine_for, open_engine, say};
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+pub enum Retriever {
+    Both,
+    Bm25,
+    Vector,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum EvalFormat {
+    Markdown,
+    Json,
+}
+
+/// Recall@k and MRR of BM25 and vectors on evaluation cases, by where the answer sits (inside
+/// the window, in the tail, split across chunks, in no chunk) and in its document, with every
+/// miss explained. CORPUS may be a SQuAD-format JSON file, which gives corpus and cases.
+#[derive(Args)]
+pub struct EvalArgs {
+    corpus: PathBuf,
+    /// Cases: TSV (question TAB answer [TAB file]) or SQuAD JSON (default: CORPUS/cases.tsv,
+    /// or the JSON itself).
+    #[arg(long)]
+    cases: Option<PathBuf>,
+    #[command(flatten)]
+    knobs: Knobs,
+    /// The k values of recall@k, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,3,5,10")]
+    k: Vec<usize>,
+    /// The k that misses are explained at and --min-recall checks.
+    #[arg(long, default_value_t = 5)]
+    at: usize,
+    /// Exit 1 when recall@AT of a checked retriever falls below this (0..1).
+    #[arg(long)]
+    min_recall: Option<f64>,
+    /// Which retrievers --min-recall checks.
+    #[arg(long, value_enum, default_value_t = Retriever::Both)]
+    retriever: Retriever,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = EvalFormat::Markdown)]
+    format: EvalFormat,
+    /// Misses listed in the Markdown report.
+    #[arg(long, default_value_t = 20)]
+    misses: usize,
+}
+
+pub fn run(a: EvalArgs) -> Result<ExitCode> {
+    let config = a
+        .knobs
+        .config(a.corpus.is_dir().then_some(a.corpus.as_path()))?;
+    let (engine, cases) = open_eval(&a.corpus, a.cases.as_deref(), &config, &mut say)?;
+    let bad = || {
+        for b in &cases.bad {
+            eprintln!("{}:{}: {}", cases.file, b.line, b.reason);
+        }
+    };
+    if cases.cases.is_empty() {
+        bad();
+        anyhow::bail!("{}: no usable cases", cases.file);
+    }
+    let window = engine.model.windows.resolve(config.window);
+    let chunking = chunk(&engine, &config, &mut say)?;
+    let ks = chunkscope_core::eval::ks_with(&a.k, a.at);
+    let report = eval(&engine, &chunking, &cases, &window, &ks, a.at, &mut say)?;
+    let mut out = io::stdout().lock();
+    match a.format {
+        EvalFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        EvalFormat::Markdown => write!(
+            out,
+            "{}",
+            chunkscope_core::eval::markdown(&report, a.misses)
+        )?,
+    }
+    bad();
+    if let Some(floor) = a.min_recall {
+        let failed = report.below(
+            floor,
+            a.at,
+            a.retriever != Retriever::Vector,
+            a.retriever != Retriever::Bm25,
+        );
+        if !failed.is_empty() {
+            eprintln!(
+                "chunkscope: {} below --min-recall {floor}",
+                failed.join(" and ")
+            );
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `chunkscope eval` reads: SQuAD JSON gives corpus and cases; a directory needs a TSV
+/// (default CORPUS/cases.tsv).
+fn open_eval(
+    corpus: &Path,
+    cases: Option<&Path>,
+    config: &Config,
+    say: &mut dyn FnMut(&str),
+) -> Result<(Engine, Cases)> {
+    if corpus.extension().is_some_and(|e| e == "json") {
+        let (c, from_json) = Cases::from_squad(corpus)?;
+        let engine = engine_for(c, config, say)?;
+        let cases = match cases {
+            Some(p) if p != corpus => Cases::from_tsv(p, &engine.corpus)?,
+            _ => from_json,
+        };
+        return Ok((engine, cases));
+    }
+    let engine = open_engine(corpus, config, say)?;
+    let path = match cases {
+        Some(p) => p.to_path_buf(),
+        None => corpus.join("cases.tsv"),
+    };
+    let cases = if path.extension().is_some_and(|e| e == "json") {
+        Cases::from_squad(&path)?.1
+    } else {
+        Cases::from_tsv(&path, &engine.corpus)?
+    };
+    Ok((engine, cases))
+}
+
+/// `chunkscope eval`: the report, and the recall figures a floor is checked against.
+#[allow(clippy::too_many_arguments)]
+fn eval(
+    engine: &Engine,
+    chunking: &Chunking,
+    cases: &Cases,
+    window: &Window,
+    ks: &[usize],
+    k: usize,
+    say: &mut dyn FnMut(&str),
+) -> Result<Report> {
+    let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, say)?;
+    let index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
+    let report = evaluate(
+        engine,
+        chunking,
+        &index,
+        &embedder,
+        &mut cache,
+        cases,
+        window.tokens,
+        ks,
+        k,
+    )?;
+    let _ = cache.save();
+    Ok(report)
+}

@@ -1,0 +1,141 @@
+//! `chunkscope chunks` and `chunkscope embed`: every chunk (or its vector) as JSON Lines.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::window::Window;
+
+use super::knobs::Knobs;
+use super::prepare::{chunk_vectors, prepare, say};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    Jsonl,
+}
+
+/// Every chunk with its byte range, text and measurements.
+#[derive(Args)]
+pub struct ChunksArgs {
+    corpus: PathBuf,
+    #[command(flatten)]
+    knobs: Knobs,
+    /// Output format (one JSON object per line).
+    #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+    format: Format,
+}
+
+/// Embed every chunk (through the cache) and write its vector.
+#[derive(Args)]
+pub struct EmbedArgs {
+    corpus: PathBuf,
+    #[command(flatten)]
+    knobs: Knobs,
+    /// Output format (one JSON object per line: file, index, byte range, window, text, vector).
+    #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+    format: Format,
+}
+
+pub fn chunks(a: ChunksArgs) -> Result<ExitCode> {
+    let (engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    write_chunks_jsonl(&engine, &chunking, &window, &mut out)?;
+    out.flush()?;
+    for note in engine.corpus.notes() {
+        eprintln!("{note}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn embed(a: EmbedArgs) -> Result<ExitCode> {
+    let (engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
+    let (_, _, vectors) = chunk_vectors(&engine, &chunking, &window, &mut say)?;
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    write_vectors_jsonl(&engine, &chunking, &window, &vectors, &mut out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `chunkscope chunks --format jsonl`: one JSON object per chunk.
+fn write_chunks_jsonl(
+    engine: &Engine,
+    chunking: &Chunking,
+    window: &Window,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let specials = engine.specials();
+    let unit = chunking.settings.unit;
+    let policy = &chunking.settings.metadata;
+    for f in &chunking.files {
+        let doc = &engine.corpus.docs[f.doc];
+        let front = chunkscope_core::metadata::front_matter(&doc.text).0;
+        for c in f.chunks.iter() {
+            let tail = c.tail(window.tokens, specials);
+            let metadata: serde_json::Map<String, serde_json::Value> = policy
+                .fields(&doc.path, c.chunk.heading.as_deref(), c.index, &front)
+                .into_iter()
+                .map(|(k, v, _)| (k, serde_json::Value::String(v)))
+                .collect();
+            let parent = c.parent.and_then(|p| f.parents.get(p));
+            let line = json!({
+                "file": doc.path,
+                "index": c.index,
+                "start_byte": c.chunk.start,
+                "end_byte": c.chunk.end,
+                "text": c.text(&doc.text),
+                "verbatim": c.chunk.text.is_none(),
+                "embed_tokens": c.embed_tokens(specials),
+                "window": window.tokens,
+                "tail_start": tail.map(|t| t.start_byte),
+                "tail_tokens": tail.map_or(0, |t| t.tokens),
+                "tail_in_unit": tail.map_or(0, |t| c.tail_in_unit(&doc.text, &t, unit)),
+                "unit": unit.name(),
+                "unit_len": c.unit_len,
+                "chars": c.chars,
+                "cl100k_tokens": c.cl100k_tokens(&doc.text),
+                "heading": c.chunk.heading,
+                "embedded_prefix": c.prefix.as_deref(),
+                "prefix_tokens": c.prefix_tokens,
+                "metadata": metadata,
+                "parent": parent.map(|p| p.id(&doc.path)),
+                "parent_start_byte": parent.map(|p| p.start),
+                "parent_end_byte": parent.map(|p| p.end),
+            });
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `chunkscope embed --format jsonl`: each chunk's vector with its file and index.
+fn write_vectors_jsonl(
+    engine: &Engine,
+    chunking: &Chunking,
+    window: &Window,
+    vectors: &[Vec<f32>],
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut i = 0;
+    for f in &chunking.files {
+        let doc = &engine.corpus.docs[f.doc];
+        for c in f.chunks.iter() {
+            let line = json!({
+                "file": doc.path,
+                "index": c.index,
+                "start_byte": c.chunk.start,
+                "end_byte": c.chunk.end,
+                "window": window.tokens,
+                "text": c.text(&doc.text),
+                "vector": vectors.get(i),
+            });
+            writeln!(out, "{line}")?;
+            i += 1;
+        }
+    }
+    Ok(())
+}

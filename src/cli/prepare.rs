@@ -1,0 +1,141 @@
+//! What every headless command starts from: workbench.toml and flags, the model, the corpus read
+//! and tokenized once, its chunking, and (for search) a vector per chunk.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use chunkscope_core::chunk::Strategy;
+use chunkscope_core::config::Config;
+use chunkscope_core::corpus::Corpus;
+use chunkscope_core::embed::{cache, EmbedCache, Embedder};
+use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::model;
+use chunkscope_core::search::embed_cached;
+use chunkscope_core::sentences::SentenceStore;
+use chunkscope_core::tokenize::EmbedTokenizer;
+use chunkscope_core::window::Window;
+
+use super::knobs::Knobs;
+
+/// Progress lines go to stderr.
+pub(crate) fn say(line: &str) {
+    eprintln!("{line}");
+}
+
+/// workbench.toml and flags, the engine over the corpus, the window in force and the chunking.
+pub(crate) fn prepare(corpus: &Path, knobs: &Knobs) -> Result<(Engine, Window, Chunking)> {
+    let config = knobs.config(Some(corpus))?;
+    let engine = open_engine(corpus, &config, &mut say)?;
+    let window = engine.model.windows.resolve(config.window);
+    let chunking = chunk(&engine, &config, &mut say)?;
+    Ok((engine, window, chunking))
+}
+
+/// Find the model, read the corpus and tokenize it once. Progress goes to `say`.
+pub(crate) fn open_engine(
+    corpus: &Path,
+    config: &Config,
+    say: &mut dyn FnMut(&str),
+) -> Result<Engine> {
+    let corpus = Corpus::load(corpus, &config.corpus)?;
+    engine_for(corpus, config, say)
+}
+
+/// The engine over a corpus already in memory (e.g. built from SQuAD JSON).
+pub(crate) fn engine_for(
+    corpus: Corpus,
+    config: &Config,
+    say: &mut dyn FnMut(&str),
+) -> Result<Engine> {
+    let info = model::locate(&config.model, say)?;
+    let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
+    Engine::new(info, Arc::new(tok), corpus)
+}
+
+pub(crate) fn chunk(
+    engine: &Engine,
+    config: &Config,
+    say: &mut dyn FnMut(&str),
+) -> Result<Chunking> {
+    let settings = &config.chunking;
+    settings.validate()?;
+    let never = AtomicBool::new(false);
+    if settings.strategy != Strategy::MaxMin {
+        return engine
+            .chunk_all(settings, &never)
+            .context("chunking was cancelled");
+    }
+    // Max-Min reads sentence vectors: embed the sentences the cache lacks, once.
+    let embedder = Embedder::load(&engine.model).context("maxmin needs the embedding model")?;
+    let mut store = SentenceStore::on_disk(engine, embedder.dim());
+    let started = std::time::Instant::now();
+    let mut last = std::time::Instant::now();
+    let (embedded, _) = store.embed_missing(engine, settings, &embedder, |done, total| {
+        if last.elapsed().as_millis() > 500 {
+            say(&format!("maxmin: embedding sentences {done}/{total}…"));
+            last = std::time::Instant::now();
+        }
+        true
+    });
+    if embedded == 0 {
+        say("maxmin: every sentence vector from the cache, nothing embedded");
+    } else {
+        say(&format!(
+            "maxmin: embedded {embedded} sentences in {:.1} s",
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    engine
+        .chunk_all_with(settings, Some(&store), &never)
+        .context("chunking was cancelled")
+}
+
+/// The embedder, its cache (loaded from disk), and one vector per chunk of `chunking`, embedding
+/// only what the cache lacks. Progress goes to `say`.
+pub(crate) fn chunk_vectors(
+    engine: &Engine,
+    chunking: &Chunking,
+    window: &Window,
+    say: &mut dyn FnMut(&str),
+) -> Result<(Embedder, EmbedCache, Vec<Vec<f32>>)> {
+    let embedder = Embedder::load(&engine.model)?;
+    let mut cache = EmbedCache::open(&cache::default_path(&embedder.model_key), embedder.dim());
+    let owned = chunking.embed_texts(engine);
+    let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
+    let started = std::time::Instant::now();
+    let mut last = std::time::Instant::now();
+    let (vectors, embedded) = embed_cached(
+        &embedder,
+        &mut cache,
+        &texts,
+        window.tokens,
+        |done, total| {
+            if last.elapsed().as_millis() > 500 {
+                say(&format!("embedding {done}/{total} chunks…"));
+                last = std::time::Instant::now();
+            }
+            true
+        },
+    )
+    .context("embedding stopped")?;
+    if embedded == 0 {
+        say(&format!(
+            "{} chunks, all embeddings from the cache: nothing embedded",
+            texts.len()
+        ));
+    } else {
+        say(&format!(
+            "embedded {embedded} of {} chunks in {:.1} s ({} from the cache)",
+            texts.len(),
+            started.elapsed().as_secs_f64(),
+            texts.len() - embedded
+        ));
+    }
+    if let Err(e) = cache.save() {
+        say(&format!("embedding cache not saved: {e}"));
+    }
+    Ok((embedder, cache, vectors))
+}

@@ -1,0 +1,113 @@
+//! `chunkscope query`: BM25 and vector search side by side, each hit placed in its chunk.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+
+use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::search::SearchIndex;
+use chunkscope_core::window::Window;
+
+use super::knobs::Knobs;
+use super::prepare::{chunk_vectors, prepare, say};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum QueryFormat {
+    Text,
+    Json,
+}
+
+/// BM25 and vector search side by side; each hit with its file, chunk, the token offset of the
+/// match and whether it lies inside the window or in the tail.
+#[derive(Args)]
+pub struct QueryArgs {
+    corpus: PathBuf,
+    /// The query text (any text: syntax errors fall back to plain terms).
+    text: String,
+    #[command(flatten)]
+    knobs: Knobs,
+    /// Hits per retriever.
+    #[arg(long, default_value_t = 5)]
+    k: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = QueryFormat::Text)]
+    format: QueryFormat,
+}
+
+pub fn run(a: QueryArgs) -> Result<ExitCode> {
+    let (engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
+    let mut out = io::stdout().lock();
+    let json = matches!(a.format, QueryFormat::Json);
+    write_results(
+        &engine, &chunking, &window, &a.text, a.k, json, &mut say, &mut out,
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `chunkscope query`: both result lists.
+#[allow(clippy::too_many_arguments)]
+fn write_results(
+    engine: &Engine,
+    chunking: &Chunking,
+    window: &Window,
+    text: &str,
+    k: usize,
+    as_json: bool,
+    say: &mut dyn FnMut(&str),
+    out: &mut dyn Write,
+) -> Result<()> {
+    let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, say)?;
+    let index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
+    let results = index.search(
+        engine,
+        chunking,
+        &embedder,
+        &mut cache,
+        text,
+        k,
+        window.tokens,
+    )?;
+    let _ = cache.save();
+    if as_json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "query {:?}  k {}  window {}",
+        results.query, k, window.tokens
+    )?;
+    for (name, hits) in [
+        ("BM25 (tantivy)", &results.bm25),
+        ("vector", &results.vector),
+    ] {
+        writeln!(out, "{name}:")?;
+        for h in hits.iter() {
+            writeln!(
+                out,
+                "  {:>2} {:>7.3} {} #{} @tok {} {}{}",
+                h.rank,
+                h.score,
+                h.file,
+                h.chunk,
+                h.token_offset.map_or("-".to_string(), |t| t.to_string()),
+                if h.in_tail { "TAIL" } else { "window" },
+                if h.only_here { "  only here" } else { "" }
+            )?;
+            if let Some(hd) = &h.heading {
+                writeln!(out, "       § {hd}")?;
+            }
+            if let Some(p) = &h.parent {
+                writeln!(
+                    out,
+                    "       ↳ parent {} · {} cl100k tokens · {} chars",
+                    p.id, p.cl100k_tokens, p.chars
+                )?;
+            }
+        }
+    }
+    Ok(())
+}

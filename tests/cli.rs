@@ -145,6 +145,26 @@ fn overlap_not_below_size_is_refused_by_name() {
     );
 }
 
+/// A key bound to two actions in one pane stops a headless command with the file and the line.
+#[test]
+fn a_key_bound_twice_in_a_pane_names_its_line() {
+    let d = tmp("keys");
+    let cfg = d.join("keys.toml");
+    std::fs::write(
+        &cfg,
+        "[keys]\nhelp = [\"?\"]\n\n[keys.eval]\nmisses = [\"q\"]\n",
+    )
+    .unwrap();
+    let o = run(&["audit", &examples(), "--config", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("keys.toml:5") && e.contains("'q' is bound to both"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn malformed_config_names_file_and_line() {
     let d = tmp("config");

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::ui::theme::Theme;
 use chunkscope_core::chunk::Strategy;

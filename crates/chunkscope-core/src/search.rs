@@ -157,12 +157,12 @@ fn bm25_doc<'a>(
     let f = &chunking.files[fp];
     let doc = &engine.corpus.docs[f.doc];
     let ch = &f.chunks[c];
-    (
-        key,
-        ch.text(&doc.text),
-        doc.path.as_str(),
-        ch.chunk.heading.as_deref().unwrap_or(""),
-    )
+    Bm25Doc {
+        id: key,
+        text: ch.text(&doc.text),
+        file: doc.path.as_str(),
+        heading: ch.chunk.heading.as_deref().unwrap_or(""),
+    }
 }
 
 impl SearchIndex {
@@ -304,14 +304,6 @@ impl SearchIndex {
     /// True when every chunk has its vector.
     pub fn has_vectors(&self) -> bool {
         !self.vectors.is_empty() && self.vectors.len() >= self.refs.len()
-    }
-
-    /// The chunk id of (file position, chunk index), as the indexes know it.
-    pub fn id_of(&self, file_pos: usize, chunk: usize) -> Option<u64> {
-        self.refs
-            .iter()
-            .position(|&r| r == (file_pos, chunk))
-            .map(|i| i as u64)
     }
 
     pub fn len(&self) -> usize {

@@ -182,15 +182,6 @@ pub fn exp_rows(rows: &mut [f32], width: usize, inv_sums: &mut [f32]) {
 }
 }
 
-multiversion! {
-/// Softmax of each `width`-wide row of `rows` in place.
-pub fn softmax_rows(rows: &mut [f32], width: usize) {
-    for row in rows.chunks_exact_mut(width) {
-        softmax(row);
-    }
-}
-}
-
 /// Largest value of a row, with eight lanes and no NaN bookkeeping so it vectorizes.
 #[inline(always)]
 fn row_max(row: &[f32]) -> f32 {

@@ -8,11 +8,27 @@ use tantivy::schema::{Field, Schema, Value, FAST, INDEXED, STORED, STRING, TEXT}
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
-/// One chunk to index: (id, text, file, heading).
-pub type Bm25Doc<'a> = (u64, &'a str, &'a str, &'a str);
+/// One chunk to index.
+#[derive(Debug, Clone, Copy)]
+pub struct Bm25Doc<'a> {
+    pub id: u64,
+    pub text: &'a str,
+    pub file: &'a str,
+    pub heading: &'a str,
+}
+
+impl<'a> From<(u64, &'a str, &'a str, &'a str)> for Bm25Doc<'a> {
+    fn from((id, text, file, heading): (u64, &'a str, &'a str, &'a str)) -> Self {
+        Bm25Doc {
+            id,
+            text,
+            file,
+            heading,
+        }
+    }
+}
 
 pub struct Bm25 {
-    index: Index,
     reader: IndexReader,
     /// Kept open so that changed chunks can be deleted and added without a rebuild.
     writer: IndexWriter,
@@ -33,8 +49,8 @@ pub struct Bm25Hit {
 }
 
 impl Bm25 {
-    /// Index `(id, text, file, heading)` for every chunk.
-    pub fn build<'a>(chunks: impl IntoIterator<Item = Bm25Doc<'a>>) -> Result<Bm25> {
+    /// Index every chunk.
+    pub fn build<'a, D: Into<Bm25Doc<'a>>>(chunks: impl IntoIterator<Item = D>) -> Result<Bm25> {
         let mut sb = Schema::builder();
         let text = sb.add_text_field("text", TEXT);
         let file = sb.add_text_field("file", TEXT);
@@ -51,7 +67,6 @@ impl Bm25 {
         parser.set_field_boost(heading, 0.5);
         parser.set_field_boost(file, 0.2);
         let mut bm25 = Bm25 {
-            index,
             reader,
             writer,
             text,
@@ -68,15 +83,17 @@ impl Bm25 {
     pub fn update<'a>(
         &mut self,
         removed: &[u64],
-        added: impl IntoIterator<Item = Bm25Doc<'a>>,
+        added: impl IntoIterator<Item = impl Into<Bm25Doc<'a>>>,
     ) -> Result<()> {
         for &cid in removed {
             self.writer.delete_term(Term::from_field_u64(self.id, cid));
         }
         let (text, file, heading, id) = (self.text, self.file, self.heading, self.id);
-        for (cid, t, f, h) in added {
-            self.writer
-                .add_document(doc!(text => t, file => f, heading => h, id => cid))?;
+        for d in added {
+            let d: Bm25Doc = d.into();
+            self.writer.add_document(
+                doc!(text => d.text, file => d.file, heading => d.heading, id => d.id),
+            )?;
         }
         self.writer.commit()?;
         self.reader.reload()?;
@@ -140,10 +157,6 @@ impl Bm25 {
             });
         }
         Ok(hits)
-    }
-
-    pub fn index(&self) -> &Index {
-        &self.index
     }
 }
 

@@ -6,6 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
 use ratatui::Frame;
 
+use crate::app::keymap::Layer;
 use crate::app::Model;
 use chunkscope_core::eval::{CaseResult, Report};
 
@@ -175,7 +176,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     );
     frame.render_widget(
         Paragraph::new(Line::styled(
-            " Enter open the chunk holding the answer   m misses only   a pin as A   f flipped vs A   A unpin   Esc back",
+            format!(" {}", super::pane_keys(m, Layer::Eval)),
             t.dim,
         )),
         rows[2],

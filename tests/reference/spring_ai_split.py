@@ -98,8 +98,9 @@ def _local_cl100k_candidates(explicit):
     if env:
         yield env
     # tiktoken-rs ships the identical ranks file; reuse it when present.
-    pattern = os.path.expanduser(
-        "~/.cargo/registry/src/*/tiktoken-rs-*/assets/cl100k_base.tiktoken")
+    cargo_home = os.environ.get("CARGO_HOME") or os.path.expanduser("~/.cargo")
+    pattern = os.path.join(
+        cargo_home, "registry/src/*/tiktoken-rs-*/assets/cl100k_base.tiktoken")
     for path in sorted(glob.glob(pattern)):
         yield path
 
@@ -111,7 +112,7 @@ def load_cl100k(explicit_path=None):
     offline we feed tiktoken's own cl100k_base() constructor (official regex,
     special tokens and sha256 check) a local copy of the ranks file, looked up
     in: the "cl100k_file" request field, $CL100K_BASE_TIKTOKEN, then
-    tiktoken-rs's bundled asset in the cargo registry. Falls back to
+    tiktoken-rs's bundled asset in the cargo registry ($CARGO_HOME). Falls back to
     tiktoken.get_encoding("cl100k_base") (download or TIKTOKEN_CACHE_DIR).
     """
     for path in _local_cl100k_candidates(explicit_path):

@@ -15,7 +15,8 @@ use chunkscope::tui;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Corpus directory (or file, or SQuAD-format JSON) to open in the workbench.
+    /// Corpus directory (or file, or SQuAD-format JSON) to open in the workbench (default: the
+    /// current folder).
     corpus: Option<PathBuf>,
     /// Evaluation cases for the eval pane (default: CORPUS/cases.tsv).
     #[arg(long)]
@@ -57,7 +58,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         None => {
-            let corpus = cli.corpus.unwrap_or_else(|| PathBuf::from("examples"));
+            let corpus = cli.corpus.unwrap_or_else(|| PathBuf::from("."));
             // A bad workbench.toml is shown on the screen; the flags still apply.
             let (config, config_error) = cli.knobs.config_or_defaults(&corpus);
             tui::run(&corpus, cli.cases, config, config_error, mono).map(|()| ExitCode::SUCCESS)

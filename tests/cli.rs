@@ -76,7 +76,7 @@ fn audit_json_has_totals_and_files() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["window"], 256);
     assert!(v["total"]["chunks"].as_u64().unwrap() > 0);
-    assert_eq!(v["files"].as_array().unwrap().len(), 7);
+    assert_eq!(v["files"].as_array().unwrap().len(), common::example_docs());
 }
 
 #[test]
@@ -292,7 +292,7 @@ fn eval_reports_buckets_and_min_recall_sets_the_exit_code() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let results = v["results"].as_array().unwrap();
-    assert_eq!(results.len(), 30);
+    assert_eq!(results.len(), common::example_cases());
     // Every case with its answer past the window of its chunk is in the tail bucket, and the
     // vector retriever's misses there say so.
     for r in results {

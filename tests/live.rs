@@ -55,7 +55,7 @@ fn reload_tokenizes_only_changed_files() {
         Corpus::load(&d, &rules).unwrap(),
     )
     .unwrap();
-    assert_eq!(n, 7);
+    assert_eq!(n, common::example_docs());
     std::fs::write(d.join("policy/refunds.md"), "# Refunds\n\nChanged text.\n").unwrap();
     std::fs::write(d.join("added.md"), "A new file.\n").unwrap();
     std::fs::rename(d.join("runbooks"), d.join("playbooks")).unwrap();
@@ -150,7 +150,8 @@ fn workbench_follows_the_disk_in_tmux() {
         d.display()
     );
     common::start_tmux(&session, 150, 40, &cmd);
-    common::wait_for_screen(&session, |s| s.contains("files 7 · watching"), "first load");
+    let files = format!("files {} · watching", common::example_docs());
+    common::wait_for_screen(&session, |s| s.contains(&files), "first load");
     std::fs::write(
         d.join("aaa-new.md"),
         "# Added\n\nWritten by another process.\n",
@@ -164,7 +165,7 @@ fn workbench_follows_the_disk_in_tmux() {
     std::fs::remove_file(d.join("aaa-new.md")).unwrap();
     common::wait_for_screen(
         &session,
-        |s| !s.contains("aaa-new.md") && s.contains("files 7"),
+        |s| !s.contains("aaa-new.md") && s.contains(&files),
         "the file leaving",
     );
     std::fs::rename(d.join("runbooks"), d.join("playbooks")).unwrap();

@@ -70,7 +70,11 @@ pub fn skip(test: &str, why: &str) {
     eprintln!("{line}");
     if let Some(log) = std::env::var_os("CHUNKSCOPE_SKIP_LOG") {
         use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
             let _ = writeln!(f, "{line}");
         }
     }
@@ -149,6 +153,20 @@ pub fn varied_texts() -> Vec<(String, String)> {
     out
 }
 
+/// Documents of the example corpus, counted from the folder itself (every file but the cases).
+pub fn example_docs() -> usize {
+    walk(&repo().join("examples")).len()
+}
+
+/// Evaluation cases of the example corpus: the non-empty, non-comment lines of cases.tsv.
+pub fn example_cases() -> usize {
+    std::fs::read_to_string(repo().join("examples/cases.tsv"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .count()
+}
+
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut v = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
@@ -182,7 +200,10 @@ pub fn python_exe() -> PathBuf {
 /// otherwise `test` is reported as skipped (a failure under CI=true).
 pub fn reference_packages_or_skip(test: &str) -> bool {
     let ok = std::process::Command::new(python_exe())
-        .args(["-c", "import tiktoken, tokenizers, langchain_text_splitters"])
+        .args([
+            "-c",
+            "import tiktoken, tokenizers, langchain_text_splitters",
+        ])
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
@@ -211,7 +232,7 @@ pub fn python(script: &str, request: &serde_json::Value) -> serde_json::Value {
         .unwrap_or_else(|e| {
             panic!(
                 "{}: {e}; the reference tests need Python 3 with the packages that scripts/test.sh installs into .venv",
-                python_exe()
+                python_exe().display()
             )
         });
     child
@@ -224,7 +245,7 @@ pub fn python(script: &str, request: &serde_json::Value) -> serde_json::Value {
     assert!(
         out.status.success(),
         "{script} failed under {} (run scripts/test.sh, which sets up .venv with tiktoken, langchain-text-splitters 1.1 and tokenizers, or set CHUNKSCOPE_PYTHON):\n{}",
-        python_exe(),
+        python_exe().display(),
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()

@@ -145,6 +145,20 @@ fn overlap_not_below_size_is_refused_by_name() {
     );
 }
 
+/// A window past the model's 512 positions is measured as the 512 the network reads: the same
+/// tails as `--window 512`, never fewer.
+#[test]
+fn a_window_past_the_positions_is_clamped() {
+    let audit = |w: &str| {
+        let o = run(&["audit", &examples(), "--window", w, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let (huge, max) = (audit("100000"), audit("512"));
+    assert_eq!(huge["window"], 512);
+    assert_eq!(huge["total"], max["total"]);
+}
+
 /// A key bound to two actions in one pane stops a headless command with the file and the line.
 #[test]
 fn a_key_bound_twice_in_a_pane_names_its_line() {

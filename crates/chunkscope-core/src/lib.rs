@@ -21,7 +21,7 @@
 //! use chunkscope_core::tokenize::EmbedTokenizer;
 //!
 //! # fn main() -> anyhow::Result<()> {
-//! # let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+//! # let folder = std::path::Path::new("../../examples"); // doctests run in the crate folder
 //! let info = model::locate(model::DEFAULT_MODEL, &mut |line| eprintln!("{line}"))?;
 //! let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
 //! let corpus = Corpus::load(&folder, &CorpusRules::default())?;

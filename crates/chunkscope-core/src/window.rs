@@ -65,8 +65,24 @@ pub struct Window {
 
 impl ModelWindows {
     /// Resolve a spec against what the model declares. Falls back along auto -> st -> max -> 512
-    /// when a file is missing, and says so in `source`.
+    /// when a file is missing, and says so in `source`. A window past the model's positions is
+    /// clamped to them (the network reads no further), with a note in `source`: the screen, the
+    /// headless commands and the embedder all take their window from here.
     pub fn resolve(&self, spec: WindowSpec) -> Window {
+        let w = self.resolve_unclamped(spec);
+        match self.max_positions {
+            Some(max) if w.tokens > max => Window {
+                tokens: max,
+                source: format!(
+                    "{} asked {}, clamped to the model's {max} positions",
+                    w.source, w.tokens
+                ),
+            },
+            _ => w,
+        }
+    }
+
+    fn resolve_unclamped(&self, spec: WindowSpec) -> Window {
         let pick = |v: Option<usize>, name: &str| v.map(|t| (t, name.to_string()));
         let chain = [
             pick(self.tokenizer_json, "tokenizer.json truncation"),
@@ -171,6 +187,15 @@ mod tests {
         };
         assert_eq!(partial.resolve(WindowSpec::Auto).tokens, 256);
         assert!(partial.resolve(WindowSpec::Auto).source.contains("missing"));
+        // Past the positions the network reads no further: clamped, and said.
+        let huge = w.resolve(WindowSpec::Tokens(100_000));
+        assert_eq!(huge.tokens, 512);
+        assert!(huge.source.contains("clamped"), "{}", huge.source);
+        let st_past = ModelWindows {
+            sentence_transformers: Some(1024),
+            ..w
+        };
+        assert_eq!(st_past.resolve(WindowSpec::St).tokens, 512);
     }
 
     #[test]

@@ -23,6 +23,10 @@ struct Cli {
     cases: Option<PathBuf>,
     #[command(flatten)]
     knobs: Knobs,
+    /// Log level of the workbench's log file: error, warn, info, debug, trace (default: RUST_LOG's
+    /// level, else info).
+    #[arg(long)]
+    log_level: Option<String>,
     /// Colour: auto follows NO_COLOR; never forces the mono theme.
     #[arg(long, value_enum, default_value_t = ColorWhen::Auto, global = true)]
     color: ColorWhen,
@@ -61,7 +65,9 @@ fn main() -> ExitCode {
             let corpus = cli.corpus.unwrap_or_else(|| PathBuf::from("."));
             // A bad workbench.toml is shown on the screen; the flags still apply.
             let (config, config_error) = cli.knobs.config_or_defaults(&corpus);
-            tui::run(&corpus, cli.cases, config, config_error, mono).map(|()| ExitCode::SUCCESS)
+            let level = tui::logfile::level(cli.log_level.as_deref());
+            tui::run(&corpus, cli.cases, config, config_error, mono, level)
+                .map(|()| ExitCode::SUCCESS)
         }
         Some(Command::Audit(a)) => audit::run(a),
         Some(Command::Chunks(a)) => export::chunks(a),

@@ -114,3 +114,56 @@ fn maxmin_metadata_and_parents_in_tmux() {
     common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
     let _ = common::tmux(&["kill-session", "-t", &session]);
 }
+
+/// SIGTERM, SIGINT, SIGHUP and SIGQUIT each leave the terminal as it was: the workbench quits,
+/// the main screen is back (no alternate screen) and the line discipline is sane (icanon, echo).
+#[test]
+fn signals_restore_the_terminal() {
+    if common::no_tmux() {
+        return;
+    }
+    common::model();
+    let examples = common::repo().join("examples");
+    for sig in ["TERM", "INT", "HUP", "QUIT"] {
+        let session = format!("chunkscope-sig-{sig}-{}", std::process::id());
+        let cmd = format!(
+            "HF_HUB_OFFLINE=1 {} {}; echo EXITED-$?; stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e echo -e -icanon -e -echo | tr '\\n' ' '; echo STTY-DONE; sleep 60",
+            env!("CARGO_BIN_EXE_chunkscope"),
+            examples.display()
+        );
+        common::start_tmux(&session, 140, 40, &cmd);
+        common::wait_for_screen(&session, |s| s.contains("chunked in"), "chunked in");
+        let shell = common::tmux(&["display", "-p", "-t", &session, "#{pane_pid}"]);
+        let pid = std::process::Command::new("pgrep")
+            .args(["-P", shell.trim(), "chunkscope"])
+            .output()
+            .expect("pgrep");
+        let pid = String::from_utf8_lossy(&pid.stdout).trim().to_string();
+        assert!(
+            !pid.is_empty(),
+            "no chunkscope under the pane's shell {shell}"
+        );
+        let killed = std::process::Command::new("kill")
+            .args([&format!("-{sig}"), &pid])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let after = common::wait_for_screen(&session, |s| s.contains("STTY-DONE"), "stty");
+        assert!(after.contains("EXITED-"), "SIG{sig}: {after}");
+        assert!(
+            after.contains("icanon echo") && !after.contains("-icanon") && !after.contains("-echo"),
+            "SIG{sig} left the terminal raw:\n{after}"
+        );
+        assert!(
+            !after.contains("┌ files"),
+            "SIG{sig}: still drawn:\n{after}"
+        );
+        let alt = common::tmux(&["display", "-p", "-t", &session, "#{alternate_on}"]);
+        assert_eq!(
+            alt.trim(),
+            "0",
+            "SIG{sig}: the alternate screen is still on"
+        );
+        let _ = common::tmux(&["kill-session", "-t", &session]);
+    }
+}

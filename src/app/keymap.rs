@@ -132,8 +132,8 @@ const ACTIONS: &[Row] = &[
     (Action::ScrollDown, Layer::Chunks, "scroll_down", "scroll the chunk pane down", &["pagedown", "J", "space"], false),
     (Action::ScrollUp, Layer::Chunks, "scroll_up", "scroll the chunk pane up", &["pageup", "K"], false),
     (Action::NextRetriever, Layer::Query, "next_retriever", "switch between the BM25 and vector columns", &["tab", "backtab", "left", "right"], true),
-    (Action::NextHit, Layer::Query, "next_hit", "next hit", &["down", "j"], false),
-    (Action::PrevHit, Layer::Query, "prev_hit", "previous hit", &["up", "k"], false),
+    (Action::NextHit, Layer::Query, "next_hit", "next hit", &["down"], false),
+    (Action::PrevHit, Layer::Query, "prev_hit", "previous hit", &["up"], false),
     (Action::OpenHit, Layer::Query, "open", "open the hit's chunk at the match", &["enter"], true),
     (Action::CloseQuery, Layer::Query, "close", "back to the chunks", &["esc"], true),
     (Action::NextCase, Layer::Eval, "next_case", "next case", &["down", "j"], false),
@@ -437,7 +437,8 @@ mod tests {
         let km = Keymap::default();
         let j = key(KeyCode::Char('j'), KeyModifiers::NONE);
         assert_eq!(km.action_for(Layer::Eval, &j), Some(Action::NextCase));
-        assert_eq!(km.action_for(Layer::Query, &j), Some(Action::NextHit));
+        let down = key(KeyCode::Down, KeyModifiers::NONE);
+        assert_eq!(km.action_for(Layer::Query, &down), Some(Action::NextHit));
         let m = key(KeyCode::Char('m'), KeyModifiers::NONE);
         assert_eq!(
             km.action_for(Layer::Eval, &m),

@@ -25,6 +25,10 @@ pub enum Msg {
     Key(KeyEvent),
     Mouse(MouseEvent),
     Resize,
+    /// Text pasted into the terminal (bracketed paste).
+    Paste(String),
+    /// SIGTERM, SIGINT, SIGHUP or SIGQUIT: quit as `q` does, so the terminal is restored.
+    Terminate,
     /// A worker reported.
     Job(Event),
 }
@@ -72,9 +76,7 @@ pub enum Cmd {
 pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
     match msg {
         Msg::Key(ev) if ev.kind == KeyEventKind::Release => Vec::new(),
-        Msg::Key(ev) if m.view == View::Query && m.query.editing && !m.show_help => {
-            query::edit(m, &ev)
-        }
+        Msg::Key(ev) if m.view == View::Query && !m.show_help => query::key(m, &ev),
         Msg::Key(ev) => {
             let layer = m.layer();
             match m.keymap.action_for(layer, &ev) {
@@ -91,12 +93,20 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             Vec::new()
         }
         Msg::Resize => Vec::new(),
+        Msg::Paste(text) => {
+            query::paste(m, &text);
+            Vec::new()
+        }
+        Msg::Terminate => {
+            m.quit = true;
+            vec![Cmd::Quit]
+        }
         Msg::Job(ev) => events::on_event(m, ev),
     }
 }
 
 /// Run `a`, found in `layer`'s bindings.
-fn act(m: &mut Model, layer: Layer, a: Action) -> Vec<Cmd> {
+pub(super) fn act(m: &mut Model, layer: Layer, a: Action) -> Vec<Cmd> {
     match (layer, a) {
         (_, Action::Quit) => {
             m.quit = true;
@@ -120,7 +130,6 @@ fn act(m: &mut Model, layer: Layer, a: Action) -> Vec<Cmd> {
             m.show_help = false;
             Vec::new()
         }
-        (Layer::Query, _) if query::act(m, a) => Vec::new(),
         (Layer::Eval, _) if eval::act(m, a) => Vec::new(),
         _ => chunks::act(m, a),
     }

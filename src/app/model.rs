@@ -61,7 +61,15 @@ pub enum Retriever {
 #[derive(Debug, Clone, Default)]
 pub struct QueryState {
     pub input: String,
+    /// Byte of `input` the cursor is at.
+    pub cursor: usize,
+    /// The text box has the focus (else the results do).
     pub editing: bool,
+    /// The whole input is selected: the next typed text replaces it.
+    pub select_all: bool,
+    /// Queries run so far, oldest first, and the one recalled (Up/Down in the box).
+    pub history: Vec<String>,
+    pub history_pos: Option<usize>,
     pub results: Option<Results>,
     /// Id of the query in flight.
     pub pending: Option<u64>,

@@ -1,51 +1,208 @@
-//! The query pane: a line to edit, then BM25 and vector hits to browse and open.
+//! The query pane: a text box, then BM25 and vector hits to browse and open. Printable keys are
+//! always text here (typing a word never turns a knob or quits); results are browsed with the
+//! query layer's keys, and other keys (ctrl-c, F-keys) keep their global meaning.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::keymap::Action;
-use super::{Cmd, Model, Retriever, View};
+use super::keymap::{Action, Layer};
+use super::{act, Cmd, Model, Retriever, View};
 
-/// Keys while the query line is being edited: text goes into the line.
-pub(super) fn edit(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
+/// Keys while the query pane has the focus.
+pub(super) fn key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
+    let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
+    if ctrl && ev.code == KeyCode::Char('c') {
+        m.quit = true;
+        return vec![Cmd::Quit];
+    }
+    if m.query.editing {
+        return edit(m, ev);
+    }
+    if let Some(a) = m.keymap.action_for(Layer::Query, ev) {
+        if act_on_results(m, a) {
+            return Vec::new();
+        }
+    }
     match ev.code {
-        KeyCode::Char('c') if ev.modifiers.contains(KeyModifiers::CONTROL) => {
-            m.quit = true;
-            return vec![Cmd::Quit];
-        }
-        KeyCode::Char(c) => m.query.input.push(c),
-        KeyCode::Backspace => {
-            m.query.input.pop();
-        }
-        KeyCode::Esc => {
-            m.query.editing = false;
-            if m.query.input.is_empty() && m.query.results.is_none() {
-                m.view = View::Chunks;
+        // Typing goes back to the box: the letters are text, never commands.
+        KeyCode::Char(c) if !ctrl && !ev.modifiers.contains(KeyModifiers::ALT) => {
+            let q = &mut m.query;
+            q.editing = true;
+            if c == '/' {
+                q.select_all = true;
+            } else {
+                q.cursor = q.input.len();
+                insert(m, &c.to_string());
             }
+            Vec::new()
         }
+        KeyCode::Backspace => {
+            m.query.editing = true;
+            m.query.cursor = m.query.input.len();
+            edit(m, ev)
+        }
+        _ => match m.keymap.action_for(Layer::Global, ev) {
+            Some(a) => act(m, Layer::Global, a),
+            None => Vec::new(),
+        },
+    }
+}
+
+/// Keys in the text box: readline editing, history, Enter runs, Tab goes to the results.
+fn edit(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
+    let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
+    let alt = ev.modifiers.contains(KeyModifiers::ALT);
+    let q = &mut m.query;
+    let keep_selection = matches!(ev.code, KeyCode::Char(_) | KeyCode::Enter) && !ctrl && !alt;
+    if q.select_all && !keep_selection {
+        q.select_all = false;
+        if matches!(ev.code, KeyCode::Backspace | KeyCode::Delete) {
+            q.input.clear();
+            q.cursor = 0;
+            return Vec::new();
+        }
+    }
+    match ev.code {
         KeyCode::Enter => {
-            m.query.editing = false;
+            q.select_all = false;
             return run(m);
         }
+        KeyCode::Esc => {
+            q.editing = false;
+            m.view = View::Chunks;
+        }
+        KeyCode::Tab | KeyCode::BackTab => q.editing = false,
+        KeyCode::Up => recall(m, -1),
+        KeyCode::Down => recall(m, 1),
+        KeyCode::Left if alt => q.cursor = word_left(&q.input, q.cursor),
+        KeyCode::Right if alt => q.cursor = word_right(&q.input, q.cursor),
+        KeyCode::Left => q.cursor = prev_char(&q.input, q.cursor),
+        KeyCode::Right => q.cursor = next_char(&q.input, q.cursor),
+        KeyCode::Home => q.cursor = 0,
+        KeyCode::End => q.cursor = q.input.len(),
+        KeyCode::Backspace if alt => delete_to(q, word_left(&q.input, q.cursor)),
+        KeyCode::Backspace => delete_to(q, prev_char(&q.input, q.cursor)),
+        KeyCode::Delete => {
+            let end = next_char(&q.input, q.cursor);
+            q.input.replace_range(q.cursor..end, "");
+        }
+        KeyCode::Char(c) if ctrl => match c {
+            'a' => q.cursor = 0,
+            'e' => q.cursor = q.input.len(),
+            'u' => delete_to(q, 0),
+            'k' => q.input.truncate(q.cursor),
+            'w' => delete_to(q, word_left(&q.input, q.cursor)),
+            'b' => q.cursor = prev_char(&q.input, q.cursor),
+            'f' => q.cursor = next_char(&q.input, q.cursor),
+            _ => {}
+        },
+        KeyCode::Char(c) if alt => match c {
+            'b' => q.cursor = word_left(&q.input, q.cursor),
+            'f' => q.cursor = word_right(&q.input, q.cursor),
+            _ => {}
+        },
+        KeyCode::Char(c) => insert(m, &c.to_string()),
         _ => {}
     }
     Vec::new()
 }
 
+/// Pasted text goes into the box at the cursor (line breaks become spaces).
+pub(super) fn paste(m: &mut Model, text: &str) {
+    if m.view != View::Query {
+        return;
+    }
+    m.query.editing = true;
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    insert(m, &flat);
+}
+
+/// Insert `s` at the cursor, replacing everything when the old query was selected.
+fn insert(m: &mut Model, s: &str) {
+    let q = &mut m.query;
+    if std::mem::take(&mut q.select_all) {
+        q.input.clear();
+        q.cursor = 0;
+    }
+    q.input.insert_str(q.cursor, s);
+    q.cursor += s.len();
+    q.history_pos = None;
+}
+
+/// Delete from `to` (before the cursor) up to the cursor.
+fn delete_to(q: &mut super::QueryState, to: usize) {
+    q.input.replace_range(to..q.cursor, "");
+    q.cursor = to;
+}
+
+/// Step through the queries run so far (-1 older, +1 newer; past the newest, an empty box).
+fn recall(m: &mut Model, step: isize) {
+    let q = &mut m.query;
+    if q.history.is_empty() {
+        return;
+    }
+    let last = q.history.len() - 1;
+    let pos = match (q.history_pos, step < 0) {
+        (None, true) => Some(last),
+        (None, false) => None,
+        (Some(p), true) => Some(p.saturating_sub(1)),
+        (Some(p), false) => (p < last).then_some(p + 1),
+    };
+    q.history_pos = pos;
+    q.input = pos.map(|p| q.history[p].clone()).unwrap_or_default();
+    q.cursor = q.input.len();
+    q.select_all = false;
+}
+
+fn prev_char(s: &str, at: usize) -> usize {
+    s[..at].char_indices().next_back().map_or(0, |(i, _)| i)
+}
+
+fn next_char(s: &str, at: usize) -> usize {
+    s[at..].chars().next().map_or(at, |c| at + c.len_utf8())
+}
+
+/// The start of the word before `at` (spaces before it skipped), as readline's ctrl-w and alt-b.
+fn word_left(s: &str, at: usize) -> usize {
+    let before = s[..at].trim_end_matches(char::is_whitespace);
+    before.rfind(char::is_whitespace).map_or(0, |i| {
+        i + before[i..].chars().next().map_or(1, char::len_utf8)
+    })
+}
+
+/// The end of the word after `at`, as readline's alt-f.
+fn word_right(s: &str, at: usize) -> usize {
+    let rest = &s[at..];
+    let start = rest.len() - rest.trim_start_matches(char::is_whitespace).len();
+    rest[start..]
+        .find(char::is_whitespace)
+        .map_or(s.len(), |i| at + start + i)
+}
+
 fn run(m: &mut Model) -> Vec<Cmd> {
-    if m.query.input.trim().is_empty() || m.chunking.is_none() {
+    let q = &mut m.query;
+    if q.input.trim().is_empty() || m.chunking.is_none() {
         return Vec::new();
     }
-    m.query.next_id += 1;
-    m.query.pending = Some(m.query.next_id);
+    if q.history.last() != Some(&q.input) {
+        q.history.push(q.input.clone());
+    }
+    q.history_pos = None;
+    // The results get the focus; typing a letter comes back here.
+    q.editing = false;
+    q.next_id += 1;
+    q.pending = Some(q.next_id);
     vec![Cmd::Query {
-        id: m.query.next_id,
-        text: m.query.input.clone(),
-        k: m.query.k,
+        id: q.next_id,
+        text: q.input.clone(),
+        k: q.k,
     }]
 }
 
-/// The query pane's own actions; false when `a` is not one of them.
-pub(super) fn act(m: &mut Model, a: Action) -> bool {
+/// The query layer's actions on the results; false when `a` is not one of them.
+fn act_on_results(m: &mut Model, a: Action) -> bool {
     let q = &mut m.query;
     let last = q.hits().len().saturating_sub(1);
     match a {
@@ -67,4 +224,24 @@ pub(super) fn act(m: &mut Model, a: Action) -> bool {
         _ => return false,
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words() {
+        let s = "alpha  beta gamma";
+        assert_eq!(word_left(s, s.len()), 12);
+        assert_eq!(word_left(s, 12), 7);
+        assert_eq!(word_left(s, 7), 0);
+        assert_eq!(word_right(s, 0), 5);
+        assert_eq!(word_right(s, 5), 11);
+        assert_eq!(word_right(s, 11), s.len());
+        let u = "zażółć gęślą";
+        assert_eq!(word_left(u, u.len()), "zażółć ".len());
+        assert_eq!(prev_char(u, 4), 2);
+        assert_eq!(next_char(u, 2), 4);
+    }
 }

@@ -183,3 +183,91 @@ fn quit_and_help() {
     assert!(!m.show_help, "any key closes help");
     assert!(matches!(update(&mut m, key('q'))[..], [Cmd::Quit]));
 }
+
+fn code(c: ratatui::crossterm::event::KeyCode, mods: KeyModifiers) -> Msg {
+    Msg::Key(KeyEvent::new(c, mods))
+}
+
+fn with_chunking(m: &mut Model) {
+    m.chunking = Some(Arc::new(Chunking {
+        settings: m.settings.clone(),
+        files: Vec::new(),
+    }));
+}
+
+/// In the query pane a typed word is text wherever the focus is: "quota" never quits and "s" never
+/// switches the strategy, before or after Enter.
+#[test]
+fn typing_in_the_query_pane_is_never_a_command() {
+    let mut m = model();
+    with_chunking(&mut m);
+    let before = m.settings.clone();
+    update(&mut m, key('/'));
+    for c in "quota s".chars() {
+        assert!(update(&mut m, key(c)).is_empty());
+    }
+    let cmds = update(&mut m, code(KeyCode::Enter, KeyModifiers::NONE));
+    assert!(matches!(&cmds[..], [Cmd::Query { text, .. }] if text == "quota s"));
+    assert!(!m.query.editing, "the results have the focus after Enter");
+    for c in "quit pw+".chars() {
+        assert!(update(&mut m, key(c)).is_empty(), "{c} acted");
+    }
+    assert!(!m.quit);
+    assert_eq!(m.settings, before);
+    assert_eq!(m.view, View::Query);
+    assert!(m.query.editing, "typing brings the focus back to the box");
+    assert_eq!(m.query.input, "quota squit pw+");
+    // ctrl-c still quits.
+    let cmds = update(&mut m, code(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    assert!(matches!(cmds[..], [Cmd::Quit]));
+}
+
+#[test]
+fn readline_keys_paste_and_history() {
+    let mut m = model();
+    with_chunking(&mut m);
+    update(&mut m, key('/'));
+    for c in "rotate the keys".chars() {
+        update(&mut m, key(c));
+    }
+    update(&mut m, code(KeyCode::Char('w'), KeyModifiers::CONTROL));
+    assert_eq!(m.query.input, "rotate the ");
+    update(&mut m, code(KeyCode::Char('a'), KeyModifiers::CONTROL));
+    update(&mut m, code(KeyCode::Char('f'), KeyModifiers::ALT));
+    assert_eq!(m.query.cursor, "rotate".len());
+    update(&mut m, code(KeyCode::Char('k'), KeyModifiers::CONTROL));
+    assert_eq!(m.query.input, "rotate");
+    update(&mut m, Msg::Paste(" signing\nkeys".into()));
+    assert_eq!(m.query.input, "rotate signing keys");
+    update(&mut m, code(KeyCode::Left, KeyModifiers::NONE));
+    update(&mut m, code(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    assert_eq!(m.query.input, "s");
+    update(&mut m, code(KeyCode::End, KeyModifiers::NONE));
+    update(&mut m, code(KeyCode::Backspace, KeyModifiers::NONE));
+    for c in "first".chars() {
+        update(&mut m, key(c));
+    }
+    update(&mut m, code(KeyCode::Enter, KeyModifiers::NONE));
+    update(&mut m, key('/'));
+    assert!(m.query.select_all, "/ selects the previous query");
+    for c in "second".chars() {
+        update(&mut m, key(c));
+    }
+    assert_eq!(m.query.input, "second", "typing replaced the selection");
+    update(&mut m, code(KeyCode::Enter, KeyModifiers::NONE));
+    update(&mut m, key('/'));
+    update(&mut m, code(KeyCode::Up, KeyModifiers::NONE));
+    assert_eq!(m.query.input, "second");
+    update(&mut m, code(KeyCode::Up, KeyModifiers::NONE));
+    assert_eq!(m.query.input, "first");
+    update(&mut m, code(KeyCode::Down, KeyModifiers::NONE));
+    update(&mut m, code(KeyCode::Down, KeyModifiers::NONE));
+    assert_eq!(m.query.input, "", "past the newest: an empty box");
+}
+
+#[test]
+fn terminate_quits_like_q() {
+    let mut m = model();
+    assert!(matches!(update(&mut m, Msg::Terminate)[..], [Cmd::Quit]));
+    assert!(m.quit);
+}

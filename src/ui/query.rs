@@ -20,7 +20,6 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             Constraint::Length(1),
         ])
         .split(area);
-    let cursor = if m.query.editing { "▏" } else { "" };
     let state = if m.query.pending.is_some() {
         " · searching…"
     } else if m.embeddings_stale() {
@@ -29,14 +28,9 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         ""
     };
     frame.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::raw(m.query.input.clone()),
-            Span::styled(cursor, t.title),
-        ]))
-        .block(Block::default().borders(Borders::ALL).title(Span::styled(
-            format!(" query · k {}{state} ", m.query.k),
-            t.title,
-        ))),
+        Paragraph::new(query_line(m)).block(Block::default().borders(Borders::ALL).title(
+            Span::styled(format!(" query · k {}{state} ", m.query.k), t.title),
+        )),
         rows[0],
     );
     let cols = Layout::default()
@@ -72,16 +66,35 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     );
     frame.render_widget(
         Paragraph::new(Line::styled(
-            format!(
-                " {} edit query, enter runs it   {}   TAIL = match past the window   ◆ only here   ↳ parent section returned ({}), its size for the generator",
-                m.keymap.keys_of(Action::Query).first().map_or("", String::as_str),
-                super::pane_keys(m, Layer::Query),
-                m.keymap.keys_of(Action::Parents).first().map_or("", String::as_str),
-            ),
+            if m.query.editing {
+                " type the query: enter runs it · up/down earlier queries · tab to the hits · esc back · ctrl-a/e/u/w/k, alt-b/f edit".to_string()
+            } else {
+                format!(
+                    " {}   typing goes back to the query   TAIL = match past the window   ◆ only here   ↳ parent section returned ({}), its size for the generator",
+                    super::pane_keys(m, Layer::Query),
+                    m.keymap.keys_of(Action::Parents).first().map_or("", String::as_str),
+                )
+            },
             t.dim,
         )),
         rows[2],
     );
+}
+
+/// The text box: the input with its cursor, all of it highlighted when selected (typing replaces
+/// it).
+fn query_line(m: &Model) -> Line<'static> {
+    let (t, q) = (&m.theme, &m.query);
+    if q.select_all {
+        return Line::from(Span::styled(q.input.clone(), t.selected));
+    }
+    let at = q.cursor.min(q.input.len());
+    let mut spans = vec![Span::raw(q.input[..at].to_string())];
+    if q.editing {
+        spans.push(Span::styled("▏", t.title));
+    }
+    spans.push(Span::raw(q.input[at..].to_string()));
+    Line::from(spans)
 }
 
 fn column(frame: &mut Frame, area: Rect, m: &Model, title: String, hits: &[Hit], col: Retriever) {

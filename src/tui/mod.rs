@@ -1,22 +1,18 @@
-//! The terminal: a guard that always restores it (on exit, on error and on panic), logging to a
-//! file, an input thread, and the event loop that drains messages and draws only when something
-//! changed, at most ~60 times a second.
+//! The workbench in the terminal: workers started, the input and signal threads, and the event
+//! loop that drains messages and draws only when something changed, at most ~60 times a second.
 
-use std::io::{self, Write};
+pub mod logfile;
+mod terminal;
+
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use ratatui::backend::CrosstermBackend;
-use ratatui::crossterm::event::{
-    self, DisableBracketedPaste, DisableMouseCapture, EnableMouseCapture, Event,
-};
-use ratatui::crossterm::terminal::{
-    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
-};
-use ratatui::crossterm::{cursor, execute};
+use ratatui::crossterm::event::{self, Event};
 use ratatui::Terminal;
 
 use crate::app::keymap::Keymap;
@@ -32,82 +28,6 @@ use chunkscope_core::tokenize::EmbedTokenizer;
 
 const FRAME: Duration = Duration::from_millis(16);
 
-/// Restores the terminal when dropped.
-struct Guard {
-    mouse: bool,
-}
-
-impl Guard {
-    fn enter(mouse: bool) -> Result<Guard> {
-        enable_raw_mode().context("cannot switch the terminal to raw mode")?;
-        let guard = Guard { mouse };
-        execute!(io::stdout(), EnterAlternateScreen, cursor::Hide)?;
-        if mouse {
-            execute!(io::stdout(), EnableMouseCapture)?;
-        }
-        Ok(guard)
-    }
-}
-
-fn restore_terminal(mouse: bool) {
-    let mut out = io::stdout();
-    if mouse {
-        let _ = execute!(out, DisableMouseCapture);
-    }
-    let _ = execute!(
-        out,
-        DisableBracketedPaste,
-        LeaveAlternateScreen,
-        cursor::Show
-    );
-    let _ = disable_raw_mode();
-    let _ = out.flush();
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        restore_terminal(self.mouse);
-    }
-}
-
-/// A logger that appends to a file; the screen never sees a log line.
-struct FileLog(std::sync::Mutex<std::fs::File>);
-
-impl log::Log for FileLog {
-    fn enabled(&self, m: &log::Metadata) -> bool {
-        m.level() <= log::Level::Debug && !m.target().starts_with("ignore")
-    }
-    fn log(&self, r: &log::Record) {
-        if self.enabled(r.metadata()) {
-            let secs = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs_f64())
-                .unwrap_or(0.0);
-            if let Ok(mut f) = self.0.lock() {
-                let _ = writeln!(f, "{secs:.3} {} {}: {}", r.level(), r.target(), r.args());
-            }
-        }
-    }
-    fn flush(&self) {}
-}
-
-fn init_log(path: Option<&Path>) -> Option<PathBuf> {
-    let path = path
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| model::cache_root().join("chunkscope.log"));
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .ok()?;
-    let _ = log::set_boxed_logger(Box::new(FileLog(std::sync::Mutex::new(file))));
-    log::set_max_level(log::LevelFilter::Debug);
-    Some(path)
-}
-
 /// Open the workbench on `corpus`. The model is located (and downloaded, with progress on stderr)
 /// before the screen opens.
 pub fn run(
@@ -116,8 +36,9 @@ pub fn run(
     config: Config,
     config_error: Option<String>,
     mono: bool,
+    log_level: log::Level,
 ) -> Result<()> {
-    let log_path = init_log(config.log_file.as_deref());
+    let log_path = logfile::init(config.log_file.as_deref(), log_level);
     if !corpus.exists() {
         anyhow::bail!("corpus {}: no such file or directory", corpus.display());
     }
@@ -203,10 +124,14 @@ pub fn run(
     let mouse = config.mouse;
     let previous_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |p| {
-        restore_terminal(mouse);
+        terminal::restore_terminal(mouse);
         previous_hook(p);
     }));
-    let guard = Guard::enter(mouse)?;
+    let stop = tx.clone();
+    terminal::on_termination(mouse, move || {
+        let _ = stop.send(Msg::Terminate);
+    })?;
+    let guard = terminal::Guard::enter(mouse)?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     terminal.clear()?;
     // Only now: the input thread holds crossterm's event reader, which clear() also needs.
@@ -234,6 +159,7 @@ fn spawn_input(tx: Sender<Msg>) {
                 Ok(Event::Key(k)) => Msg::Key(k),
                 Ok(Event::Mouse(mm)) => Msg::Mouse(mm),
                 Ok(Event::Resize(..)) => Msg::Resize,
+                Ok(Event::Paste(text)) => Msg::Paste(text),
                 Ok(_) => continue,
                 Err(e) => {
                     log::error!("terminal input: {e}");

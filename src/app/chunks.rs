@@ -13,6 +13,34 @@ fn step(v: usize) -> usize {
     (v / 8).max(1)
 }
 
+/// The turns of one knob, so that a press in the other direction retraces them exactly: + then
+/// - returns to the same value (and to the vectors cached for it), however the steps rounded.
+#[derive(Debug, Clone, Default)]
+pub struct KnobTrail(Vec<(usize, usize)>);
+
+impl KnobTrail {
+    /// The value one press from `now` leads to: back along the trail when the last turn went the
+    /// other way and ended at `now`, else a step of `delta`.
+    fn next(&mut self, now: usize, up: bool, delta: usize) -> usize {
+        match self.0.last() {
+            Some(&(from, to)) if to == now && (from > now) == up => {
+                self.0.pop();
+                from
+            }
+            _ if up => now + delta,
+            _ => now.saturating_sub(delta),
+        }
+    }
+
+    /// Remember a turn that was not a step back.
+    fn record(&mut self, from: usize, to: usize) {
+        let stepped_back = self.0.last().is_some_and(|&(_, t)| t == to);
+        if from != to && !stepped_back {
+            self.0.push((from, to));
+        }
+    }
+}
+
 pub(super) fn mouse(m: &mut Model, ev: MouseEvent) {
     match ev.kind {
         MouseEventKind::ScrollDown => m.scroll += 3,
@@ -147,22 +175,32 @@ fn turn_knob(m: &mut Model, a: Action) -> Vec<Cmd> {
             s.unit = s.unit.next();
             None
         }),
-        Action::SizeUp => m.turn(|s| {
-            s.size += step(s.size);
-            None
-        }),
-        Action::SizeDown => m.turn(|s| {
-            s.size = s.size.saturating_sub(step(s.size));
-            None
-        }),
-        Action::OverlapUp => m.turn(|s| {
-            s.overlap += step(s.size / 4);
-            None
-        }),
-        Action::OverlapDown => m.turn(|s| {
-            s.overlap = s.overlap.saturating_sub(step(s.size / 4));
-            None
-        }),
+        Action::SizeUp | Action::SizeDown => {
+            let up = a == Action::SizeUp;
+            let (now, delta) = (m.settings.size, step(m.settings.size));
+            let next = m.steps.size.next(now, up, delta);
+            let cmds = m.turn(|s| {
+                s.size = next;
+                None
+            });
+            if m.settings.size == next {
+                m.steps.size.record(now, next);
+            }
+            cmds
+        }
+        Action::OverlapUp | Action::OverlapDown => {
+            let up = a == Action::OverlapUp;
+            let (now, delta) = (m.settings.overlap, step(m.settings.size / 4));
+            let next = m.steps.overlap.next(now, up, delta);
+            let cmds = m.turn(|s| {
+                s.overlap = next;
+                None
+            });
+            if m.settings.overlap == next {
+                m.steps.overlap.record(now, next);
+            }
+            cmds
+        }
         // Pane actions never reach here (each pane handles its own).
         _ => Vec::new(),
     }

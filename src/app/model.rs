@@ -155,6 +155,15 @@ pub struct Model {
     pub cases: Option<PathBuf>,
     /// Max-Min sentence embedding in progress: (done, total).
     pub sentences: Option<(usize, usize)>,
+    /// The size and overlap turns, retraced by the opposite key.
+    pub steps: KnobSteps,
+}
+
+/// The trails of the size and overlap knobs.
+#[derive(Debug, Clone, Default)]
+pub struct KnobSteps {
+    pub size: super::chunks::KnobTrail,
+    pub overlap: super::chunks::KnobTrail,
 }
 
 impl Model {
@@ -205,6 +214,7 @@ impl Model {
             last_reload: None,
             cases: None,
             sentences: None,
+            steps: KnobSteps::default(),
         }
     }
 

@@ -271,3 +271,20 @@ fn terminate_quits_like_q() {
     assert!(matches!(update(&mut m, Msg::Terminate)[..], [Cmd::Quit]));
     assert!(m.quit);
 }
+
+/// + then - (and - then +) come back to the same size and overlap, whatever the steps rounded.
+#[test]
+fn knob_turns_retrace() {
+    let mut m = model();
+    update(&mut m, key('p')); // langchain-chars 1500 / 150
+    let start = (m.settings.size, m.settings.overlap);
+    for keys in ["++--", "--++", "+-+-", "]][[", "[[]]", "+]-["] {
+        for c in keys.chars() {
+            update(&mut m, key(c));
+        }
+        assert_eq!((m.settings.size, m.settings.overlap), start, "after {keys}");
+    }
+    update(&mut m, key('+'));
+    update(&mut m, key('+'));
+    assert_ne!(m.settings.size, start.0);
+}

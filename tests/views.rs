@@ -387,3 +387,89 @@ fn maxmin_stats_show_sentences_per_chunk() {
         "{screen}"
     );
 }
+
+/// Enter on a hit whose match sits deep in its chunk: on a short terminal the chunk pane is
+/// centred on the match, every matched term is marked, and n moves to the next match.
+#[test]
+fn enter_on_a_hit_shows_the_match() {
+    use chunkscope::app::{update, Msg};
+    use chunkscope_core::jobs::Event;
+    use chunkscope_core::search::{Hit, Results};
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    let mut m = model(Theme::dark());
+    let (engine, chunking) = (m.engine.clone().unwrap(), m.chunking.clone().unwrap());
+    let doc = &engine.corpus.docs[chunking.files[0].doc].text;
+    let (ci, at) = chunking.files[0]
+        .chunks
+        .iter()
+        .rev()
+        .find_map(|c| c.text(doc).find("kubectl").map(|at| (c.index, at)))
+        .expect("a chunk holds kubectl");
+    let key = |c: KeyCode| Msg::Key(KeyEvent::new(c, KeyModifiers::NONE));
+    update(&mut m, key(KeyCode::Char('/')));
+    for c in "restart kubectl".chars() {
+        update(&mut m, key(KeyCode::Char(c)));
+    }
+    let id = match &update(&mut m, key(KeyCode::Enter))[..] {
+        [chunkscope::app::Cmd::Query { id, .. }] => *id,
+        other => panic!("{other:?}"),
+    };
+    let hit = Hit {
+        rank: 1,
+        score: 1.0,
+        file: "runbooks/rotate-keys.md".into(),
+        file_pos: 0,
+        chunk: ci,
+        heading: None,
+        match_byte: Some(at),
+        token_offset: Some(60),
+        in_tail: true,
+        only_here: false,
+        parent: None,
+    };
+    let generation = m.chunked_generation;
+    update(
+        &mut m,
+        Msg::Job(Event::QueryDone {
+            id,
+            generation,
+            result: Ok(Results {
+                bm25: vec![hit],
+                ..Results::default()
+            }),
+        }),
+    );
+    update(&mut m, key(KeyCode::Enter));
+    let h = m.highlight.clone().expect("a highlight");
+    assert!(h.spans.len() >= 2, "both terms are marked: {:?}", h.spans);
+    let draw = |m: &Model| {
+        let mut t = Terminal::new(TestBackend::new(90, 8)).unwrap();
+        t.draw(|f| ui::draw(f, m)).unwrap();
+        t
+    };
+    let t = draw(&m);
+    let screen = t.backend().to_string();
+    assert!(screen.contains("kubectl"), "{screen}");
+    let buf = t.backend().buffer();
+    let marked = (0..buf.area.height).any(|y| {
+        (0..buf.area.width)
+            .any(|x| buf[(x, y)].symbol() == "k" && buf[(x, y)].style().bg == m.theme.selected.bg)
+    });
+    assert!(marked, "the match is drawn in the selected style");
+    let mut from_top = draw(&{
+        let mut top = model(Theme::dark());
+        top.focus_chunk = ci;
+        top
+    });
+    assert!(
+        !from_top.backend_mut().to_string().contains("kubectl"),
+        "at this height the match is out of view from the chunk's top"
+    );
+    // n goes to the next match in the chunk, not to the next chunk.
+    let before = (m.focus_chunk, h.current);
+    update(&mut m, key(KeyCode::Char('n')));
+    let after = m.highlight.as_ref().unwrap().current;
+    assert_eq!(m.focus_chunk, before.0);
+    assert_eq!(after, (before.1 + 1).min(h.spans.len() - 1));
+}

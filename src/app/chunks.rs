@@ -43,10 +43,42 @@ impl KnobTrail {
 
 pub(super) fn mouse(m: &mut Model, ev: MouseEvent) {
     match ev.kind {
-        MouseEventKind::ScrollDown => m.scroll += 3,
-        MouseEventKind::ScrollUp => m.scroll = m.scroll.saturating_sub(3),
+        MouseEventKind::ScrollDown => scroll(m, 3),
+        MouseEventKind::ScrollUp => scroll(m, -3),
         _ => {}
     }
+}
+
+/// Scroll the chunk pane by `lines`: from the match it is centred on, or from the chunk's top.
+fn scroll(m: &mut Model, lines: isize) {
+    if m.centre_on_match {
+        m.match_scroll += lines;
+    } else {
+        m.scroll = m.scroll.saturating_add_signed(lines);
+    }
+}
+
+/// The next (or previous) match in the focused chunk, if there is one that way.
+fn step_match(m: &mut Model, forward: bool) -> bool {
+    let Some(h) = m
+        .highlight
+        .as_mut()
+        .filter(|h| h.file_pos == m.selected && h.chunk == m.focus_chunk)
+    else {
+        return false;
+    };
+    let next = if forward {
+        h.current + 1
+    } else {
+        h.current.wrapping_sub(1)
+    };
+    if next >= h.spans.len() {
+        return false;
+    }
+    h.current = next;
+    m.centre_on_match = true;
+    m.match_scroll = 0;
+    true
 }
 
 pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
@@ -61,9 +93,11 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
                 };
                 m.focus_chunk = 0;
                 m.scroll = 0;
+                m.uncentre();
             }
         }
-        Action::ScrollDown => m.scroll += 10,
+        Action::ScrollDown => scroll(m, 10),
+        Action::ScrollUp if m.centre_on_match => scroll(m, -10),
         Action::ScrollUp => {
             if m.scroll >= 10 {
                 m.scroll -= 10;
@@ -73,17 +107,21 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
                 m.scroll = 0;
             }
         }
+        // With matches in the chunk, n and N move between them first.
+        Action::NextChunk | Action::PrevChunk if step_match(m, a == Action::NextChunk) => {}
         Action::NextChunk => {
             if m.focus_chunk + 1 < m.chunks_in_selected() {
                 m.focus_chunk += 1;
             }
             m.scroll = 0;
+            m.uncentre();
         }
         Action::PrevChunk => {
-            if m.scroll == 0 {
+            if m.scroll == 0 && !m.centre_on_match {
                 m.focus_chunk = m.focus_chunk.saturating_sub(1);
             }
             m.scroll = 0;
+            m.uncentre();
         }
         Action::Probe => {
             if m.focus_chunk < m.chunks_in_selected() {

@@ -51,8 +51,8 @@ fn open_case(m: &mut Model) {
     else {
         return;
     };
-    // The answer's byte in the chunk text, found again by its normalised text.
+    // The whole answer in the chunk text, found again by its normalised text.
     let text = ch.text(&engine.corpus.docs[f.doc].text);
-    let at = chunkscope_core::cases::locate(text, &c.answer).map(|(s, _)| s);
-    m.open_chunk(fp, ci, at);
+    let answer = chunkscope_core::cases::locate(text, &c.answer);
+    m.open_chunk(fp, ci, answer.into_iter().collect(), 0);
 }

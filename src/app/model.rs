@@ -100,13 +100,21 @@ pub struct Probe {
     pub window: usize,
 }
 
-/// A match to highlight in the chunk pane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The matches to highlight in a chunk: byte ranges of its text (BM25: every matched term;
+/// vector: the best sentence; eval: the answer), and the one the pane is centred on.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Highlight {
     pub file_pos: usize,
     pub chunk: usize,
-    /// Byte in the chunk's text.
-    pub byte: usize,
+    pub spans: Vec<(usize, usize)>,
+    pub current: usize,
+}
+
+impl Highlight {
+    /// The range the pane centres on.
+    pub fn current_span(&self) -> Option<(usize, usize)> {
+        self.spans.get(self.current).copied()
+    }
 }
 
 pub struct Model {
@@ -146,6 +154,10 @@ pub struct Model {
     pub query: QueryState,
     pub probe: Option<Probe>,
     pub highlight: Option<Highlight>,
+    /// The chunk pane is centred on the current match (then `match_scroll` lines past it) rather
+    /// than scrolled `scroll` lines from the top of the focused chunk.
+    pub centre_on_match: bool,
+    pub match_scroll: isize,
     pub eval: EvalState,
     /// The watcher's mode ("watching", "watching (polling)") or why it is off.
     pub watch: String,
@@ -209,6 +221,8 @@ impl Model {
             },
             probe: None,
             highlight: None,
+            centre_on_match: false,
+            match_scroll: 0,
             eval: EvalState::default(),
             watch: String::new(),
             last_reload: None,
@@ -271,17 +285,44 @@ impl Model {
         }
     }
 
-    /// Show `chunk` of file `file_pos` in the chunk pane, with `byte` of its text highlighted.
-    pub(super) fn open_chunk(&mut self, file_pos: usize, chunk: usize, byte: Option<usize>) {
+    /// Show `chunk` of file `file_pos` in the chunk pane, centred on the first of `spans` (byte
+    /// ranges of its text; `current` is the one centred), all of them highlighted.
+    pub(super) fn open_chunk(
+        &mut self,
+        file_pos: usize,
+        chunk: usize,
+        spans: Vec<(usize, usize)>,
+        current: usize,
+    ) {
         self.selected = file_pos;
         self.focus_chunk = chunk;
         self.scroll = 0;
-        self.highlight = byte.map(|byte| Highlight {
+        self.match_scroll = 0;
+        self.centre_on_match = !spans.is_empty();
+        self.highlight = (!spans.is_empty()).then_some(Highlight {
             file_pos,
             chunk,
-            byte,
+            current: current.min(spans.len().saturating_sub(1)),
+            spans,
         });
         self.view = View::Chunks;
+    }
+
+    /// The text of chunk `chunk` of file `file_pos`, if it is on screen.
+    pub(super) fn chunk_text(&self, file_pos: usize, chunk: usize) -> Option<&str> {
+        let (engine, chunking) = (self.engine.as_ref()?, self.chunking.as_ref()?);
+        let f = chunking.files.get(file_pos)?;
+        Some(
+            f.chunks
+                .get(chunk)?
+                .text(&engine.corpus.docs.get(f.doc)?.text),
+        )
+    }
+
+    /// Leave the centred view (a move to another chunk or file, or a scroll from its top).
+    pub(super) fn uncentre(&mut self) {
+        self.centre_on_match = false;
+        self.match_scroll = 0;
     }
 
     /// Embed the chunking on screen at the window in force.

@@ -218,12 +218,38 @@ fn act_on_results(m: &mut Model, a: Action) -> bool {
         Action::CloseQuery => m.view = View::Chunks,
         Action::OpenHit => {
             if let Some(h) = q.hits().get(q.selected).cloned() {
-                m.open_chunk(h.file_pos, h.chunk, h.match_byte);
+                let (spans, current) = match_spans(m, &h);
+                m.open_chunk(h.file_pos, h.chunk, spans, current);
             }
         }
         _ => return false,
     }
     true
+}
+
+/// What to highlight of a hit's chunk: BM25, every matched term; vector, the best sentence.
+/// Without the chunk's text (not on screen), the match's first byte. Returns the spans in order
+/// and the one the retriever reported.
+fn match_spans(m: &Model, h: &chunkscope_core::search::Hit) -> (Vec<(usize, usize)>, usize) {
+    use chunkscope_core::search::{sentence_span, term_spans};
+    let Some(at) = h.match_byte else {
+        return (Vec::new(), 0);
+    };
+    let Some(text) = m.chunk_text(h.file_pos, h.chunk) else {
+        return (vec![(at, at)], 0);
+    };
+    let mut spans = match m.query.column {
+        Retriever::Bm25 => term_spans(text, &m.query.input),
+        Retriever::Vector => sentence_span(text, at).into_iter().collect(),
+    };
+    if spans.is_empty() {
+        spans.push((at, at));
+    }
+    let current = spans
+        .iter()
+        .position(|&(a, b)| a <= at && at <= b)
+        .unwrap_or(0);
+    (spans, current)
 }
 
 #[cfg(test)]

@@ -165,12 +165,10 @@ fn query_mode_edits_runs_and_opens_a_hit() {
     assert_eq!(m.view, View::Chunks);
     assert_eq!((m.selected, m.focus_chunk), (2, 3));
     assert_eq!(
-        m.highlight,
-        Some(Highlight {
-            file_pos: 2,
-            chunk: 3,
-            byte: 40
-        })
+        m.highlight
+            .as_ref()
+            .map(|h| (h.file_pos, h.chunk, h.current_span().map(|s| s.0))),
+        Some((2, 3, Some(40)))
     );
 }
 

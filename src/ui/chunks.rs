@@ -31,14 +31,15 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
                 None => format!(" {} · no chunks ", doc.path),
             };
             let mut lines = Vec::new();
-            let want = m.scroll + height;
+            // Centred on a match: the line it is on, half a pane down.
+            let mut first_line = m.scroll;
             for i in focus..file.chunks.len() {
                 let prev_end = i.checked_sub(1).map(|p| file.chunks[p].chunk.end);
                 let parent = file.chunks[i]
                     .parent
                     .and_then(|p| file.parents.get(p))
                     .map(|p| (p.id(&doc.path), p.start, p.end));
-                lines.extend(render_chunk(
+                let (chunk_lines, match_line) = render_chunk(
                     m,
                     &doc.text,
                     &file.chunks[i],
@@ -46,12 +47,17 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
                     file.chunks.len(),
                     inner_width,
                     parent,
-                ));
-                if lines.len() >= want {
+                );
+                if let (true, Some(l)) = (i == focus && m.centre_on_match, match_line) {
+                    let centred = l as isize - (height / 2) as isize + m.match_scroll;
+                    first_line = centred.max(0) as usize;
+                }
+                lines.extend(chunk_lines);
+                if lines.len() >= first_line + height {
                     break;
                 }
             }
-            let skip = m.scroll.min(lines.len().saturating_sub(1));
+            let skip = first_line.min(lines.len().saturating_sub(1));
             (title, lines.into_iter().skip(skip).take(height).collect())
         }
         _ => (
@@ -100,7 +106,8 @@ fn ch_unit(m: &Model) -> &'static str {
     m.chunking.as_ref().map_or("", |c| c.settings.unit.name())
 }
 
-/// The lines of one chunk: a boundary header, then its text with overlap and tail styles.
+/// The lines of one chunk: a boundary header, then its text with overlap and tail styles and its
+/// matches marked; with the index of the line holding the current match.
 pub fn render_chunk<'a>(
     m: &Model,
     doc: &'a str,
@@ -109,7 +116,7 @@ pub fn render_chunk<'a>(
     total: usize,
     width: usize,
     parent: Option<(String, usize, usize)>,
-) -> Vec<Line<'a>> {
+) -> (Vec<Line<'a>>, Option<usize>) {
     let t = &m.theme;
     let window = m.window().tokens;
     let tail = ch.tail(window, m.specials);
@@ -177,24 +184,42 @@ pub fn render_chunk<'a>(
     }
     let tail_start = tail.map(|x| x.start_byte);
     let mut body = wrap_styled(text, overlap, tail_start, width, t);
-    if let Some(h) = m.highlight {
-        if h.file_pos == m.selected && h.chunk == ch.index {
-            mark_match(&mut body, text, h.byte, width, t);
+    let mut match_line = None;
+    if let Some(h) = m
+        .highlight
+        .as_ref()
+        .filter(|h| h.file_pos == m.selected && h.chunk == ch.index)
+    {
+        let rows = visual_lines(text, width.saturating_sub(2).max(1));
+        for &span in &h.spans {
+            mark_match(&mut body, &rows, text, span, t);
         }
+        match_line = h
+            .current_span()
+            .map(|(at, _)| lines.len() + rows.iter().rposition(|&(a, _)| a <= at).unwrap_or(0));
     }
     lines.extend(body);
-    lines
+    (lines, match_line)
 }
 
-/// Restyle the word starting at byte `at` (a search match) on the wrapped lines.
-fn mark_match(lines: &mut [Line], text: &str, at: usize, width: usize, t: &Theme) {
-    let end = text[at.min(text.len())..]
-        .find(|c: char| c.is_whitespace())
-        .map_or(text.len(), |e| at + e);
-    for (line, &(a, b)) in lines
-        .iter_mut()
-        .zip(&visual_lines(text, width.saturating_sub(2).max(1)))
-    {
+/// Restyle a match (bytes `at..end` of the chunk text; an empty range: the word at `at`) on the
+/// wrapped lines, whose byte ranges are `rows`.
+fn mark_match(
+    lines: &mut [Line],
+    rows: &[(usize, usize)],
+    text: &str,
+    span: (usize, usize),
+    t: &Theme,
+) {
+    let at = span.0.min(text.len());
+    let end = if span.1 > at {
+        span.1.min(text.len())
+    } else {
+        text[at..]
+            .find(|c: char| c.is_whitespace())
+            .map_or(text.len(), |e| at + e)
+    };
+    for (line, &(a, b)) in lines.iter_mut().zip(rows) {
         if b <= at || a >= end {
             continue;
         }

@@ -466,6 +466,29 @@ impl SearchIndex {
     }
 }
 
+/// Where a query's terms occur in `text`, as BM25 matched them: the default analyzer's tokens
+/// (alphanumeric runs, lowercased) equal to one of the query's. Byte ranges, in order.
+pub fn term_spans(text: &str, query: &str) -> Vec<(usize, usize)> {
+    fn words(s: &str) -> impl Iterator<Item = (usize, &str)> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(move |w| (w.as_ptr() as usize - s.as_ptr() as usize, w))
+    }
+    let terms: HashSet<String> = words(query).map(|(_, w)| w.to_lowercase()).collect();
+    words(text)
+        .filter(|(_, w)| terms.contains(&w.to_lowercase()))
+        .map(|(at, w)| (at, at + w.len()))
+        .collect()
+}
+
+/// The sentence of `text` that holds byte `at` (trimmed), by the segmenter Max-Min and the vector
+/// hits use.
+pub fn sentence_span(text: &str, at: usize) -> Option<(usize, usize)> {
+    crate::chunk::maxmin::trimmed_sentences(text)
+        .into_iter()
+        .find(|&(a, b)| a <= at && at < b.max(a + 1))
+}
+
 fn best_sentence(
     embedder: &Embedder,
     cache: &mut EmbedCache,
@@ -482,4 +505,23 @@ fn best_sentence(
         .map(|(v, &(a, _))| (v.iter().zip(qv).map(|(x, y)| x * y).sum::<f32>(), a))
         .max_by(|x, y| x.0.total_cmp(&y.0))
         .map(|(_, a)| a)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn term_and_sentence_spans() {
+        let text = "Rotate the keys. Keys rotate every 90 days; ROTATE-KEYS is the runbook.";
+        let spans = super::term_spans(text, "rotate KEYS");
+        let words: Vec<&str> = spans.iter().map(|&(a, b)| &text[a..b]).collect();
+        assert_eq!(
+            words,
+            ["Rotate", "keys", "Keys", "rotate", "ROTATE", "KEYS"]
+        );
+        let (a, b) = super::sentence_span(text, 20).unwrap();
+        assert_eq!(
+            &text[a..b],
+            "Keys rotate every 90 days; ROTATE-KEYS is the runbook."
+        );
+    }
 }

@@ -150,7 +150,7 @@ fn workbench_follows_the_disk_in_tmux() {
         d.display()
     );
     common::start_tmux(&session, 150, 40, &cmd);
-    let files = format!("files {} · watching", common::example_docs());
+    let files = format!("files {} · by name · watching", common::example_docs());
     common::wait_for_screen(&session, |s| s.contains(&files), "first load");
     std::fs::write(
         d.join("aaa-new.md"),

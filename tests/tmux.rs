@@ -167,3 +167,57 @@ fn signals_restore_the_terminal() {
         let _ = common::tmux(&["kill-session", "-t", &session]);
     }
 }
+
+/// W lists the chunks past the window across the corpus in the order `audit` ranks them, and
+/// Enter opens the first at its tail.
+#[test]
+fn worst_chunks_view_matches_audit() {
+    if common::no_tmux() {
+        return;
+    }
+    common::model();
+    let examples = common::repo().join("examples");
+    let audit = std::process::Command::new(env!("CARGO_BIN_EXE_chunkscope"))
+        .env("HF_HUB_OFFLINE", "1")
+        .args(["audit", examples.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(audit.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let worst: Vec<String> = v["worst"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| format!("{} #{}", w["file"].as_str().unwrap(), w["index"]))
+        .collect();
+    assert!(worst.len() >= 3, "the examples have chunks past the window");
+    let session = format!("chunkscope-worst-{}", std::process::id());
+    let cmd = format!(
+        "HF_HUB_OFFLINE=1 {} {}; sleep 60",
+        env!("CARGO_BIN_EXE_chunkscope"),
+        examples.display()
+    );
+    common::start_tmux(&session, 160, 45, &cmd);
+    common::wait_for_screen(&session, |s| s.contains("chunked in"), "chunked in");
+    common::tmux(&["send-keys", "-t", &session, "W"]);
+    let screen = common::wait_for_screen(&session, |s| s.contains("worst chunks"), "worst view");
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter_map(|l| {
+            let at = worst
+                .iter()
+                .find_map(|w| l.find(&format!("{w} ")).map(|_| w))?;
+            Some(at.as_str())
+        })
+        .collect();
+    assert_eq!(rows, &worst[..rows.len()], "{screen}");
+    assert!(rows.len() >= 3, "{screen}");
+    common::tmux(&["send-keys", "-t", &session, "Enter"]);
+    let first = worst[0].split(" #").next().unwrap();
+    common::wait_for_screen(
+        &session,
+        |s| s.contains(&format!("{first} · chunk")),
+        "the worst chunk opened",
+    );
+    let _ = common::tmux(&["kill-session", "-t", &session]);
+}

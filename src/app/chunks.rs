@@ -84,17 +84,33 @@ fn step_match(m: &mut Model, forward: bool) -> bool {
 pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
     match a {
         Action::NextFile | Action::PrevFile => {
-            let n = m.file_count();
-            if n > 0 {
-                m.selected = if a == Action::NextFile {
-                    (m.selected + 1).min(n - 1)
+            // Along the files pane's order.
+            let order = m.file_order();
+            if let Some(at) = order.iter().position(|&fp| fp == m.selected) {
+                let to = if a == Action::NextFile {
+                    (at + 1).min(order.len() - 1)
                 } else {
-                    m.selected.saturating_sub(1)
+                    at.saturating_sub(1)
                 };
+                m.selected = order[to];
                 m.focus_chunk = 0;
                 m.scroll = 0;
                 m.uncentre();
             }
+        }
+        Action::FirstChunk | Action::LastChunk => {
+            m.focus_chunk = if a == Action::FirstChunk {
+                0
+            } else {
+                m.chunks_in_selected().saturating_sub(1)
+            };
+            m.scroll = 0;
+            m.uncentre();
+        }
+        Action::SortFiles => m.file_sort = m.file_sort.next(),
+        Action::Worst => {
+            m.view = View::Worst;
+            m.worst_selected = 0;
         }
         Action::ScrollDown => scroll(m, 10),
         Action::ScrollUp if m.centre_on_match => scroll(m, -10),

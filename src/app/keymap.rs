@@ -14,6 +14,8 @@ pub enum Layer {
     Chunks,
     Query,
     Eval,
+    /// The worst chunks across the corpus.
+    Worst,
     Help,
 }
 
@@ -24,6 +26,7 @@ impl Layer {
             Layer::Chunks => "chunks",
             Layer::Query => "query",
             Layer::Eval => "eval",
+            Layer::Worst => "worst",
             Layer::Help => "help",
         }
     }
@@ -34,6 +37,7 @@ impl Layer {
             Layer::Chunks,
             Layer::Query,
             Layer::Eval,
+            Layer::Worst,
             Layer::Help,
         ]
         .into_iter()
@@ -64,7 +68,11 @@ pub enum Action {
     CDown,
     Metadata,
     Parents,
+    Worst,
+    SortFiles,
     // Chunks pane.
+    FirstChunk,
+    LastChunk,
     NextFile,
     PrevFile,
     ScrollDown,
@@ -89,6 +97,11 @@ pub enum Action {
     Unpin,
     OpenCase,
     CloseEval,
+    // Worst chunks.
+    NextWorst,
+    PrevWorst,
+    OpenWorst,
+    CloseWorst,
     // Help overlay.
     HelpDown,
     HelpUp,
@@ -124,6 +137,10 @@ const ACTIONS: &[Row] = &[
     (Action::Parents, Layer::Global, "parents", "embed small, return big: hits return their parent section", &["b"], false),
     (Action::Theme, Layer::Global, "theme", "next theme (dark, light, mono)", &["t"], false),
     (Action::Rescan, Layer::Global, "rescan", "re-read the corpus from disk", &["r", "f5"], false),
+    (Action::Worst, Layer::Global, "worst", "worst chunks across the corpus, as audit ranks them", &["W"], true),
+    (Action::SortFiles, Layer::Global, "sort_files", "sort files: name, tokens never embedded, chunks over the window", &["o"], false),
+    (Action::FirstChunk, Layer::Chunks, "first_chunk", "first chunk of the file", &["home", "g"], false),
+    (Action::LastChunk, Layer::Chunks, "last_chunk", "last chunk of the file", &["end", "G"], false),
     (Action::Probe, Layer::Chunks, "probe", "tail probe: does appended text reach this chunk's vector?", &["P"], true),
     (Action::NextFile, Layer::Chunks, "next_file", "next file", &["down", "j"], false),
     (Action::PrevFile, Layer::Chunks, "prev_file", "previous file", &["up", "k"], false),
@@ -146,6 +163,10 @@ const ACTIONS: &[Row] = &[
     (Action::Unpin, Layer::Eval, "unpin", "forget A", &["A"], false),
     (Action::OpenCase, Layer::Eval, "open", "open the chunk holding the answer", &["enter"], true),
     (Action::CloseEval, Layer::Eval, "close", "back to the chunks", &["esc"], true),
+    (Action::NextWorst, Layer::Worst, "next", "next chunk in the list", &["down", "j"], false),
+    (Action::PrevWorst, Layer::Worst, "prev", "previous chunk in the list", &["up", "k"], false),
+    (Action::OpenWorst, Layer::Worst, "open", "open the chunk at its invisible tail", &["enter"], true),
+    (Action::CloseWorst, Layer::Worst, "close", "back to the chunks", &["esc"], true),
     (Action::HelpDown, Layer::Help, "scroll_down", "scroll help down", &["down", "j", "pagedown", "J", "space"], false),
     (Action::HelpUp, Layer::Help, "scroll_up", "scroll help up", &["up", "k", "pageup", "K"], false),
     (Action::Help, Layer::Global, "help", "show or hide this help", &["?"], true),
@@ -191,6 +212,11 @@ impl Key {
             _ => return None,
         };
         Some(Key { code, mods })
+    }
+
+    /// A key that types text in a text box (a character without ctrl or alt).
+    pub fn is_text(self) -> bool {
+        matches!(self.code, KeyCode::Char(_)) && self.mods == KeyModifiers::NONE
     }
 
     fn matches(self, ev: &KeyEvent) -> bool {
@@ -319,21 +345,28 @@ impl Keymap {
 
     /// Pairs of bindings that share a key within one pane (a pane's layer plus the global one).
     fn conflicts(&self) -> Vec<(String, &Binding, &Binding)> {
-        let mut found = Vec::new();
-        for pane in [Layer::Chunks, Layer::Query, Layer::Eval, Layer::Help] {
-            let active: Vec<&Binding> = self.active(pane).collect();
-            for (i, a) in active.iter().enumerate() {
-                for b in &active[i + 1..] {
-                    for (k, pk) in a.keys.iter().zip(&a.parsed) {
-                        if b.parsed.contains(pk)
-                            && !found
-                                .iter()
-                                .any(|(_, x, y): &(String, &Binding, &Binding)| {
-                                    x.action == a.action && y.action == b.action
-                                })
-                        {
-                            found.push((k.clone(), *a, *b));
-                        }
+        let mut found: Vec<(String, &Binding, &Binding)> = Vec::new();
+        for pane in [
+            Layer::Chunks,
+            Layer::Query,
+            Layer::Eval,
+            Layer::Worst,
+            Layer::Help,
+        ] {
+            // (binding, key as written, key) in force in this pane; in the query pane printable
+            // keys are text, so only the global bindings' other keys count there.
+            let keys: Vec<(&Binding, &String, Key)> = self
+                .active(pane)
+                .flat_map(|b| b.keys.iter().zip(&b.parsed).map(move |(k, &p)| (b, k, p)))
+                .filter(|(b, _, p)| pane != Layer::Query || b.layer == pane || !p.is_text())
+                .collect();
+            for (i, &(a, k, pa)) in keys.iter().enumerate() {
+                for &(b, _, pb) in &keys[i + 1..] {
+                    let known = found
+                        .iter()
+                        .any(|(_, x, y)| x.action == a.action && y.action == b.action);
+                    if pa == pb && a.action != b.action && !known {
+                        found.push((k.clone(), a, b));
                     }
                 }
             }

@@ -7,6 +7,7 @@ mod events;
 pub mod keymap;
 mod model;
 mod query;
+mod worst;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,7 +18,9 @@ use chunkscope_core::jobs::Event;
 use ratatui::crossterm::event::{KeyEvent, KeyEventKind, MouseEvent};
 
 use keymap::{Action, Layer};
-pub use model::{EmbedStatus, EvalState, Highlight, Model, Probe, QueryState, Retriever, View};
+pub use model::{
+    EmbedStatus, EvalState, FileSort, Highlight, Model, Probe, QueryState, Retriever, View,
+};
 
 /// Everything that can happen to the app.
 #[derive(Debug)]
@@ -131,6 +134,7 @@ pub(super) fn act(m: &mut Model, layer: Layer, a: Action) -> Vec<Cmd> {
             Vec::new()
         }
         (Layer::Eval, _) if eval::act(m, a) => Vec::new(),
+        (Layer::Worst, _) if worst::act(m, a) => Vec::new(),
         _ => chunks::act(m, a),
     }
 }

@@ -33,6 +33,37 @@ pub enum View {
     Chunks,
     Query,
     Eval,
+    /// The worst chunks across the corpus.
+    Worst,
+}
+
+/// The order of the files pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileSort {
+    #[default]
+    Name,
+    /// Most embed tokens past the window first.
+    Unseen,
+    /// Most chunks over the window first.
+    OverWindow,
+}
+
+impl FileSort {
+    pub fn label(self) -> &'static str {
+        match self {
+            FileSort::Name => "by name",
+            FileSort::Unseen => "by tokens never embedded",
+            FileSort::OverWindow => "by chunks over the window",
+        }
+    }
+
+    pub fn next(self) -> FileSort {
+        match self {
+            FileSort::Name => FileSort::Unseen,
+            FileSort::Unseen => FileSort::OverWindow,
+            FileSort::OverWindow => FileSort::Name,
+        }
+    }
 }
 
 /// The evaluation pane: the latest report, a pinned configuration A, the selected case.
@@ -169,6 +200,9 @@ pub struct Model {
     pub sentences: Option<(usize, usize)>,
     /// The size and overlap turns, retraced by the opposite key.
     pub steps: KnobSteps,
+    pub file_sort: FileSort,
+    /// The selected row of the worst-chunks view.
+    pub worst_selected: usize,
 }
 
 /// The trails of the size and overlap knobs.
@@ -229,6 +263,8 @@ impl Model {
             cases: None,
             sentences: None,
             steps: KnobSteps::default(),
+            file_sort: FileSort::Name,
+            worst_selected: 0,
         }
     }
 
@@ -243,6 +279,7 @@ impl Model {
             (false, View::Chunks) => Layer::Chunks,
             (false, View::Query) => Layer::Query,
             (false, View::Eval) => Layer::Eval,
+            (false, View::Worst) => Layer::Worst,
         }
     }
 
@@ -264,6 +301,37 @@ impl Model {
                     || e.generation != self.chunked_generation
                     || e.window != self.window().tokens
             })
+    }
+
+    /// File positions in the order of the files pane.
+    pub fn file_order(&self) -> Vec<usize> {
+        let n = self.file_count();
+        let mut order: Vec<usize> = (0..n).collect();
+        let Some(chunking) = self.chunking.as_ref().filter(|c| c.files.len() == n) else {
+            return order;
+        };
+        let window = self.window().tokens;
+        let key = |fp: usize| -> usize {
+            let tails = chunking.files[fp]
+                .chunks
+                .iter()
+                .filter_map(|c| c.tail(window, self.specials));
+            match self.file_sort {
+                FileSort::Name => 0,
+                FileSort::Unseen => tails.map(|t| t.tokens).sum(),
+                FileSort::OverWindow => tails.count(),
+            }
+        };
+        order.sort_by_key(|&fp| std::cmp::Reverse(key(fp)));
+        order
+    }
+
+    /// The chunks past the window, worst first (the audit's ranking).
+    pub fn worst_chunks(&self) -> Vec<chunkscope_core::engine::WorstChunk> {
+        match (&self.engine, &self.chunking) {
+            (Some(e), Some(c)) => c.worst_chunks(e, self.window().tokens),
+            _ => Vec::new(),
+        }
     }
 
     pub fn file_count(&self) -> usize {

@@ -79,22 +79,17 @@ fn audit(
         })
         .collect();
     let total = chunking.stats(window.tokens, specials);
-    let mut worst: Vec<Worst> = chunking
-        .files
-        .iter()
-        .flat_map(|f| {
-            f.chunks.iter().filter_map(move |c| {
-                c.tail(window.tokens, specials).map(|t| Worst {
-                    file: &engine.corpus.docs[f.doc].path,
-                    index: c.index,
-                    embed_tokens: c.embed_tokens(specials),
-                    tail_tokens: t.tokens,
-                })
-            })
+    let worst: Vec<Worst> = chunking
+        .worst_chunks(engine, window.tokens)
+        .into_iter()
+        .take(10)
+        .map(|w| Worst {
+            file: &engine.corpus.docs[chunking.files[w.file_pos].doc].path,
+            index: w.index,
+            embed_tokens: w.embed_tokens,
+            tail_tokens: w.tail_tokens,
         })
         .collect();
-    worst.sort_by(|a, b| b.embed_tokens.cmp(&a.embed_tokens).then(a.file.cmp(b.file)));
-    worst.truncate(10);
     if as_json {
         let v = json!({
             "model": engine.model.id,

@@ -86,13 +86,11 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
 fn chunk_title(m: &Model, path: &str, ch: &MeasuredChunk, total: usize) -> String {
     let w = m.window().tokens;
     let mut s = format!(
-        " {} · chunk {}/{} · {} {} · {} embed tokens",
+        " {} · chunk {}/{} · {}",
         path,
         ch.index + 1,
         total,
-        thousands(ch.unit_len),
-        ch_unit(m),
-        thousands(ch.embed_tokens(m.specials))
+        sizes(m, ch)
     );
     if let Some(tail) = ch.tail(w, m.specials) {
         s.push_str(&format!(" · tail {} ", thousands(tail.tokens)));
@@ -104,6 +102,31 @@ fn chunk_title(m: &Model, path: &str, ch: &MeasuredChunk, total: usize) -> Strin
 
 fn ch_unit(m: &Model) -> &'static str {
     m.chunking.as_ref().map_or("", |c| c.settings.unit.name())
+}
+
+/// A chunk's size in the chunking's unit and in what the model reads, one unit name each:
+/// "1,392 chars · 304 embed tokens", or for the embed unit "90 embed tokens + 2 specials" (and
+/// the embedded prefix's tokens when there is one).
+fn sizes(m: &Model, ch: &MeasuredChunk) -> String {
+    let embed = ch.embed_tokens(m.specials);
+    match ch_unit(m) {
+        "embed" if ch.prefix_tokens > 0 => format!(
+            "{} embed tokens + {} prefix + {} specials",
+            thousands(ch.unit_len),
+            ch.prefix_tokens,
+            m.specials
+        ),
+        "embed" => format!(
+            "{} embed tokens + {} specials",
+            thousands(ch.unit_len),
+            m.specials
+        ),
+        unit => format!(
+            "{} {unit} · {} embed tokens",
+            thousands(ch.unit_len),
+            thousands(embed)
+        ),
+    }
 }
 
 /// The lines of one chunk: a boundary header, then its text with overlap and tail styles and its
@@ -125,14 +148,7 @@ pub fn render_chunk<'a>(
         (Some(p), None) if p > ch.chunk.start => (p - ch.chunk.start).min(text.len()),
         _ => 0,
     };
-    let mut head = format!(
-        "─── chunk {}/{} · {} {} · {} embed tokens",
-        ch.index + 1,
-        total,
-        thousands(ch.unit_len),
-        ch_unit(m),
-        thousands(ch.embed_tokens(m.specials)),
-    );
+    let mut head = format!("─── chunk {}/{} · {}", ch.index + 1, total, sizes(m, ch));
     if let Some(tl) = tail {
         head.push_str(&format!(
             " · tail from token {} ({} never embedded) ",

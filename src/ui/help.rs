@@ -15,6 +15,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         View::Chunks => Layer::Chunks,
         View::Query => Layer::Query,
         View::Eval => Layer::Eval,
+        View::Worst => Layer::Worst,
     };
     let mut lines: Vec<Line> = Vec::new();
     for layer in [pane, Layer::Global] {

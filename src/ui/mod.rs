@@ -8,6 +8,7 @@ pub mod query;
 pub mod stats;
 pub mod status;
 pub mod theme;
+pub mod worst;
 
 use ratatui::layout::{Constraint, Direction, Layout};
 use ratatui::Frame;
@@ -51,6 +52,7 @@ pub fn draw(frame: &mut Frame, m: &Model) {
         crate::app::View::Chunks => chunks::draw(frame, cols[1], m),
         crate::app::View::Query => query::draw(frame, cols[1], m),
         crate::app::View::Eval => eval::draw(frame, cols[1], m),
+        crate::app::View::Worst => worst::draw(frame, cols[1], m),
     }
     status::bottom(frame, rows[2], m);
     if m.show_help {

@@ -28,7 +28,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     let s = c.stats(window, m.specials);
     let mut lines = vec![
         Line::from(vec![
-            Span::raw(format!("chunks {}   over ", thousands(s.chunks))),
+            Span::raw(format!("chunks {}   over window ", thousands(s.chunks))),
             Span::styled(
                 format!("{} ({:.0} %)", thousands(s.over_window), s.over_percent()),
                 if s.over_window > 0 { t.warn } else { t.text },

@@ -71,6 +71,46 @@ impl Chunking {
             specials,
         )
     }
+
+    /// The chunks that overflow `window`, worst first: most embed tokens (specials included),
+    /// then by file path and chunk order. The audit's list and the workbench's view are this one.
+    pub fn worst_chunks(&self, engine: &Engine, window: usize) -> Vec<WorstChunk> {
+        let specials = engine.specials();
+        let mut worst: Vec<WorstChunk> = self
+            .files
+            .iter()
+            .enumerate()
+            .flat_map(|(file_pos, f)| {
+                f.chunks.iter().filter_map(move |c| {
+                    c.tail(window, specials).map(|t| WorstChunk {
+                        file_pos,
+                        index: c.index,
+                        embed_tokens: c.embed_tokens(specials),
+                        tail_tokens: t.tokens,
+                    })
+                })
+            })
+            .collect();
+        let path = |w: &WorstChunk| engine.corpus.docs[self.files[w.file_pos].doc].path.as_str();
+        worst.sort_by(|a, b| {
+            b.embed_tokens
+                .cmp(&a.embed_tokens)
+                .then_with(|| path(a).cmp(path(b)))
+                .then(a.index.cmp(&b.index))
+        });
+        worst
+    }
+}
+
+/// A chunk past the window, as ranked by [`Chunking::worst_chunks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorstChunk {
+    /// Position of the file in the chunking, and the chunk's index in it.
+    pub file_pos: usize,
+    pub index: usize,
+    pub embed_tokens: usize,
+    /// Tokens past the window, never embedded.
+    pub tail_tokens: usize,
 }
 
 pub struct Engine {

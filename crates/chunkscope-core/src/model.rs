@@ -55,9 +55,18 @@ impl ModelInfo {
     }
 
     /// A short name for the status line, e.g. "all-MiniLM-L6-v2".
+    /// The model's name for the screen: the id's last part, with the folder above it when that
+    /// part says nothing (a folder called `model`, as in `~/models/bge-small/model`).
     pub fn short_name(&self) -> String {
         let id = self.id.trim_end_matches('/');
-        id.rsplit('/').next().unwrap_or(id).to_string()
+        let mut parts = id.rsplit('/');
+        let last = parts.next().unwrap_or(id);
+        match parts.next() {
+            Some(parent) if matches!(last, "model" | "models" | "." | "") => {
+                format!("{parent}/{last}")
+            }
+            _ => last.to_string(),
+        }
     }
 }
 

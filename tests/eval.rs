@@ -83,6 +83,23 @@ fn check(corpus: Corpus, cases: impl Fn(&Corpus) -> Cases, label: &str) {
             .position(|&id| normed[id as usize].contains(&answer))
             .map(|p| p + 1);
         assert_eq!(r.vector_rank, want_vec, "{label} line {}", case.line);
+        // Hybrid: reciprocal rank fusion written again here, over the same two rankings.
+        let mut fused: Vec<(u64, f64)> = Vec::new();
+        for ranking in [&bm, &vr] {
+            for (i, &id) in ranking.iter().enumerate() {
+                let add = 1.0 / (60.0 + i as f64 + 1.0);
+                match fused.iter_mut().find(|f| f.0 == id) {
+                    Some(f) => f.1 += add,
+                    None => fused.push((id, add)),
+                }
+            }
+        }
+        fused.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let want_hybrid = fused
+            .iter()
+            .position(|&(id, _)| normed[id as usize].contains(&answer))
+            .map(|p| p + 1);
+        assert_eq!(r.hybrid_rank, want_hybrid, "{label} line {}", case.line);
         hits.0 += usize::from(want_bm.is_some_and(|x| x <= 5));
         hits.1 += usize::from(want_vec.is_some_and(|x| x <= 5));
         // The bucket agrees with the window: a tail case's answer ends past its chunk's tail start.

@@ -263,7 +263,9 @@ fn prefix_parent_and_query_panes() {
         k: 5,
         window: 64,
         bm25: vec![hit.clone()],
-        vector: vec![hit],
+        vector: vec![hit.clone()],
+        hybrid: vec![hit],
+        rrf_k: 60,
     });
     let t = render(&m);
     let screen = t.backend().to_string();

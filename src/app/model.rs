@@ -86,6 +86,8 @@ pub enum Retriever {
     #[default]
     Bm25,
     Vector,
+    /// BM25 and vector fused by reciprocal rank fusion.
+    Hybrid,
 }
 
 /// The query pane.
@@ -117,6 +119,7 @@ impl QueryState {
         match (&self.results, self.column) {
             (Some(r), Retriever::Bm25) => &r.bm25,
             (Some(r), Retriever::Vector) => &r.vector,
+            (Some(r), Retriever::Hybrid) => &r.hybrid,
             (None, _) => &[],
         }
     }

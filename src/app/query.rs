@@ -209,7 +209,8 @@ fn act_on_results(m: &mut Model, a: Action) -> bool {
         Action::NextRetriever => {
             q.column = match q.column {
                 Retriever::Bm25 => Retriever::Vector,
-                Retriever::Vector => Retriever::Bm25,
+                Retriever::Vector => Retriever::Hybrid,
+                Retriever::Hybrid => Retriever::Bm25,
             };
             q.selected = 0;
         }
@@ -238,9 +239,13 @@ fn match_spans(m: &Model, h: &chunkscope_core::search::Hit) -> (Vec<(usize, usiz
     let Some(text) = m.chunk_text(h.file_pos, h.chunk) else {
         return (vec![(at, at)], 0);
     };
+    let terms = term_spans(text, &m.query.input);
     let mut spans = match m.query.column {
-        Retriever::Bm25 => term_spans(text, &m.query.input),
+        Retriever::Bm25 => terms,
         Retriever::Vector => sentence_span(text, at).into_iter().collect(),
+        // The fused hit's match is BM25's first term when it has one, else the best sentence.
+        Retriever::Hybrid if terms.iter().any(|&(a, _)| a == at) => terms,
+        Retriever::Hybrid => sentence_span(text, at).into_iter().collect(),
     };
     if spans.is_empty() {
         spans.push((at, at));

@@ -32,7 +32,7 @@ pub struct AuditArgs {
 }
 
 pub fn run(a: AuditArgs) -> Result<ExitCode> {
-    let (engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
+    let (_, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
     let mut out = io::stdout().lock();
     let over = audit(&engine, &chunking, &window, a.json, &mut out)?;
     out.flush().ok();

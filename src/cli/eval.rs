@@ -20,9 +20,14 @@ use super::prepare::{chunk, chunk_vectors, engine_for, open_engine, say};
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
 pub enum Retriever {
+    /// BM25 and vector.
     Both,
     Bm25,
     Vector,
+    /// BM25 and vector fused by reciprocal rank fusion.
+    Hybrid,
+    /// BM25, vector and hybrid.
+    All,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -80,7 +85,15 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
     let window = engine.model.windows.resolve(config.window);
     let chunking = chunk(&engine, &config, &mut say)?;
     let ks = chunkscope_core::eval::ks_with(&a.k, a.at);
-    let report = eval(&engine, &chunking, &cases, &window, &ks, a.at, &mut say)?;
+    let rrf = config.search_rrf_k;
+    let report = eval(
+        &engine,
+        &chunking,
+        &cases,
+        &window,
+        (&ks, a.at, rrf),
+        &mut say,
+    )?;
     let mut out = io::stdout().lock();
     match a.format {
         EvalFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
@@ -92,11 +105,14 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
     }
     bad();
     if let Some(floor) = a.min_recall {
+        use Retriever::*;
+        let r = a.retriever;
         let failed = report.below(
             floor,
             a.at,
-            a.retriever != Retriever::Vector,
-            a.retriever != Retriever::Bm25,
+            matches!(r, Both | Bm25 | All),
+            matches!(r, Both | Vector | All),
+            matches!(r, Hybrid | All),
         );
         if !failed.is_empty() {
             eprintln!(
@@ -146,12 +162,12 @@ fn eval(
     chunking: &Chunking,
     cases: &Cases,
     window: &Window,
-    ks: &[usize],
-    k: usize,
+    (ks, k, rrf_k): (&[usize], usize, usize),
     say: &mut dyn FnMut(&str),
 ) -> Result<Report> {
     let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, say)?;
-    let index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
+    let mut index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
+    index.rrf_k = rrf_k;
     let report = evaluate(
         engine,
         chunking,

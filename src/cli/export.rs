@@ -42,7 +42,7 @@ pub struct EmbedArgs {
 }
 
 pub fn chunks(a: ChunksArgs) -> Result<ExitCode> {
-    let (engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
+    let (_, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     write_chunks_jsonl(&engine, &chunking, &window, &mut out)?;
     out.flush()?;
@@ -53,7 +53,7 @@ pub fn chunks(a: ChunksArgs) -> Result<ExitCode> {
 }
 
 pub fn embed(a: EmbedArgs) -> Result<ExitCode> {
-    let (engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
+    let (_, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
     let (_, _, vectors) = chunk_vectors(&engine, &chunking, &window, &mut say)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     write_vectors_jsonl(&engine, &chunking, &window, &vectors, &mut out)?;

@@ -26,12 +26,12 @@ pub(crate) fn say(line: &str) {
 }
 
 /// workbench.toml and flags, the engine over the corpus, the window in force and the chunking.
-pub(crate) fn prepare(corpus: &Path, knobs: &Knobs) -> Result<(Engine, Window, Chunking)> {
+pub(crate) fn prepare(corpus: &Path, knobs: &Knobs) -> Result<(Config, Engine, Window, Chunking)> {
     let config = knobs.config(Some(corpus))?;
     let engine = open_engine(corpus, &config, &mut say)?;
     let window = engine.model.windows.resolve(config.window);
     let chunking = chunk(&engine, &config, &mut say)?;
-    Ok((engine, window, chunking))
+    Ok((config, engine, window, chunking))
 }
 
 /// Find the model, read the corpus and tokenize it once. Progress goes to `say`.

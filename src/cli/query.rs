@@ -38,29 +38,31 @@ pub struct QueryArgs {
 }
 
 pub fn run(a: QueryArgs) -> Result<ExitCode> {
-    let (engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
+    let (config, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
     let mut out = io::stdout().lock();
     let json = matches!(a.format, QueryFormat::Json);
+    let k = (a.k, config.search_rrf_k);
     write_results(
-        &engine, &chunking, &window, &a.text, a.k, json, &mut say, &mut out,
+        &engine, &chunking, &window, &a.text, k, json, &mut say, &mut out,
     )?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// `chunkscope query`: both result lists.
+/// `chunkscope query`: the three result lists (BM25, vector, hybrid).
 #[allow(clippy::too_many_arguments)]
 fn write_results(
     engine: &Engine,
     chunking: &Chunking,
     window: &Window,
     text: &str,
-    k: usize,
+    (k, rrf_k): (usize, usize),
     as_json: bool,
     say: &mut dyn FnMut(&str),
     out: &mut dyn Write,
 ) -> Result<()> {
     let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, say)?;
-    let index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
+    let mut index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
+    index.rrf_k = rrf_k;
     let results = index.search(
         engine,
         chunking,
@@ -80,9 +82,11 @@ fn write_results(
         "query {:?}  k {}  window {}",
         results.query, k, window.tokens
     )?;
+    let hybrid = format!("hybrid (RRF k={})", results.rrf_k);
     for (name, hits) in [
         ("BM25 (tantivy)", &results.bm25),
         ("vector", &results.vector),
+        (hybrid.as_str(), &results.hybrid),
     ] {
         writeln!(out, "{name}:")?;
         for h in hits.iter() {

@@ -83,7 +83,7 @@ pub fn run(
     let (tx, rx) = channel::<Msg>();
     // One model per process, shared by Max-Min's sentences and the chunks' vectors.
     let shared = SharedEmbedder::new(info.clone());
-    let embedder = EmbedWorker::spawn(shared.clone(), tx.clone());
+    let embedder = EmbedWorker::spawn_with_rrf_k(shared.clone(), config.search_rrf_k, tx.clone());
     m.query.k = config.search_k;
     // Evaluation cases: --cases, else CORPUS/cases.tsv, else the SQuAD JSON the corpus came from.
     let cases = cases.or_else(|| {

@@ -78,7 +78,11 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     }
     head.push_str("  MRR");
     lines.push(Line::styled(head, t.dim));
-    for (name, rec) in [("BM25  ", &r.bm25), ("vector", &r.vector)] {
+    for (name, rec) in [
+        ("BM25  ", &r.bm25),
+        ("vector", &r.vector),
+        ("hybrid", &r.hybrid),
+    ] {
         let mut s = format!("  {name}       ");
         for (_, v) in &rec.at {
             s.push_str(&format!(" {:<5}", pct(*v)));
@@ -88,7 +92,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     }
     lines.push(Line::styled(
         format!(
-            "by answer position      n   BM25@{k} vector@{k}{}",
+            "by answer position      n   BM25@{k} vector@{k} hybrid@{k}{}",
             if a.is_some() {
                 "  |  A: n  BM25  vector".to_string()
             } else {
@@ -99,11 +103,12 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     ));
     for (i, b) in r.by_bucket.iter().enumerate() {
         let mut s = format!(
-            "  {:<20} {:>4}   {}   {}",
+            "  {:<20} {:>4}   {}   {}     {}",
             b.group.label(),
             b.bm25.n,
             pct(b.bm25.at(k)),
-            pct(b.vector.at(k))
+            pct(b.vector.at(k)),
+            pct(b.hybrid.at(k))
         );
         if let Some(ab) = a.and_then(|a| a.by_bucket.get(i)) {
             s.push_str(&format!(
@@ -125,11 +130,12 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     } else {
         for th in &r.by_third {
             lines.push(Line::raw(format!(
-                "  {:<20} {:>4}   {}   {}",
+                "  {:<20} {:>4}   {}   {}     {}",
                 th.group.label(),
                 th.bm25.n,
                 pct(th.bm25.at(k)),
-                pct(th.vector.at(k))
+                pct(th.vector.at(k)),
+                pct(th.hybrid.at(k))
             )));
         }
     }
@@ -147,7 +153,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     let list_rows = m.eval_rows();
     let items: Vec<ListItem> = list_rows.iter().map(|c| case_item(c, k, m)).collect();
     let title = format!(
-        " cases{}{} · ✓/✗ BM25 vector at k {k} ",
+        " cases{}{} · ✓/✗ BM25 vector hybrid at k {k} ",
         if m.eval.misses_only {
             " · misses only"
         } else {
@@ -200,6 +206,8 @@ fn case_item<'a>(c: &CaseResult, k: usize, m: &Model) -> ListItem<'a> {
         mark(hit(c.bm25_rank, k)),
         Span::raw(" "),
         mark(hit(c.vector_rank, k)),
+        Span::raw(" "),
+        mark(hit(c.hybrid_rank, k)),
         Span::raw(format!(" {:>4} ", c.line)),
         Span::styled(
             format!("[{}] ", c.bucket_label()),
@@ -219,6 +227,9 @@ fn case_item<'a>(c: &CaseResult, k: usize, m: &Model) -> ListItem<'a> {
     }
     if let Some(w) = why(&c.vector_miss) {
         second.push_str(&format!(" · vector: {w}"));
+    }
+    if let Some(w) = why(&c.hybrid_miss) {
+        second.push_str(&format!(" · hybrid: {w}"));
     }
     lines.push(Line::from(first));
     lines.push(Line::styled(second, t.dim));

@@ -33,21 +33,39 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         )),
         rows[0],
     );
-    let cols = Layout::default()
-        .direction(Direction::Horizontal)
-        .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
-        .split(rows[1]);
+    // Three columns side by side when each gets 50 columns; else BM25 and vector side by side
+    // and the hybrid column under them.
+    let cols: Vec<Rect> = if rows[1].width >= 150 {
+        Layout::default()
+            .direction(Direction::Horizontal)
+            .constraints([Constraint::Ratio(1, 3); 3])
+            .split(rows[1])
+            .to_vec()
+    } else {
+        let halves = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Ratio(3, 5), Constraint::Ratio(2, 5)])
+            .split(rows[1]);
+        let top = Layout::default()
+            .direction(Direction::Horizontal)
+            .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
+            .split(halves[0]);
+        vec![top[0], top[1], halves[1]]
+    };
     let window = m
         .query
         .results
         .as_ref()
         .map_or(m.window().tokens, |r| r.window);
     let empty = Vec::new();
-    let (bm, vec) = m
+    let (bm, vec, hybrid) = m
         .query
         .results
         .as_ref()
-        .map_or((&empty, &empty), |r| (&r.bm25, &r.vector));
+        .map_or((&empty, &empty, &empty), |r| {
+            (&r.bm25, &r.vector, &r.hybrid)
+        });
+    let rrf_k = m.query.results.as_ref().map_or(0, |r| r.rrf_k);
     column(
         frame,
         cols[0],
@@ -63,6 +81,14 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         format!(" vector ({}, window {window}) ", m.model_name),
         vec,
         Retriever::Vector,
+    );
+    column(
+        frame,
+        cols[2],
+        m,
+        format!(" hybrid (RRF k={rrf_k}) "),
+        hybrid,
+        Retriever::Hybrid,
     );
     frame.render_widget(
         Paragraph::new(Line::styled(

@@ -97,8 +97,11 @@ pub struct CaseResult {
     /// 1-based rank of the first retrieved chunk containing the answer.
     pub bm25_rank: Option<usize>,
     pub vector_rank: Option<usize>,
+    /// Rank in BM25 and vector fused by reciprocal rank fusion.
+    pub hybrid_rank: Option<usize>,
     pub bm25_miss: Option<MissReason>,
     pub vector_miss: Option<MissReason>,
+    pub hybrid_miss: Option<MissReason>,
 }
 
 impl CaseResult {
@@ -158,6 +161,7 @@ pub struct Breakdown<T> {
     pub group: T,
     pub bm25: Recall,
     pub vector: Recall,
+    pub hybrid: Recall,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -172,6 +176,9 @@ pub struct Report {
     pub k: usize,
     pub bm25: Recall,
     pub vector: Recall,
+    /// BM25 and vector fused by reciprocal rank fusion, with its constant.
+    pub hybrid: Recall,
+    pub rrf_k: usize,
     pub by_bucket: Vec<Breakdown<Bucket>>,
     pub by_third: Vec<Breakdown<Third>>,
     pub results: Vec<CaseResult>,
@@ -180,12 +187,23 @@ pub struct Report {
 
 impl Report {
     /// The checked retrievers whose recall@`at` falls below `floor`, named with their figure.
-    pub fn below(&self, floor: f64, at: usize, bm25: bool, vector: bool) -> Vec<String> {
-        [("BM25", bm25, &self.bm25), ("vector", vector, &self.vector)]
-            .into_iter()
-            .filter(|(_, checked, r)| *checked && r.at(at) < floor)
-            .map(|(name, _, r)| format!("{name} recall@{at} {:.3}", r.at(at)))
-            .collect()
+    pub fn below(
+        &self,
+        floor: f64,
+        at: usize,
+        bm25: bool,
+        vector: bool,
+        hybrid: bool,
+    ) -> Vec<String> {
+        [
+            ("BM25", bm25, &self.bm25),
+            ("vector", vector, &self.vector),
+            ("hybrid", hybrid, &self.hybrid),
+        ]
+        .into_iter()
+        .filter(|(_, checked, r)| *checked && r.at(at) < floor)
+        .map(|(name, _, r)| format!("{name} recall@{at} {:.3}", r.at(at)))
+        .collect()
     }
 }
 
@@ -317,10 +335,16 @@ pub fn evaluate(
         let answer = norm(&case.answer);
         let bm = dedup(index.bm25_ranking(&case.question)?);
         let bm25_rank = first_hit(&bm, &answer);
-        let vector_rank = match qvs.get(i) {
-            Some(qv) if index.has_vectors() => first_hit(&dedup(index.vector_ranking(qv)), &answer),
-            _ => None,
+        let vr = match qvs.get(i) {
+            Some(qv) if index.has_vectors() => dedup(index.vector_ranking(qv)),
+            _ => Vec::new(),
         };
+        let vector_rank = first_hit(&vr, &answer);
+        let fused: Vec<u64> = crate::search::rrf(&[&bm, &vr], index.rrf_k)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let hybrid_rank = first_hit(&fused, &answer);
         let (bucket, holding, answer_token) = place(engine, chunking, case, window);
         let explain = |rank: Option<usize>, vector: bool| -> Option<MissReason> {
             if rank.is_some_and(|r| r <= k) {
@@ -345,8 +369,10 @@ pub fn evaluate(
             answer_token,
             bm25_rank,
             vector_rank,
+            hybrid_rank,
             bm25_miss: explain(bm25_rank, false),
             vector_miss: explain(vector_rank, true),
+            hybrid_miss: explain(hybrid_rank, false),
         });
     }
     let recall = |sel: &dyn Fn(&CaseResult) -> bool| {
@@ -354,28 +380,31 @@ pub fn evaluate(
         (
             Recall::of(&rs.iter().map(|r| r.bm25_rank).collect::<Vec<_>>(), ks),
             Recall::of(&rs.iter().map(|r| r.vector_rank).collect::<Vec<_>>(), ks),
+            Recall::of(&rs.iter().map(|r| r.hybrid_rank).collect::<Vec<_>>(), ks),
         )
     };
-    let (bm25, vector) = recall(&|_| true);
+    let (bm25, vector, hybrid) = recall(&|_| true);
     let by_bucket = Bucket::ALL
         .iter()
         .map(|&b| {
-            let (bm25, vector) = recall(&|r| r.bucket == b);
+            let (bm25, vector, hybrid) = recall(&|r| r.bucket == b);
             Breakdown {
                 group: b,
                 bm25,
                 vector,
+                hybrid,
             }
         })
         .collect();
     let by_third = Third::ALL
         .iter()
         .map(|&t| {
-            let (bm25, vector) = recall(&|r| r.third == t);
+            let (bm25, vector, hybrid) = recall(&|r| r.third == t);
             Breakdown {
                 group: t,
                 bm25,
                 vector,
+                hybrid,
             }
         })
         .collect();
@@ -388,6 +417,8 @@ pub fn evaluate(
         k,
         bm25,
         vector,
+        hybrid,
+        rrf_k: index.rrf_k,
         by_bucket,
         by_third,
         results,
@@ -422,7 +453,12 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
         s.push_str("---|");
     }
     s.push_str("---|\n");
-    for (name, rec) in [("BM25", &r.bm25), ("vector", &r.vector)] {
+    let hybrid = format!("hybrid (RRF k={})", r.rrf_k);
+    for (name, rec) in [
+        ("BM25", &r.bm25),
+        ("vector", &r.vector),
+        (hybrid.as_str(), &r.hybrid),
+    ] {
         s.push_str(&format!("| {name} |"));
         for (_, v) in &rec.at {
             s.push_str(&format!(" {} |", f(*v)));
@@ -430,25 +466,27 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
         s.push_str(&format!(" {} |\n", f(rec.mrr)));
     }
     s.push_str(&format!(
-        "\n| answer position | n | BM25 recall@{k} | vector recall@{k} |\n|---|---|---|---|\n",
+        "\n| answer position | n | BM25 recall@{k} | vector recall@{k} | hybrid recall@{k} |\n|---|---|---|---|---|\n",
         k = r.k
     ));
     for b in &r.by_bucket {
         s.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} |\n",
             b.group.label(),
             b.bm25.n,
             f(b.bm25.at(r.k)),
-            f(b.vector.at(r.k))
+            f(b.vector.at(r.k)),
+            f(b.hybrid.at(r.k))
         ));
     }
     for t in &r.by_third {
         s.push_str(&format!(
-            "| {} of the document | {} | {} | {} |\n",
+            "| {} of the document | {} | {} | {} | {} |\n",
             t.group.label(),
             t.bm25.n,
             f(t.bm25.at(r.k)),
-            f(t.vector.at(r.k))
+            f(t.vector.at(r.k)),
+            f(t.hybrid.at(r.k))
         ));
     }
     let misses: Vec<&CaseResult> = r
@@ -471,12 +509,13 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
             let why =
                 |m: &Option<MissReason>| m.as_ref().map_or("hit".to_string(), |m| m.describe(r.k));
             s.push_str(&format!(
-                "- line {}: {:?} -> {:?} in {place}; BM25: {}; vector: {}\n",
+                "- line {}: {:?} -> {:?} in {place}; BM25: {}; vector: {}; hybrid: {}\n",
                 c.line,
                 c.question,
                 c.answer,
                 why(&c.bm25_miss),
-                why(&c.vector_miss)
+                why(&c.vector_miss),
+                why(&c.hybrid_miss)
             ));
         }
     }

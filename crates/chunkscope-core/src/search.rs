@@ -91,6 +91,9 @@ pub struct Results {
     pub window: usize,
     pub bm25: Vec<Hit>,
     pub vector: Vec<Hit>,
+    /// BM25 and vector fused by reciprocal rank fusion (`rrf_k`), over their full rankings.
+    pub hybrid: Vec<Hit>,
+    pub rrf_k: usize,
 }
 
 /// Both indexes over one chunking. Inside the indexes a chunk is known by a key made of its file,
@@ -106,6 +109,31 @@ pub struct SearchIndex {
     bm25: Bm25,
     vectors: VectorIndex,
     dim: usize,
+    /// Reciprocal rank fusion's constant for the hybrid ranking (60 as in Cormack et al. 2009).
+    pub rrf_k: usize,
+}
+
+/// The usual constant of reciprocal rank fusion.
+pub const RRF_K: usize = 60;
+
+/// Reciprocal rank fusion of rankings (best first): each id scores the sum of 1 / (k + rank) over
+/// the rankings it appears in; ties keep the order ids were first met in. Returns (id, score),
+/// best first.
+pub fn rrf(rankings: &[&[u64]], k: usize) -> Vec<(u64, f64)> {
+    let mut score: HashMap<u64, f64> = HashMap::new();
+    let mut first_seen: Vec<u64> = Vec::new();
+    for ranking in rankings {
+        for (i, &id) in ranking.iter().enumerate() {
+            let s = score.entry(id).or_insert_with(|| {
+                first_seen.push(id);
+                0.0
+            });
+            *s += 1.0 / (k + i + 1) as f64;
+        }
+    }
+    let mut fused: Vec<(u64, f64)> = first_seen.into_iter().map(|id| (id, score[&id])).collect();
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1));
+    fused
 }
 
 /// What `SearchIndex::update` changed.
@@ -192,6 +220,7 @@ impl SearchIndex {
             bm25,
             vectors: VectorIndex::new(dim),
             dim,
+            rrf_k: RRF_K,
         };
         if let Some(v) = vectors {
             index.set_vectors(v, dim);
@@ -375,6 +404,21 @@ impl SearchIndex {
                 .filter_map(|(key, score)| self.ids.get(&key).map(|&id| (id, score)))
                 .collect()
         };
+        let one_per_parent = |ids: Vec<u64>| -> Vec<u64> {
+            let mut seen = HashSet::new();
+            ids.into_iter()
+                .filter(|&id| !parents || seen.insert(parent_of(id)))
+                .collect()
+        };
+        // Hybrid: the full rankings fused, so a chunk ranked below k by both can still rise.
+        let full_bm = one_per_parent(self.bm25_ranking(query)?);
+        let full_vec = if qv.is_empty() {
+            Vec::new()
+        } else {
+            one_per_parent(self.vector_ranking(&qv))
+        };
+        let mut fused = rrf(&[&full_bm, &full_vec], self.rrf_k);
+        fused.truncate(k);
         if parents {
             let mut seen = HashSet::new();
             bm.retain(|h| seen.insert(parent_of(h.id)));
@@ -456,12 +500,27 @@ impl SearchIndex {
                 vector.push(h);
             }
         }
+        let mut hybrid = Vec::new();
+        for (i, &(id, score)) in fused.iter().enumerate() {
+            // The match: BM25's first term when it has one, else the best sentence.
+            let first_term = bm.iter().find(|h| h.id == id).and_then(|h| h.first_match);
+            let at = first_term.or_else(|| {
+                self.chunk(engine, chunking, id).and_then(|(_, c, doc)| {
+                    best_sentence(embedder, cache, c.text(doc), &qv, window)
+                })
+            });
+            if let Some(h) = make(i + 1, id, score as f32, at, false) {
+                hybrid.push(h);
+            }
+        }
         Ok(Results {
             query: query.to_string(),
             k,
             window,
             bm25,
             vector,
+            hybrid,
+            rrf_k: self.rrf_k,
         })
     }
 }
@@ -509,6 +568,15 @@ fn best_sentence(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rrf_sums_reciprocal_ranks() {
+        let fused = super::rrf(&[&[1, 2, 3], &[3, 4, 1]], 60);
+        let ids: Vec<u64> = fused.iter().map(|f| f.0).collect();
+        // 1: 1/61 + 1/63, 3: 1/63 + 1/61 (a tie, first met order), 2: 1/62, 4: 1/62.
+        assert_eq!(ids, [1, 3, 2, 4]);
+        assert!((fused[0].1 - (1.0 / 61.0 + 1.0 / 63.0)).abs() < 1e-12);
+    }
+
     #[test]
     fn term_and_sentence_spans() {
         let text = "Rotate the keys. Keys rotate every 90 days; ROTATE-KEYS is the runbook.";

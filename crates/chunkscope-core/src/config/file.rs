@@ -81,6 +81,7 @@ pub(super) struct RawCorpus {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSearch {
     pub(super) k: Option<usize>,
+    pub(super) rrf_k: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]

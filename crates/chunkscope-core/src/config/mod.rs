@@ -180,6 +180,8 @@ pub struct Config {
     pub log_file: Option<PathBuf>,
     /// Hits per retriever in the query pane.
     pub search_k: usize,
+    /// Reciprocal rank fusion's constant for the hybrid column.
+    pub search_rrf_k: usize,
     /// Remapped actions, overriding the default keymap.
     pub keys: Vec<KeyOverride>,
     /// The file this came from, if any.
@@ -197,6 +199,7 @@ impl Default for Config {
             mouse: false,
             log_file: None,
             search_k: 5,
+            search_rrf_k: crate::search::RRF_K,
             keys: Vec::new(),
             source: None,
         }
@@ -252,7 +255,7 @@ impl Config {
             }
             c.log_file = ui.log_file.filter(|s| !s.is_empty()).map(PathBuf::from);
         }
-        if let Some(k) = raw.search.and_then(|s| s.k) {
+        if let Some(k) = raw.search.as_ref().and_then(|s| s.k) {
             if k == 0 {
                 return Err(located(ConfigProblem::value(
                     "search",
@@ -261,6 +264,16 @@ impl Config {
                 )));
             }
             c.search_k = k;
+        }
+        if let Some(k) = raw.search.as_ref().and_then(|s| s.rrf_k) {
+            if k == 0 {
+                return Err(located(ConfigProblem::value(
+                    "search",
+                    "rrf_k",
+                    "must be at least 1",
+                )));
+            }
+            c.search_rrf_k = k;
         }
         c.keys = key_overrides(raw.keys.unwrap_or_default(), text).map_err(located)?;
         Ok(c)

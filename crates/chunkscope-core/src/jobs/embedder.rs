@@ -55,13 +55,22 @@ impl EmbedWorker {
         embedder: SharedEmbedder,
         out: Sender<M>,
     ) -> EmbedWorker {
+        Self::spawn_with_rrf_k(embedder, crate::search::RRF_K, out)
+    }
+
+    /// `spawn`, with the hybrid ranking's fusion constant.
+    pub fn spawn_with_rrf_k<M: From<Event> + Send + 'static>(
+        embedder: SharedEmbedder,
+        rrf_k: usize,
+        out: Sender<M>,
+    ) -> EmbedWorker {
         let jobs = Latest::default();
         let (requests, rx) = channel();
         let worker_jobs = jobs.clone();
         let out = Emitter::new(out);
         thread::Builder::new()
             .name("embedder".into())
-            .spawn(move || worker(embedder, worker_jobs, rx, out))
+            .spawn(move || worker(embedder, rrf_k, worker_jobs, rx, out))
             .expect("spawn embedder thread");
         EmbedWorker { jobs, requests }
     }
@@ -130,11 +139,13 @@ struct State<M> {
     current: Option<Current>,
     /// An evaluation waiting for the vectors of the current chunking.
     pending_eval: Option<PathBuf>,
+    rrf_k: usize,
     out: Emitter<M>,
 }
 
 fn worker<M: From<Event>>(
     shared: SharedEmbedder,
+    rrf_k: usize,
     jobs: Latest<EmbedJob>,
     requests: Receiver<Request>,
     out: Emitter<M>,
@@ -144,6 +155,7 @@ fn worker<M: From<Event>>(
         cache: None,
         current: None,
         pending_eval: None,
+        rrf_k,
         out,
     };
     loop {
@@ -241,7 +253,10 @@ fn run_embed<M: From<Event>>(
             }
             ix
         }),
-        _ => SearchIndex::build(&engine, &chunking, None, dim),
+        _ => SearchIndex::build(&engine, &chunking, None, dim).map(|mut ix| {
+            ix.rrf_k = st.rrf_k;
+            ix
+        }),
     };
     if let Err(e) = &index {
         st.out

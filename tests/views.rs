@@ -477,3 +477,26 @@ fn enter_on_a_hit_shows_the_match() {
     assert_eq!(m.focus_chunk, before.0);
     assert_eq!(after, (before.1 + 1).min(h.spans.len() - 1));
 }
+
+/// The screen at a small, a common and a very wide terminal: nothing panics, the key hints of the
+/// focused pane are always on the last line, long names are shortened in the middle, and the
+/// files pane grows with the width.
+#[test]
+fn layouts_for_any_width() {
+    let mut m = model(Theme::mono());
+    for (w, h) in [(60u16, 15u16), (160, 45), (300, 80)] {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| ui::draw(f, &m)).unwrap();
+        let screen = t.backend().to_string();
+        let last = screen.lines().last().unwrap().to_string();
+        assert!(last.contains("strategy"), "{w}x{h}: no key hints:\n{screen}");
+        insta::assert_snapshot!(format!("layout_{w}x{h}"), t.backend());
+    }
+    // In the query pane the hint line names the query keys.
+    m.view = chunkscope::app::View::Query;
+    m.query.editing = false;
+    let mut t = Terminal::new(TestBackend::new(160, 45)).unwrap();
+    t.draw(|f| ui::draw(f, &m)).unwrap();
+    let screen = t.backend().to_string();
+    assert!(screen.lines().last().unwrap().contains("next_retriever"), "{screen}");
+}

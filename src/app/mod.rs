@@ -79,17 +79,11 @@ pub enum Cmd {
 pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
     match msg {
         Msg::Key(ev) if ev.kind == KeyEventKind::Release => Vec::new(),
-        Msg::Key(ev) if m.view == View::Query && !m.show_help => query::key(m, &ev),
         Msg::Key(ev) => {
-            let layer = m.layer();
-            match m.keymap.action_for(layer, &ev) {
-                Some(a) => act(m, layer, a),
-                None => {
-                    // Any key closes help, bound or not.
-                    m.show_help = false;
-                    Vec::new()
-                }
-            }
+            // A key press answers the last message: a new refusal replaces it, and nothing old
+            // stays in front of what this key does.
+            m.error = None;
+            on_key(m, &ev)
         }
         Msg::Mouse(ev) => {
             chunks::mouse(m, ev);
@@ -105,6 +99,21 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             vec![Cmd::Quit]
         }
         Msg::Job(ev) => events::on_event(m, ev),
+    }
+}
+
+fn on_key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
+    if m.view == View::Query && !m.show_help {
+        return query::key(m, ev);
+    }
+    let layer = m.layer();
+    match m.keymap.action_for(layer, ev) {
+        Some(a) => act(m, layer, a),
+        None => {
+            // Any key closes help, bound or not.
+            m.show_help = false;
+            Vec::new()
+        }
     }
 }
 

@@ -34,17 +34,23 @@ pub fn draw(frame: &mut Frame, m: &Model) {
             Constraint::Length(1),
             Constraint::Min(3),
             Constraint::Length(1),
+            Constraint::Length(1),
         ])
         .split(frame.area());
     status::top(frame, rows[0], m);
-    let left_width = (rows[1].width / 3).clamp(24, 44);
+    // A third of the width for files and stats, at least 24 columns and at most 90.
+    let left_width = (rows[1].width / 3).clamp(24, 90);
     let cols = Layout::default()
         .direction(Direction::Horizontal)
         .constraints([Constraint::Length(left_width), Constraint::Min(10)])
         .split(rows[1]);
     let left = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([Constraint::Min(3), Constraint::Length(11)])
+        // Stats take 11 rows when there is room; on a short terminal the files keep half.
+        .constraints([
+            Constraint::Min(3),
+            Constraint::Length(if cols[0].height >= 22 { 11 } else { cols[0].height / 2 }),
+        ])
         .split(cols[0]);
     files::draw(frame, left[0], m);
     stats::draw(frame, left[1], m);
@@ -55,6 +61,7 @@ pub fn draw(frame: &mut Frame, m: &Model) {
         crate::app::View::Worst => worst::draw(frame, cols[1], m),
     }
     status::bottom(frame, rows[2], m);
+    status::hints(frame, rows[3], m);
     if m.show_help {
         help::draw(frame, frame.area(), m);
     }

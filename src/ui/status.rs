@@ -1,4 +1,5 @@
-//! The top bar (corpus, model, window, settings) and the bottom bar (key hints, progress, errors).
+//! The top bar (settings, window, model, theme, corpus), the status line (progress, results,
+//! refusals) and the key-hint line of the focused pane.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -18,21 +19,26 @@ pub fn top(frame: &mut Frame, area: Rect, m: &Model) {
     .filter_map(|(n, v)| v.map(|v| format!("{n} {v}")))
     .collect();
     let text = format!(
-        " chunkscope  {}  window {} ({}{}{})  model {}  {}",
+        " chunkscope  {}  window {} ({}{}{})  model {} (native f32)  theme {}  {}",
         m.settings.label(),
         w.tokens,
         w.source,
         if others.is_empty() { "" } else { "; " },
         others.join(", "),
         m.model_name,
+        m.theme.name,
         m.corpus_path.display(),
     );
     frame.render_widget(Paragraph::new(text).style(m.theme.status), area);
 }
 
-pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
+/// The key hints of the focused pane, generated from the keymap; always on screen (cut with "…"
+/// when the terminal is narrow, never hidden by a message).
+pub fn hints(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
     let mut spans: Vec<Span> = Vec::new();
+    let mut used = 0;
+    let width = area.width as usize;
     for b in m.keymap.active(m.layer()).filter(|b| b.hint) {
         let key = match b.action {
             Action::SizeUp => "+/-".to_string(),
@@ -45,9 +51,22 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
             Action::OverlapUp => "overlap",
             _ => b.name,
         };
-        spans.push(Span::styled(format!(" {key}"), t.title));
-        spans.push(Span::raw(format!(" {word} ")));
+        let (k, w) = (format!(" {key}"), format!(" {word} "));
+        if used + k.len() + w.len() > width {
+            spans.push(Span::styled(" …", t.dim));
+            break;
+        }
+        used += k.len() + w.len();
+        spans.push(Span::styled(k, t.title));
+        spans.push(Span::raw(w));
     }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The status line: the latest refusal or failure, else what runs (progress) or what the last
+/// job did.
+pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
+    let t = &m.theme;
     let right = if let Some(e) = &m.error {
         Span::styled(format!(" {e} "), t.error)
     } else if m.loading {
@@ -125,14 +144,5 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
         (Some(r), true) => Span::styled(format!(" {r} ·{}", right.content), right.style),
         _ => right,
     };
-    let used: usize = spans.iter().map(|s| s.width()).sum();
-    let free = (area.width as usize).saturating_sub(used + right.width());
-    if free > 0 {
-        spans.push(Span::raw(" ".repeat(free)));
-    } else {
-        // Errors win over hints when space is short.
-        spans.clear();
-    }
-    spans.push(right);
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    frame.render_widget(Paragraph::new(Line::from(vec![right])), area);
 }

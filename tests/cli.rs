@@ -159,6 +159,30 @@ fn a_window_past_the_positions_is_clamped() {
     assert_eq!(huge["total"], max["total"]);
 }
 
+/// The command line the workbench copies (c) reproduces its knobs: audit reports the same
+/// settings for every preset, with metadata and parents on.
+#[test]
+fn the_copied_command_line_reproduces_the_knobs() {
+    use chunkscope_core::chunk::{ChunkSettings, Preset};
+    use chunkscope_core::metadata::Use;
+    use chunkscope_core::window::WindowSpec;
+    for p in Preset::ALL {
+        let mut s = ChunkSettings::default();
+        p.apply(&mut s);
+        s.metadata.heading = Use::Embed;
+        s.parents = true;
+        let flags = chunkscope_core::config::save::command_flags(&s, WindowSpec::St);
+        let mut args = vec!["audit".to_string(), examples(), "--json".into()];
+        args.extend(flags);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run(&args);
+        assert!(o.status.success(), "{}: {}", p.name(), stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["settings"], s.label(), "{}", p.name());
+        assert_eq!(v["window"], 256);
+    }
+}
+
 /// A key bound to two actions in one pane stops a headless command with the file and the line.
 #[test]
 fn a_key_bound_twice_in_a_pane_names_its_line() {

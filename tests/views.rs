@@ -489,7 +489,10 @@ fn layouts_for_any_width() {
         t.draw(|f| ui::draw(f, &m)).unwrap();
         let screen = t.backend().to_string();
         let last = screen.lines().last().unwrap().to_string();
-        assert!(last.contains("strategy"), "{w}x{h}: no key hints:\n{screen}");
+        assert!(
+            last.contains("strategy"),
+            "{w}x{h}: no key hints:\n{screen}"
+        );
         insta::assert_snapshot!(format!("layout_{w}x{h}"), t.backend());
     }
     // In the query pane the hint line names the query keys.
@@ -498,5 +501,8 @@ fn layouts_for_any_width() {
     let mut t = Terminal::new(TestBackend::new(160, 45)).unwrap();
     t.draw(|f| ui::draw(f, &m)).unwrap();
     let screen = t.backend().to_string();
-    assert!(screen.lines().last().unwrap().contains("next_retriever"), "{screen}");
+    assert!(
+        screen.lines().last().unwrap().contains("next_retriever"),
+        "{screen}"
+    );
 }

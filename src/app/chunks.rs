@@ -108,6 +108,38 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             m.uncentre();
         }
         Action::SortFiles => m.file_sort = m.file_sort.next(),
+        Action::CopyCommand => {
+            let text = command_line(m);
+            m.info = Some(format!("copied (OSC 52): {text}"));
+            return vec![Cmd::Copy { text }];
+        }
+        Action::SaveKnobs => {
+            let path = m
+                .config_path
+                .clone()
+                .unwrap_or_else(|| "workbench.toml".into());
+            // The corpus is read-only to us: its own workbench.toml is not rewritten.
+            let inside = std::fs::canonicalize(
+                path.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(std::path::Path::new(".")),
+            )
+            .ok()
+            .zip(std::fs::canonicalize(&m.corpus_path).ok())
+            .is_some_and(|(dir, corpus)| corpus.is_dir() && dir.starts_with(&corpus));
+            if inside {
+                m.error = Some(format!(
+                    "{} lies inside the corpus, which chunkscope never writes; copy the command line (c) instead",
+                    path.display()
+                ));
+                return Vec::new();
+            }
+            return vec![Cmd::SaveKnobs {
+                path,
+                settings: m.settings.clone(),
+                window: m.window_spec,
+            }];
+        }
         Action::Worst => {
             m.view = View::Worst;
             m.worst_selected = 0;
@@ -179,6 +211,35 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
         knob => return turn_knob(m, knob),
     }
     Vec::new()
+}
+
+/// `chunkscope audit CORPUS` with the flags that reproduce the knobs on screen.
+pub(super) fn command_line(m: &Model) -> String {
+    let quote = |s: &str| {
+        if !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./,:=".contains(c))
+        {
+            s.to_string()
+        } else {
+            format!("'{}'", s.replace('\'', "'\\''"))
+        }
+    };
+    let mut words = vec![
+        "chunkscope".to_string(),
+        "audit".into(),
+        quote(&m.corpus_path.display().to_string()),
+    ];
+    if let Some(c) = &m.config_path {
+        words.push("--config".into());
+        words.push(quote(&c.display().to_string()));
+    }
+    words.extend(
+        chunkscope_core::config::save::command_flags(&m.settings, m.window_spec)
+            .iter()
+            .map(|w| quote(w)),
+    );
+    words.join(" ")
 }
 
 /// The knob keys: each turn goes through the settings' own rules (validation, set_strategy).

@@ -70,6 +70,8 @@ pub enum Action {
     Parents,
     Worst,
     SortFiles,
+    CopyCommand,
+    SaveKnobs,
     // Chunks pane.
     FirstChunk,
     LastChunk,
@@ -138,6 +140,8 @@ const ACTIONS: &[Row] = &[
     (Action::Theme, Layer::Global, "theme", "next theme (dark, light, mono)", &["t"], false),
     (Action::Rescan, Layer::Global, "rescan", "re-read the corpus from disk", &["r", "f5"], false),
     (Action::Worst, Layer::Global, "worst", "worst chunks across the corpus, as audit ranks them", &["W"], true),
+    (Action::CopyCommand, Layer::Global, "copy_command", "copy the headless command line of these knobs (OSC 52)", &["c"], false),
+    (Action::SaveKnobs, Layer::Global, "save_knobs", "write these knobs into workbench.toml (comments kept)", &["ctrl-s"], false),
     (Action::SortFiles, Layer::Global, "sort_files", "sort files: name, tokens never embedded, chunks over the window", &["o"], false),
     (Action::FirstChunk, Layer::Chunks, "first_chunk", "first chunk of the file", &["home", "g"], false),
     (Action::LastChunk, Layer::Chunks, "last_chunk", "last chunk of the file", &["end", "G"], false),

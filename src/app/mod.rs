@@ -32,6 +32,8 @@ pub enum Msg {
     Paste(String),
     /// SIGTERM, SIGINT, SIGHUP or SIGQUIT: quit as `q` does, so the terminal is restored.
     Terminate,
+    /// What a command the terminal carried out did, for the status line.
+    Info(String),
     /// A worker reported.
     Job(Event),
 }
@@ -73,6 +75,16 @@ pub enum Cmd {
     Eval {
         cases: PathBuf,
     },
+    /// Put `text` on the terminal's clipboard (OSC 52).
+    Copy {
+        text: String,
+    },
+    /// Write these knobs into the workbench.toml at `path` (comments kept, atomically).
+    SaveKnobs {
+        path: PathBuf,
+        settings: ChunkSettings,
+        window: chunkscope_core::window::WindowSpec,
+    },
     Quit,
 }
 
@@ -83,6 +95,7 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             // A key press answers the last message: a new refusal replaces it, and nothing old
             // stays in front of what this key does.
             m.error = None;
+            m.info = None;
             on_key(m, &ev)
         }
         Msg::Mouse(ev) => {
@@ -97,6 +110,10 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
         Msg::Terminate => {
             m.quit = true;
             vec![Cmd::Quit]
+        }
+        Msg::Info(text) => {
+            m.info = Some(text);
+            Vec::new()
         }
         Msg::Job(ev) => events::on_event(m, ev),
     }

@@ -179,8 +179,12 @@ pub struct Model {
     pub keymap: Keymap,
     /// Notes for the user (skipped files, config problems); the newest last.
     pub notes: Vec<String>,
-    /// The last refused knob or failed job, shown in the status line until the next change.
+    /// The last refused knob or failed job, shown in the status line until the next key.
     pub error: Option<String>,
+    /// What the last key did when it says so itself (copied, saved), until the next key.
+    pub info: Option<String>,
+    /// The workbench.toml the knobs came from (where `save_knobs` writes), if any.
+    pub config_path: Option<PathBuf>,
     pub last_chunk_millis: Option<u64>,
     pub quit: bool,
     pub embed: Option<EmbedStatus>,
@@ -248,6 +252,8 @@ impl Model {
             keymap,
             notes: Vec::new(),
             error: None,
+            info: None,
+            config_path: None,
             last_chunk_millis: None,
             quit: false,
             embed: None,

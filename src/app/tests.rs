@@ -286,3 +286,19 @@ fn knob_turns_retrace() {
     update(&mut m, key('+'));
     assert_ne!(m.settings.size, start.0);
 }
+
+/// c hands the terminal the headless command line of the knobs on screen.
+#[test]
+fn copy_gives_the_command_line() {
+    let mut m = model();
+    update(&mut m, key('p'));
+    let cmds = update(&mut m, key('c'));
+    let [Cmd::Copy { text }] = &cmds[..] else {
+        panic!("{cmds:?}")
+    };
+    assert_eq!(
+        text,
+        "chunkscope audit examples --strategy langchain --unit chars --size 1500 --overlap 150 --window auto"
+    );
+    assert!(m.info.as_deref().unwrap().contains(text.as_str()));
+}

@@ -68,6 +68,7 @@ pub fn run(
         theme,
         keymap,
     );
+    m.config_path = config.source.clone();
     m.error = notes.first().cloned();
     m.notes = notes;
     for n in &m.notes {
@@ -249,8 +250,48 @@ where
                             w.eval(cases);
                         }
                     }
+                    Cmd::Copy { text } => copy_to_clipboard(&text),
+                    Cmd::SaveKnobs {
+                        path,
+                        settings,
+                        window,
+                    } => {
+                        let said = match save_knobs(&path, &settings, window) {
+                            Ok(()) => format!("knobs written to {}", path.display()),
+                            Err(e) => format!("not saved: {e:#}"),
+                        };
+                        update(m, Msg::Info(said));
+                    }
                 }
             }
         }
     }
+}
+
+/// Put `text` on the clipboard of the terminal (and of the machine the terminal runs on, over
+/// SSH too) with the OSC 52 escape.
+fn copy_to_clipboard(text: &str) {
+    use base64::Engine;
+    use std::io::Write;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let mut out = io::stdout();
+    let _ = write!(out, "\x1b]52;c;{encoded}\x07");
+    let _ = out.flush();
+}
+
+/// Write the knobs into the workbench.toml at `path` (the shipped defaults, comments included,
+/// when there is none yet), keeping everything else, atomically.
+fn save_knobs(
+    path: &Path,
+    settings: &chunkscope_core::chunk::ChunkSettings,
+    window: chunkscope_core::window::WindowSpec,
+) -> Result<()> {
+    use chunkscope_core::config::{save, DEFAULT_TOML};
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => DEFAULT_TOML.to_string(),
+        Err(e) => return Err(e.into()),
+    };
+    let new = save::with_knobs(&text, settings, window)?;
+    save::write_atomically(path, &new)
 }

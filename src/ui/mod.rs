@@ -49,7 +49,11 @@ pub fn draw(frame: &mut Frame, m: &Model) {
         // Stats take 11 rows when there is room; on a short terminal the files keep half.
         .constraints([
             Constraint::Min(3),
-            Constraint::Length(if cols[0].height >= 22 { 11 } else { cols[0].height / 2 }),
+            Constraint::Length(if cols[0].height >= 22 {
+                11
+            } else {
+                cols[0].height / 2
+            }),
         ])
         .split(cols[0]);
     files::draw(frame, left[0], m);

@@ -69,6 +69,8 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
     let right = if let Some(e) = &m.error {
         Span::styled(format!(" {e} "), t.error)
+    } else if let Some(i) = &m.info {
+        Span::styled(format!(" {i} "), t.title)
     } else if m.loading {
         Span::styled(" reading and tokenizing the corpus… ", t.warn)
     } else if let Some((done, total)) = m.sentences.filter(|_| m.stale()) {

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 mod file;
+pub mod save;
 
 use file::{key_overrides, line_of_key, line_of_offset, RawFile};
 

@@ -159,7 +159,7 @@ fn a_window_past_the_positions_is_clamped() {
     assert_eq!(huge["total"], max["total"]);
 }
 
-/// The command line the workbench copies (c) reproduces its knobs: audit reports the same
+/// The command line the workbench copies (y) reproduces its knobs: audit reports the same
 /// settings for every preset, with metadata and parents on.
 #[test]
 fn the_copied_command_line_reproduces_the_knobs() {

@@ -4,8 +4,10 @@ use chunkscope_core::chunk::{Preset, Strategy};
 use chunkscope_core::window::ModelWindows;
 use ratatui::crossterm::event::{MouseEvent, MouseEventKind};
 
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
 use super::keymap::Action;
-use super::{Cmd, Model, View};
+use super::{Cmd, Model, Prompt, PromptKind, View};
 use crate::ui::theme::Theme;
 
 /// How much one press of a size or overlap key changes it: about an eighth, at least 1.
@@ -108,6 +110,17 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             m.uncentre();
         }
         Action::SortFiles => m.file_sort = m.file_sort.next(),
+        Action::TypeSize | Action::TypeOverlap | Action::GotoChunk => {
+            let kind = match a {
+                Action::TypeSize => PromptKind::Size,
+                Action::TypeOverlap => PromptKind::Overlap,
+                _ => PromptKind::GotoChunk,
+            };
+            m.prompt = Some(Prompt {
+                kind,
+                input: String::new(),
+            });
+        }
         Action::CopyCommand => {
             let text = command_line(m);
             m.info = Some(format!("copied (OSC 52): {text}"));
@@ -129,7 +142,7 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             .is_some_and(|(dir, corpus)| corpus.is_dir() && dir.starts_with(&corpus));
             if inside {
                 m.error = Some(format!(
-                    "{} lies inside the corpus, which chunkscope never writes; copy the command line (c) instead",
+                    "{} lies inside the corpus, which chunkscope never writes; copy the command line (y) instead",
                     path.display()
                 ));
                 return Vec::new();
@@ -209,6 +222,57 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             return m.start_eval();
         }
         knob => return turn_knob(m, knob),
+    }
+    Vec::new()
+}
+
+/// Keys while a number is typed: digits, backspace, enter applies it, esc cancels.
+pub(super) fn prompt_key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
+    if ev.modifiers.contains(KeyModifiers::CONTROL) && ev.code == KeyCode::Char('c') {
+        m.quit = true;
+        return vec![Cmd::Quit];
+    }
+    let Some(p) = m.prompt.as_mut() else {
+        return Vec::new();
+    };
+    match ev.code {
+        KeyCode::Char(c) if c.is_ascii_digit() && p.input.len() < 9 => p.input.push(c),
+        KeyCode::Backspace => {
+            p.input.pop();
+        }
+        KeyCode::Esc => m.prompt = None,
+        KeyCode::Enter => {
+            let Some(Prompt { kind, input }) = m.prompt.take() else {
+                return Vec::new();
+            };
+            let Ok(n) = input.parse::<usize>() else {
+                m.error = Some(format!("{}: type a number, then enter", kind.label()));
+                return Vec::new();
+            };
+            return match kind {
+                PromptKind::GotoChunk => {
+                    let count = m.chunks_in_selected();
+                    if n == 0 || n > count {
+                        m.error =
+                            Some(format!("this file has chunks 1 to {count}; {n} is not one"));
+                    } else {
+                        m.focus_chunk = n - 1;
+                        m.scroll = 0;
+                        m.uncentre();
+                    }
+                    Vec::new()
+                }
+                PromptKind::Size => m.turn(|s| {
+                    s.size = n;
+                    None
+                }),
+                PromptKind::Overlap => m.turn(|s| {
+                    s.overlap = n;
+                    None
+                }),
+            };
+        }
+        _ => {}
     }
     Vec::new()
 }

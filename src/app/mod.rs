@@ -19,7 +19,8 @@ use ratatui::crossterm::event::{KeyEvent, KeyEventKind, MouseEvent};
 
 use keymap::{Action, Layer};
 pub use model::{
-    EmbedStatus, EvalState, FileSort, Highlight, Model, Probe, QueryState, Retriever, View,
+    EmbedStatus, EvalState, FileSort, Highlight, Model, Probe, Prompt, PromptKind, QueryState,
+    Retriever, View,
 };
 
 /// Everything that can happen to the app.
@@ -120,6 +121,9 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
 }
 
 fn on_key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
+    if m.prompt.is_some() {
+        return chunks::prompt_key(m, ev);
+    }
     if m.view == View::Query && !m.show_help {
         return query::key(m, ev);
     }

@@ -37,6 +37,31 @@ pub enum View {
     Worst,
 }
 
+/// A number being typed in the status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub kind: PromptKind,
+    pub input: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKind {
+    /// Chunk number (1-based) of the file on screen.
+    GotoChunk,
+    Size,
+    Overlap,
+}
+
+impl PromptKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            PromptKind::GotoChunk => "go to chunk",
+            PromptKind::Size => "chunk size",
+            PromptKind::Overlap => "overlap",
+        }
+    }
+}
+
 /// The order of the files pane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FileSort {
@@ -208,6 +233,8 @@ pub struct Model {
     /// The size and overlap turns, retraced by the opposite key.
     pub steps: KnobSteps,
     pub file_sort: FileSort,
+    /// A number being typed (chunk to go to, exact size or overlap); keys go to it while open.
+    pub prompt: Option<Prompt>,
     /// The selected row of the worst-chunks view.
     pub worst_selected: usize,
 }
@@ -273,6 +300,7 @@ impl Model {
             sentences: None,
             steps: KnobSteps::default(),
             file_sort: FileSort::Name,
+            prompt: None,
             worst_selected: 0,
         }
     }

@@ -18,8 +18,8 @@ pub(super) fn key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
         return edit(m, ev);
     }
     if let Some(a) = m.keymap.action_for(Layer::Query, ev) {
-        if act_on_results(m, a) {
-            return Vec::new();
+        if let Some(cmds) = act_on_results(m, a) {
+            return cmds;
         }
     }
     match ev.code {
@@ -201,8 +201,8 @@ fn run(m: &mut Model) -> Vec<Cmd> {
     }]
 }
 
-/// The query layer's actions on the results; false when `a` is not one of them.
-fn act_on_results(m: &mut Model, a: Action) -> bool {
+/// The query layer's actions on the results; `None` when `a` is not one of them.
+fn act_on_results(m: &mut Model, a: Action) -> Option<Vec<Cmd>> {
     let q = &mut m.query;
     let last = q.hits().len().saturating_sub(1);
     match a {
@@ -214,6 +214,23 @@ fn act_on_results(m: &mut Model, a: Action) -> bool {
             };
             q.selected = 0;
         }
+        Action::MoreHits | Action::FewerHits => {
+            q.k = if a == Action::MoreHits {
+                (q.k + 1).min(100)
+            } else {
+                q.k.saturating_sub(1).max(1)
+            };
+            // Run again with the new k when a query is on screen.
+            if !q.input.trim().is_empty() && m.chunking.is_some() {
+                q.next_id += 1;
+                q.pending = Some(q.next_id);
+                return Some(vec![Cmd::Query {
+                    id: q.next_id,
+                    text: q.input.clone(),
+                    k: q.k,
+                }]);
+            }
+        }
         Action::NextHit => q.selected = (q.selected + 1).min(last),
         Action::PrevHit => q.selected = q.selected.saturating_sub(1),
         Action::CloseQuery => m.view = View::Chunks,
@@ -223,9 +240,9 @@ fn act_on_results(m: &mut Model, a: Action) -> bool {
                 m.open_chunk(h.file_pos, h.chunk, spans, current);
             }
         }
-        _ => return false,
+        _ => return None,
     }
-    true
+    Some(Vec::new())
 }
 
 /// What to highlight of a hit's chunk: BM25, every matched term; vector, the best sentence.

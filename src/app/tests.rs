@@ -287,12 +287,12 @@ fn knob_turns_retrace() {
     assert_ne!(m.settings.size, start.0);
 }
 
-/// c hands the terminal the headless command line of the knobs on screen.
+/// y hands the terminal the headless command line of the knobs on screen.
 #[test]
 fn copy_gives_the_command_line() {
     let mut m = model();
     update(&mut m, key('p'));
-    let cmds = update(&mut m, key('c'));
+    let cmds = update(&mut m, key('y'));
     let [Cmd::Copy { text }] = &cmds[..] else {
         panic!("{cmds:?}")
     };
@@ -301,4 +301,42 @@ fn copy_gives_the_command_line() {
         "chunkscope audit examples --strategy langchain --unit chars --size 1500 --overlap 150 --window auto"
     );
     assert!(m.info.as_deref().unwrap().contains(text.as_str()));
+}
+
+/// S, O and : open a number prompt: digits only, enter applies through the same rules as the
+/// knob keys, esc cancels; ctrl-up / ctrl-down change k in the query pane and run the query again.
+#[test]
+fn typed_values_and_k() {
+    let mut m = model();
+    with_chunking(&mut m);
+    update(&mut m, key('p')); // langchain-chars 1500 / 150
+    update(&mut m, key('S'));
+    for c in "12x30".chars() {
+        update(&mut m, key(c));
+    }
+    assert!(
+        !m.quit && m.settings.size == 1500,
+        "letters do nothing in the prompt"
+    );
+    update(&mut m, code(KeyCode::Enter, KeyModifiers::NONE));
+    assert_eq!(m.settings.size, 1230);
+    update(&mut m, key('O'));
+    for c in "2000".chars() {
+        update(&mut m, key(c));
+    }
+    update(&mut m, code(KeyCode::Enter, KeyModifiers::NONE));
+    assert_eq!(m.settings.overlap, 150, "overlap >= size is refused");
+    assert!(m.error.as_deref().unwrap().contains("overlap"));
+    update(&mut m, key('O'));
+    update(&mut m, key('9'));
+    update(&mut m, code(KeyCode::Esc, KeyModifiers::NONE));
+    assert_eq!((m.settings.overlap, m.prompt.is_none()), (150, true));
+    // k in the query pane.
+    update(&mut m, key('/'));
+    for c in "keys".chars() {
+        update(&mut m, key(c));
+    }
+    update(&mut m, code(KeyCode::Enter, KeyModifiers::NONE));
+    let cmds = update(&mut m, code(KeyCode::Up, KeyModifiers::CONTROL));
+    assert!(matches!(&cmds[..], [Cmd::Query { k: 6, text, .. }] if text == "keys"));
 }

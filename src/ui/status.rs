@@ -67,7 +67,16 @@ pub fn hints(frame: &mut Frame, area: Rect, m: &Model) {
 /// job did.
 pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
-    let right = if let Some(e) = &m.error {
+    let right = if let Some(p) = &m.prompt {
+        Span::styled(
+            format!(
+                " {}: {}▏  (digits, enter applies, esc cancels) ",
+                p.kind.label(),
+                p.input
+            ),
+            t.title,
+        )
+    } else if let Some(e) = &m.error {
         Span::styled(format!(" {e} "), t.error)
     } else if let Some(i) = &m.info {
         Span::styled(format!(" {i} "), t.title)

@@ -257,7 +257,7 @@ fn prefix_parent_and_query_panes() {
         }),
     };
     m.view = View::Query;
-    m.query.input = "rollback key".into();
+    m.query.input.set("rollback key".into());
     m.query.results = Some(Results {
         query: "rollback key".into(),
         k: 5,

@@ -208,8 +208,9 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             m.view = View::Query;
             m.query.editing = true;
             // The previous query is selected: typing replaces it, arrows keep it.
-            m.query.select_all = !m.query.input.is_empty();
-            m.query.cursor = m.query.input.len();
+            let input = &mut m.query.input;
+            input.select_all = !input.text.is_empty();
+            input.cursor = input.text.len();
         }
         Action::Eval => {
             if m.cases.is_none() {

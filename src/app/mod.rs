@@ -7,6 +7,7 @@ mod events;
 pub mod keymap;
 mod model;
 mod query;
+pub mod textbox;
 mod worst;
 
 use std::path::PathBuf;

@@ -118,13 +118,9 @@ pub enum Retriever {
 /// The query pane.
 #[derive(Debug, Clone, Default)]
 pub struct QueryState {
-    pub input: String,
-    /// Byte of `input` the cursor is at.
-    pub cursor: usize,
+    pub input: super::textbox::TextBox,
     /// The text box has the focus (else the results do).
     pub editing: bool,
-    /// The whole input is selected: the next typed text replaces it.
-    pub select_all: bool,
     /// Queries run so far, oldest first, and the one recalled (Up/Down in the box).
     pub history: Vec<String>,
     pub history_pos: Option<usize>,

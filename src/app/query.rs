@@ -5,6 +5,7 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::keymap::{Action, Layer};
+use super::textbox::Edit;
 use super::{act, Cmd, Model, Retriever, View};
 
 /// Keys while the query pane has the focus.
@@ -28,16 +29,16 @@ pub(super) fn key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
             let q = &mut m.query;
             q.editing = true;
             if c == '/' {
-                q.select_all = true;
+                q.input.select_all = true;
             } else {
-                q.cursor = q.input.len();
-                insert(m, &c.to_string());
+                q.input.cursor = q.input.text.len();
+                q.input.insert(&c.to_string());
             }
             Vec::new()
         }
         KeyCode::Backspace => {
             m.query.editing = true;
-            m.query.cursor = m.query.input.len();
+            m.query.input.cursor = m.query.input.text.len();
             edit(m, ev)
         }
         _ => match m.keymap.action_for(Layer::Global, ev) {
@@ -49,59 +50,17 @@ pub(super) fn key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
 
 /// Keys in the text box: readline editing, history, Enter runs, Tab goes to the results.
 fn edit(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
-    let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
-    let alt = ev.modifiers.contains(KeyModifiers::ALT);
-    let q = &mut m.query;
-    let keep_selection = matches!(ev.code, KeyCode::Char(_) | KeyCode::Enter) && !ctrl && !alt;
-    if q.select_all && !keep_selection {
-        q.select_all = false;
-        if matches!(ev.code, KeyCode::Backspace | KeyCode::Delete) {
-            q.input.clear();
-            q.cursor = 0;
-            return Vec::new();
-        }
-    }
-    match ev.code {
-        KeyCode::Enter => {
-            q.select_all = false;
-            return run(m);
-        }
-        KeyCode::Esc => {
-            q.editing = false;
+    match m.query.input.key(ev) {
+        Edit::Enter => return run(m),
+        Edit::Esc => {
+            m.query.editing = false;
             m.view = View::Chunks;
         }
-        KeyCode::Tab | KeyCode::BackTab => q.editing = false,
-        KeyCode::Up => recall(m, -1),
-        KeyCode::Down => recall(m, 1),
-        KeyCode::Left if alt => q.cursor = word_left(&q.input, q.cursor),
-        KeyCode::Right if alt => q.cursor = word_right(&q.input, q.cursor),
-        KeyCode::Left => q.cursor = prev_char(&q.input, q.cursor),
-        KeyCode::Right => q.cursor = next_char(&q.input, q.cursor),
-        KeyCode::Home => q.cursor = 0,
-        KeyCode::End => q.cursor = q.input.len(),
-        KeyCode::Backspace if alt => delete_to(q, word_left(&q.input, q.cursor)),
-        KeyCode::Backspace => delete_to(q, prev_char(&q.input, q.cursor)),
-        KeyCode::Delete => {
-            let end = next_char(&q.input, q.cursor);
-            q.input.replace_range(q.cursor..end, "");
-        }
-        KeyCode::Char(c) if ctrl => match c {
-            'a' => q.cursor = 0,
-            'e' => q.cursor = q.input.len(),
-            'u' => delete_to(q, 0),
-            'k' => q.input.truncate(q.cursor),
-            'w' => delete_to(q, word_left(&q.input, q.cursor)),
-            'b' => q.cursor = prev_char(&q.input, q.cursor),
-            'f' => q.cursor = next_char(&q.input, q.cursor),
-            _ => {}
-        },
-        KeyCode::Char(c) if alt => match c {
-            'b' => q.cursor = word_left(&q.input, q.cursor),
-            'f' => q.cursor = word_right(&q.input, q.cursor),
-            _ => {}
-        },
-        KeyCode::Char(c) => insert(m, &c.to_string()),
-        _ => {}
+        Edit::Tab => m.query.editing = false,
+        Edit::Up => recall(m, -1),
+        Edit::Down => recall(m, 1),
+        Edit::Edited => m.query.history_pos = None,
+        Edit::Ignored => {}
     }
     Vec::new()
 }
@@ -112,29 +71,7 @@ pub(super) fn paste(m: &mut Model, text: &str) {
         return;
     }
     m.query.editing = true;
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    insert(m, &flat);
-}
-
-/// Insert `s` at the cursor, replacing everything when the old query was selected.
-fn insert(m: &mut Model, s: &str) {
-    let q = &mut m.query;
-    if std::mem::take(&mut q.select_all) {
-        q.input.clear();
-        q.cursor = 0;
-    }
-    q.input.insert_str(q.cursor, s);
-    q.cursor += s.len();
-    q.history_pos = None;
-}
-
-/// Delete from `to` (before the cursor) up to the cursor.
-fn delete_to(q: &mut super::QueryState, to: usize) {
-    q.input.replace_range(to..q.cursor, "");
-    q.cursor = to;
+    m.query.input.insert(text);
 }
 
 /// Step through the queries run so far (-1 older, +1 newer; past the newest, an empty box).
@@ -151,43 +88,18 @@ fn recall(m: &mut Model, step: isize) {
         (Some(p), false) => (p < last).then_some(p + 1),
     };
     q.history_pos = pos;
-    q.input = pos.map(|p| q.history[p].clone()).unwrap_or_default();
-    q.cursor = q.input.len();
-    q.select_all = false;
-}
-
-fn prev_char(s: &str, at: usize) -> usize {
-    s[..at].char_indices().next_back().map_or(0, |(i, _)| i)
-}
-
-fn next_char(s: &str, at: usize) -> usize {
-    s[at..].chars().next().map_or(at, |c| at + c.len_utf8())
-}
-
-/// The start of the word before `at` (spaces before it skipped), as readline's ctrl-w and alt-b.
-fn word_left(s: &str, at: usize) -> usize {
-    let before = s[..at].trim_end_matches(char::is_whitespace);
-    before.rfind(char::is_whitespace).map_or(0, |i| {
-        i + before[i..].chars().next().map_or(1, char::len_utf8)
-    })
-}
-
-/// The end of the word after `at`, as readline's alt-f.
-fn word_right(s: &str, at: usize) -> usize {
-    let rest = &s[at..];
-    let start = rest.len() - rest.trim_start_matches(char::is_whitespace).len();
-    rest[start..]
-        .find(char::is_whitespace)
-        .map_or(s.len(), |i| at + start + i)
+    q.input
+        .set(pos.map(|p| q.history[p].clone()).unwrap_or_default());
 }
 
 fn run(m: &mut Model) -> Vec<Cmd> {
     let q = &mut m.query;
-    if q.input.trim().is_empty() || m.chunking.is_none() {
+    q.input.select_all = false;
+    if q.input.text.trim().is_empty() || m.chunking.is_none() {
         return Vec::new();
     }
-    if q.history.last() != Some(&q.input) {
-        q.history.push(q.input.clone());
+    if q.history.last() != Some(&q.input.text) {
+        q.history.push(q.input.text.clone());
     }
     q.history_pos = None;
     // The results get the focus; typing a letter comes back here.
@@ -196,7 +108,7 @@ fn run(m: &mut Model) -> Vec<Cmd> {
     q.pending = Some(q.next_id);
     vec![Cmd::Query {
         id: q.next_id,
-        text: q.input.clone(),
+        text: q.input.text.clone(),
         k: q.k,
     }]
 }
@@ -221,12 +133,12 @@ fn act_on_results(m: &mut Model, a: Action) -> Option<Vec<Cmd>> {
                 q.k.saturating_sub(1).max(1)
             };
             // Run again with the new k when a query is on screen.
-            if !q.input.trim().is_empty() && m.chunking.is_some() {
+            if !q.input.text.trim().is_empty() && m.chunking.is_some() {
                 q.next_id += 1;
                 q.pending = Some(q.next_id);
                 return Some(vec![Cmd::Query {
                     id: q.next_id,
-                    text: q.input.clone(),
+                    text: q.input.text.clone(),
                     k: q.k,
                 }]);
             }
@@ -256,7 +168,7 @@ fn match_spans(m: &Model, h: &chunkscope_core::search::Hit) -> (Vec<(usize, usiz
     let Some(text) = m.chunk_text(h.file_pos, h.chunk) else {
         return (vec![(at, at)], 0);
     };
-    let terms = term_spans(text, &m.query.input);
+    let terms = term_spans(text, &m.query.input.text);
     let mut spans = match m.query.column {
         Retriever::Bm25 => terms,
         Retriever::Vector => sentence_span(text, at).into_iter().collect(),
@@ -272,24 +184,4 @@ fn match_spans(m: &Model, h: &chunkscope_core::search::Hit) -> (Vec<(usize, usiz
         .position(|&(a, b)| a <= at && at <= b)
         .unwrap_or(0);
     (spans, current)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn words() {
-        let s = "alpha  beta gamma";
-        assert_eq!(word_left(s, s.len()), 12);
-        assert_eq!(word_left(s, 12), 7);
-        assert_eq!(word_left(s, 7), 0);
-        assert_eq!(word_right(s, 0), 5);
-        assert_eq!(word_right(s, 5), 11);
-        assert_eq!(word_right(s, 11), s.len());
-        let u = "zażółć gęślą";
-        assert_eq!(word_left(u, u.len()), "zażółć ".len());
-        assert_eq!(prev_char(u, 4), 2);
-        assert_eq!(next_char(u, 2), 4);
-    }
 }

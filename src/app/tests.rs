@@ -124,7 +124,7 @@ fn query_mode_edits_runs_and_opens_a_hit() {
             "typing is text, not actions"
         );
     }
-    assert_eq!(m.query.input, "q w?");
+    assert_eq!(m.query.input.text, "q w?");
     assert!(!m.quit);
     let cmds = update(
         &mut m,
@@ -214,7 +214,7 @@ fn typing_in_the_query_pane_is_never_a_command() {
     assert_eq!(m.settings, before);
     assert_eq!(m.view, View::Query);
     assert!(m.query.editing, "typing brings the focus back to the box");
-    assert_eq!(m.query.input, "quota squit pw+");
+    assert_eq!(m.query.input.text, "quota squit pw+");
     // ctrl-c still quits.
     let cmds = update(&mut m, code(KeyCode::Char('c'), KeyModifiers::CONTROL));
     assert!(matches!(cmds[..], [Cmd::Quit]));
@@ -229,17 +229,17 @@ fn readline_keys_paste_and_history() {
         update(&mut m, key(c));
     }
     update(&mut m, code(KeyCode::Char('w'), KeyModifiers::CONTROL));
-    assert_eq!(m.query.input, "rotate the ");
+    assert_eq!(m.query.input.text, "rotate the ");
     update(&mut m, code(KeyCode::Char('a'), KeyModifiers::CONTROL));
     update(&mut m, code(KeyCode::Char('f'), KeyModifiers::ALT));
-    assert_eq!(m.query.cursor, "rotate".len());
+    assert_eq!(m.query.input.cursor, "rotate".len());
     update(&mut m, code(KeyCode::Char('k'), KeyModifiers::CONTROL));
-    assert_eq!(m.query.input, "rotate");
+    assert_eq!(m.query.input.text, "rotate");
     update(&mut m, Msg::Paste(" signing\nkeys".into()));
-    assert_eq!(m.query.input, "rotate signing keys");
+    assert_eq!(m.query.input.text, "rotate signing keys");
     update(&mut m, code(KeyCode::Left, KeyModifiers::NONE));
     update(&mut m, code(KeyCode::Char('u'), KeyModifiers::CONTROL));
-    assert_eq!(m.query.input, "s");
+    assert_eq!(m.query.input.text, "s");
     update(&mut m, code(KeyCode::End, KeyModifiers::NONE));
     update(&mut m, code(KeyCode::Backspace, KeyModifiers::NONE));
     for c in "first".chars() {
@@ -247,20 +247,23 @@ fn readline_keys_paste_and_history() {
     }
     update(&mut m, code(KeyCode::Enter, KeyModifiers::NONE));
     update(&mut m, key('/'));
-    assert!(m.query.select_all, "/ selects the previous query");
+    assert!(m.query.input.select_all, "/ selects the previous query");
     for c in "second".chars() {
         update(&mut m, key(c));
     }
-    assert_eq!(m.query.input, "second", "typing replaced the selection");
+    assert_eq!(
+        m.query.input.text, "second",
+        "typing replaced the selection"
+    );
     update(&mut m, code(KeyCode::Enter, KeyModifiers::NONE));
     update(&mut m, key('/'));
     update(&mut m, code(KeyCode::Up, KeyModifiers::NONE));
-    assert_eq!(m.query.input, "second");
+    assert_eq!(m.query.input.text, "second");
     update(&mut m, code(KeyCode::Up, KeyModifiers::NONE));
-    assert_eq!(m.query.input, "first");
+    assert_eq!(m.query.input.text, "first");
     update(&mut m, code(KeyCode::Down, KeyModifiers::NONE));
     update(&mut m, code(KeyCode::Down, KeyModifiers::NONE));
-    assert_eq!(m.query.input, "", "past the newest: an empty box");
+    assert_eq!(m.query.input.text, "", "past the newest: an empty box");
 }
 
 #[test]

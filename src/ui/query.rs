@@ -110,16 +110,25 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
 /// The text box: the input with its cursor, all of it highlighted when selected (typing replaces
 /// it).
 fn query_line(m: &Model) -> Line<'static> {
-    let (t, q) = (&m.theme, &m.query);
-    if q.select_all {
-        return Line::from(Span::styled(q.input.clone(), t.selected));
+    text_line(&m.query.input, m.query.editing, &m.theme)
+}
+
+/// A text box: its text with the cursor when it has the focus, all of it highlighted when
+/// selected (typing replaces it).
+pub fn text_line(
+    b: &crate::app::textbox::TextBox,
+    focused: bool,
+    t: &crate::ui::theme::Theme,
+) -> Line<'static> {
+    if b.select_all {
+        return Line::from(Span::styled(b.text.clone(), t.selected));
     }
-    let at = q.cursor.min(q.input.len());
-    let mut spans = vec![Span::raw(q.input[..at].to_string())];
-    if q.editing {
+    let at = b.cursor.min(b.text.len());
+    let mut spans = vec![Span::raw(b.text[..at].to_string())];
+    if focused {
         spans.push(Span::styled("▏", t.title));
     }
-    spans.push(Span::raw(q.input[at..].to_string()));
+    spans.push(Span::raw(b.text[at..].to_string()));
     Line::from(spans)
 }
 

@@ -506,3 +506,65 @@ fn layouts_for_any_width() {
         "{screen}"
     );
 }
+
+/// F finds files by name (letters in order) and lines by text; typing never quits, Enter on a
+/// line opens its chunk centred on the match.
+#[test]
+fn find_files_and_lines() {
+    use chunkscope::app::find::{results, Found};
+    use chunkscope::app::{update, Msg, View};
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    let mut m = model(Theme::dark());
+    let key = |c: KeyCode| Msg::Key(KeyEvent::new(c, KeyModifiers::NONE));
+    update(&mut m, key(KeyCode::Char('F')));
+    assert_eq!(m.view, View::Find);
+    for c in "qshort".chars() {
+        update(&mut m, key(KeyCode::Char(c)));
+    }
+    assert!(!m.quit, "q is text here");
+    assert!(results(&m).is_empty(), "no file has q before short");
+    update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL)),
+    );
+    for c in "nshort".chars() {
+        update(&mut m, key(KeyCode::Char(c)));
+    }
+    assert!(
+        matches!(results(&m)[..], [Found::File { file_pos: 1 }]),
+        "{:?}",
+        results(&m)
+    );
+    update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL)),
+    );
+    for c in "KUBECTL rollout".chars() {
+        update(&mut m, key(KeyCode::Char(c)));
+    }
+    let found = results(&m);
+    let Some(Found::Line {
+        file_pos: 0,
+        line,
+        span,
+        chunk,
+        ..
+    }) = found.first().cloned()
+    else {
+        panic!("{found:?}")
+    };
+    assert_eq!(
+        line, 3,
+        "heading, blank line, then the paragraph: {found:?}"
+    );
+    let engine = m.engine.clone().unwrap();
+    let chunking = m.chunking.clone().unwrap();
+    let doc = &engine.corpus.docs[chunking.files[0].doc].text;
+    let text = chunking.files[0].chunks[chunk].text(doc);
+    assert_eq!(&text[span.0..span.1], "kubectl rollout");
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(m.view, View::Chunks);
+    assert_eq!(m.focus_chunk, chunk);
+    assert!(m.centre_on_match);
+}

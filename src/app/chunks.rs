@@ -110,6 +110,12 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             m.uncentre();
         }
         Action::SortFiles => m.file_sort = m.file_sort.next(),
+        Action::Find => {
+            m.view = View::Find;
+            let input = &mut m.find.input;
+            input.select_all = !input.text.is_empty();
+            input.cursor = input.text.len();
+        }
         Action::TypeSize | Action::TypeOverlap | Action::GotoChunk => {
             let kind = match a {
                 Action::TypeSize => PromptKind::Size,

@@ -4,6 +4,7 @@
 mod chunks;
 mod eval;
 mod events;
+pub mod find;
 pub mod keymap;
 mod model;
 mod query;
@@ -127,6 +128,9 @@ fn on_key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
     }
     if m.view == View::Query && !m.show_help {
         return query::key(m, ev);
+    }
+    if m.view == View::Find && !m.show_help {
+        return find::key(m, ev);
     }
     let layer = m.layer();
     match m.keymap.action_for(layer, ev) {

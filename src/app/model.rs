@@ -35,6 +35,8 @@ pub enum View {
     Eval,
     /// The worst chunks across the corpus.
     Worst,
+    /// Files and lines found by typed text.
+    Find,
 }
 
 /// A number being typed in the status line.
@@ -231,6 +233,7 @@ pub struct Model {
     pub file_sort: FileSort,
     /// A number being typed (chunk to go to, exact size or overlap); keys go to it while open.
     pub prompt: Option<Prompt>,
+    pub find: super::find::FindState,
     /// The selected row of the worst-chunks view.
     pub worst_selected: usize,
 }
@@ -297,6 +300,7 @@ impl Model {
             steps: KnobSteps::default(),
             file_sort: FileSort::Name,
             prompt: None,
+            find: Default::default(),
             worst_selected: 0,
         }
     }
@@ -313,6 +317,8 @@ impl Model {
             (false, View::Query) => Layer::Query,
             (false, View::Eval) => Layer::Eval,
             (false, View::Worst) => Layer::Worst,
+            // The find view's keys are its text box's; the global ones beyond text still work.
+            (false, View::Find) => Layer::Global,
         }
     }
 

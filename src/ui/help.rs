@@ -16,6 +16,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         View::Query => Layer::Query,
         View::Eval => Layer::Eval,
         View::Worst => Layer::Worst,
+        View::Find => Layer::Global,
     };
     let mut lines: Vec<Line> = Vec::new();
     for layer in [pane, Layer::Global] {

@@ -3,6 +3,7 @@
 pub mod chunks;
 pub mod eval;
 pub mod files;
+pub mod find;
 pub mod help;
 pub mod query;
 pub mod stats;
@@ -63,6 +64,7 @@ pub fn draw(frame: &mut Frame, m: &Model) {
         crate::app::View::Query => query::draw(frame, cols[1], m),
         crate::app::View::Eval => eval::draw(frame, cols[1], m),
         crate::app::View::Worst => worst::draw(frame, cols[1], m),
+        crate::app::View::Find => find::draw(frame, cols[1], m),
     }
     status::bottom(frame, rows[2], m);
     status::hints(frame, rows[3], m);

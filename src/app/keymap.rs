@@ -153,7 +153,7 @@ const ACTIONS: &[Row] = &[
     (Action::GotoChunk, Layer::Chunks, "goto_chunk", "go to chunk number N of the file", &[":"], false),
     (Action::MoreHits, Layer::Query, "more_hits", "one more hit per column (k + 1)", &["ctrl-up"], false),
     (Action::FewerHits, Layer::Query, "fewer_hits", "one hit fewer per column (k - 1)", &["ctrl-down"], false),
-    (Action::Find, Layer::Global, "find", "find: files by name (fuzzy) and lines of the corpus", &["F"], true),
+    (Action::Find, Layer::Global, "find", "find: files by name (fuzzy) and lines of the corpus", &["F"], false),
     (Action::SortFiles, Layer::Global, "sort_files", "sort files: name, tokens never embedded, chunks over the window", &["o"], false),
     (Action::FirstChunk, Layer::Chunks, "first_chunk", "first chunk of the file", &["home", "g"], false),
     (Action::LastChunk, Layer::Chunks, "last_chunk", "last chunk of the file", &["end", "G"], false),

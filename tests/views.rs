@@ -568,3 +568,28 @@ fn find_files_and_lines() {
     assert_eq!(m.focus_chunk, chunk);
     assert!(m.centre_on_match);
 }
+
+/// With the mouse on, a click on a row of the files pane selects that file.
+#[test]
+fn a_click_selects_a_file() {
+    use chunkscope::app::{update, Msg};
+    use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+
+    let mut m = model(Theme::dark());
+    update(&mut m, Msg::Resize(120, 32));
+    let click = |row: u16| {
+        Msg::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: 5,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    // Row 0 is the top bar, row 1 the pane's border; files from row 2.
+    update(&mut m, click(3));
+    assert_eq!(m.selected, 1);
+    update(&mut m, click(2));
+    assert_eq!(m.selected, 0);
+    update(&mut m, click(30));
+    assert_eq!(m.selected, 0, "a click outside the files does nothing");
+}

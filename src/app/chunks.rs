@@ -47,7 +47,33 @@ pub(super) fn mouse(m: &mut Model, ev: MouseEvent) {
     match ev.kind {
         MouseEventKind::ScrollDown => scroll(m, 3),
         MouseEventKind::ScrollUp => scroll(m, -3),
+        MouseEventKind::Down(_) => click(m, ev.column, ev.row),
         _ => {}
+    }
+}
+
+/// A click in the files pane selects the file on that row (the pane scrolls as ratatui's list
+/// does: just enough to keep the selection in view).
+fn click(m: &mut Model, column: u16, row: u16) {
+    let (w, h) = m.size;
+    let files = crate::ui::areas(ratatui::layout::Rect::new(0, 0, w, h)).files;
+    let inside = column > files.x
+        && column < files.x + files.width.saturating_sub(1)
+        && row > files.y
+        && row < files.y + files.height.saturating_sub(1);
+    if !inside {
+        return;
+    }
+    let order = m.file_order();
+    let visible = files.height.saturating_sub(2) as usize;
+    let at = order.iter().position(|&fp| fp == m.selected).unwrap_or(0);
+    let offset = at.saturating_sub(visible.saturating_sub(1));
+    if let Some(&fp) = order.get(offset + (row - files.y - 1) as usize) {
+        m.selected = fp;
+        m.focus_chunk = 0;
+        m.scroll = 0;
+        m.uncentre();
+        m.view = View::Chunks;
     }
 }
 

@@ -30,7 +30,8 @@ pub use model::{
 pub enum Msg {
     Key(KeyEvent),
     Mouse(MouseEvent),
-    Resize,
+    /// The terminal's new size (columns, rows).
+    Resize(u16, u16),
     /// Text pasted into the terminal (bracketed paste).
     Paste(String),
     /// SIGTERM, SIGINT, SIGHUP or SIGQUIT: quit as `q` does, so the terminal is restored.
@@ -105,7 +106,10 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             chunks::mouse(m, ev);
             Vec::new()
         }
-        Msg::Resize => Vec::new(),
+        Msg::Resize(w, h) => {
+            m.size = (w, h);
+            Vec::new()
+        }
         Msg::Paste(text) => {
             query::paste(m, &text);
             Vec::new()

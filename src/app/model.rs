@@ -233,6 +233,8 @@ pub struct Model {
     pub file_sort: FileSort,
     /// A number being typed (chunk to go to, exact size or overlap); keys go to it while open.
     pub prompt: Option<Prompt>,
+    /// The terminal's size (columns, rows), for mouse clicks.
+    pub size: (u16, u16),
     pub find: super::find::FindState,
     /// The selected row of the worst-chunks view.
     pub worst_selected: usize,
@@ -300,6 +302,7 @@ impl Model {
             steps: KnobSteps::default(),
             file_sort: FileSort::Name,
             prompt: None,
+            size: (0, 0),
             find: Default::default(),
             worst_selected: 0,
         }
@@ -487,7 +490,7 @@ impl Model {
         let mut next = self.settings.clone();
         let note = change(&mut next);
         if let Err(e) = next.validate() {
-            self.error = Some(e.to_string());
+            self.error = Some(format!("refused, the knobs stay as they were: {e}"));
             return Vec::new();
         }
         self.error = note;

@@ -135,6 +135,9 @@ pub fn run(
     let guard = terminal::Guard::enter(mouse)?;
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     terminal.clear()?;
+    if let Ok(size) = terminal.size() {
+        m.size = (size.width, size.height);
+    }
     // Only now: the input thread holds crossterm's event reader, which clear() also needs.
     spawn_input(tx);
     let result = event_loop(
@@ -159,7 +162,7 @@ fn spawn_input(tx: Sender<Msg>) {
             let msg = match event::read() {
                 Ok(Event::Key(k)) => Msg::Key(k),
                 Ok(Event::Mouse(mm)) => Msg::Mouse(mm),
-                Ok(Event::Resize(..)) => Msg::Resize,
+                Ok(Event::Resize(w, h)) => Msg::Resize(w, h),
                 Ok(Event::Paste(text)) => Msg::Paste(text),
                 Ok(_) => continue,
                 Err(e) => {

@@ -11,7 +11,7 @@ pub mod status;
 pub mod theme;
 pub mod worst;
 
-use ratatui::layout::{Constraint, Direction, Layout};
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::Frame;
 
 use crate::app::Model;
@@ -27,8 +27,19 @@ pub fn pane_keys(m: &Model, layer: crate::app::keymap::Layer) -> String {
         .join("   ")
 }
 
-/// Draw the whole screen.
-pub fn draw(frame: &mut Frame, m: &Model) {
+/// Where each part of the screen goes in `area`.
+pub struct Areas {
+    pub top: Rect,
+    pub files: Rect,
+    pub stats: Rect,
+    pub main: Rect,
+    pub status: Rect,
+    pub hints: Rect,
+}
+
+/// The screen's layout: a third of the width for files and stats (24 to 90 columns), the rest
+/// for the pane in view; stats take 11 rows when there is room, else the files keep half.
+pub fn areas(area: Rect) -> Areas {
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
@@ -37,37 +48,46 @@ pub fn draw(frame: &mut Frame, m: &Model) {
             Constraint::Length(1),
             Constraint::Length(1),
         ])
-        .split(frame.area());
-    status::top(frame, rows[0], m);
-    // A third of the width for files and stats, at least 24 columns and at most 90.
+        .split(area);
     let left_width = (rows[1].width / 3).clamp(24, 90);
     let cols = Layout::default()
         .direction(Direction::Horizontal)
         .constraints([Constraint::Length(left_width), Constraint::Min(10)])
         .split(rows[1]);
+    let stats_rows = if cols[0].height >= 22 {
+        11
+    } else {
+        cols[0].height / 2
+    };
     let left = Layout::default()
         .direction(Direction::Vertical)
-        // Stats take 11 rows when there is room; on a short terminal the files keep half.
-        .constraints([
-            Constraint::Min(3),
-            Constraint::Length(if cols[0].height >= 22 {
-                11
-            } else {
-                cols[0].height / 2
-            }),
-        ])
+        .constraints([Constraint::Min(3), Constraint::Length(stats_rows)])
         .split(cols[0]);
-    files::draw(frame, left[0], m);
-    stats::draw(frame, left[1], m);
-    match m.view {
-        crate::app::View::Chunks => chunks::draw(frame, cols[1], m),
-        crate::app::View::Query => query::draw(frame, cols[1], m),
-        crate::app::View::Eval => eval::draw(frame, cols[1], m),
-        crate::app::View::Worst => worst::draw(frame, cols[1], m),
-        crate::app::View::Find => find::draw(frame, cols[1], m),
+    Areas {
+        top: rows[0],
+        files: left[0],
+        stats: left[1],
+        main: cols[1],
+        status: rows[2],
+        hints: rows[3],
     }
-    status::bottom(frame, rows[2], m);
-    status::hints(frame, rows[3], m);
+}
+
+/// Draw the whole screen.
+pub fn draw(frame: &mut Frame, m: &Model) {
+    let a = areas(frame.area());
+    status::top(frame, a.top, m);
+    files::draw(frame, a.files, m);
+    stats::draw(frame, a.stats, m);
+    match m.view {
+        crate::app::View::Chunks => chunks::draw(frame, a.main, m),
+        crate::app::View::Query => query::draw(frame, a.main, m),
+        crate::app::View::Eval => eval::draw(frame, a.main, m),
+        crate::app::View::Worst => worst::draw(frame, a.main, m),
+        crate::app::View::Find => find::draw(frame, a.main, m),
+    }
+    status::bottom(frame, a.status, m);
+    status::hints(frame, a.hints, m);
     if m.show_help {
         help::draw(frame, frame.area(), m);
     }

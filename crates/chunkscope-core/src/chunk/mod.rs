@@ -209,7 +209,7 @@ pub enum SettingsError {
     ZeroSize,
     #[error("chunking.overlap ({overlap}) must be smaller than chunking.size ({size})")]
     OverlapNotBelowSize { overlap: usize, size: usize },
-    #[error("chunking.unit is {unit} but strategy spring-ai counts cl100k tokens; set unit = \"cl100k\"")]
+    #[error("chunking.unit {unit} does not go with strategy spring-ai, which counts cl100k tokens: keep unit = \"cl100k\", or pick another strategy")]
     SpringAiUnit { unit: Unit },
     #[error("chunking.overlap must be 0 for strategy spring-ai (it has no overlap)")]
     SpringAiOverlap,

@@ -36,7 +36,7 @@ pub enum EvalFormat {
     Json,
 }
 
-/// Recall@k and MRR of BM25 and vectors on evaluation cases, by where the answer sits (inside
+/// Recall@k and MRR of BM25, vectors and their hybrid on evaluation cases, by where the answer sits (inside
 /// the window, in the tail, split across chunks, in no chunk) and in its document, with every
 /// miss explained. CORPUS may be a SQuAD-format JSON file, which gives corpus and cases.
 #[derive(Args)]

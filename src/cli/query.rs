@@ -20,8 +20,8 @@ pub enum QueryFormat {
     Json,
 }
 
-/// BM25 and vector search side by side; each hit with its file, chunk, the token offset of the
-/// match and whether it lies inside the window or in the tail.
+/// BM25, vector and hybrid (reciprocal rank fusion) search side by side; each hit with its file,
+/// chunk, the token offset of the match and whether it lies inside the window or in the tail.
 #[derive(Args)]
 pub struct QueryArgs {
     corpus: PathBuf,

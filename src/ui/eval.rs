@@ -3,7 +3,7 @@
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
+use ratatui::widgets::{Block, Borders, ListItem, Paragraph};
 use ratatui::Frame;
 
 use crate::app::keymap::Layer;
@@ -165,27 +165,14 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             ""
         }
     );
-    let mut state = ListState::default();
-    if !items.is_empty() {
-        state.select(Some(m.eval.selected.min(items.len() - 1)));
-    }
-    frame.render_stateful_widget(
-        List::new(items)
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(Span::styled(title, t.title)),
-            )
-            .highlight_style(t.selected),
-        rows[1],
-        &mut state,
-    );
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            format!(" {}", super::pane_keys(m, Layer::Eval)),
-            t.dim,
-        )),
-        rows[2],
+    let hint = format!(" {}", super::pane_keys(m, Layer::Eval));
+    super::list_with_hint(
+        frame,
+        (rows[1], rows[2]),
+        items,
+        (title, m.eval.selected),
+        hint,
+        t,
     );
 }
 

@@ -2,7 +2,7 @@
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
+use ratatui::widgets::{Block, Borders, ListItem, Paragraph};
 use ratatui::Frame;
 
 use crate::app::find::{results, Found};
@@ -53,27 +53,14 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             ])),
         })
         .collect();
-    let mut state = ListState::default();
-    if !items.is_empty() {
-        state.select(Some(m.find.selected.min(items.len() - 1)));
-    }
     let title = format!(" {} found · file:chunk:line ", found.len());
-    frame.render_stateful_widget(
-        List::new(items)
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(Span::styled(title, t.title)),
-            )
-            .highlight_style(t.selected),
-        rows[1],
-        &mut state,
-    );
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            " type to find · up/down pick · enter opens (a line: its chunk, centred on the match) · esc back",
-            t.dim,
-        )),
-        rows[2],
+    let hint = " type to find · up/down pick · enter opens (a line: its chunk, centred on the match) · esc back";
+    super::list_with_hint(
+        frame,
+        (rows[1], rows[2]),
+        items,
+        (title, m.find.selected),
+        hint.to_string(),
+        t,
     );
 }

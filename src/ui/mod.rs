@@ -27,6 +27,36 @@ pub fn pane_keys(m: &Model, layer: crate::app::keymap::Layer) -> String {
         .join("   ")
 }
 
+/// A bordered list titled `title` with row `selected` highlighted (clamped to the list), and
+/// `hint` on the line under it: the shape of the eval, worst-chunks and find views.
+pub fn list_with_hint(
+    frame: &mut Frame,
+    (list_area, hint_area): (Rect, Rect),
+    items: Vec<ratatui::widgets::ListItem>,
+    (title, selected): (String, usize),
+    hint: String,
+    t: &theme::Theme,
+) {
+    use ratatui::text::{Line, Span};
+    use ratatui::widgets::{Block, Borders, List, ListState, Paragraph};
+    let mut state = ListState::default();
+    if !items.is_empty() {
+        state.select(Some(selected.min(items.len() - 1)));
+    }
+    frame.render_stateful_widget(
+        List::new(items)
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(Span::styled(title, t.title)),
+            )
+            .highlight_style(t.selected),
+        list_area,
+        &mut state,
+    );
+    frame.render_widget(Paragraph::new(Line::styled(hint, t.dim)), hint_area);
+}
+
 /// Where each part of the screen goes in `area`.
 pub struct Areas {
     pub top: Rect,

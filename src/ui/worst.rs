@@ -2,7 +2,7 @@
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
+use ratatui::widgets::ListItem;
 use ratatui::Frame;
 
 use super::{stale_mark, thousands};
@@ -45,26 +45,13 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         m.window().tokens,
         stale_mark(m)
     );
-    let mut state = ListState::default();
-    if !worst.is_empty() {
-        state.select(Some(m.worst_selected.min(worst.len() - 1)));
-    }
-    frame.render_stateful_widget(
-        List::new(items)
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(Span::styled(title, t.title)),
-            )
-            .highlight_style(t.selected),
-        rows[0],
-        &mut state,
-    );
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            format!(" {}", super::pane_keys(m, Layer::Worst)),
-            t.dim,
-        )),
-        rows[1],
+    let hint = format!(" {}", super::pane_keys(m, Layer::Worst));
+    super::list_with_hint(
+        frame,
+        (rows[0], rows[1]),
+        items,
+        (title, m.worst_selected),
+        hint,
+        t,
     );
 }

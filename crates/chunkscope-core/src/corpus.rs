@@ -53,6 +53,80 @@ pub const DEFAULT_INCLUDE: &[&str] = &[
     "*.xml",
 ];
 
+/// Extensions of formats that are never plain text (images, archives, office and PDF documents,
+/// media, fonts, compiled code, model weights): listed as skipped without being read.
+const BINARY_EXTENSIONS: &[&str] = &[
+    "png",
+    "jpg",
+    "jpeg",
+    "gif",
+    "bmp",
+    "ico",
+    "webp",
+    "tif",
+    "tiff",
+    "heic",
+    "pdf",
+    "doc",
+    "docx",
+    "xls",
+    "xlsx",
+    "ppt",
+    "pptx",
+    "odt",
+    "ods",
+    "odp",
+    "epub",
+    "zip",
+    "gz",
+    "tgz",
+    "bz2",
+    "xz",
+    "zst",
+    "7z",
+    "rar",
+    "tar",
+    "jar",
+    "war",
+    "class",
+    "so",
+    "dll",
+    "dylib",
+    "exe",
+    "bin",
+    "o",
+    "a",
+    "obj",
+    "wasm",
+    "pyc",
+    "woff",
+    "woff2",
+    "ttf",
+    "otf",
+    "eot",
+    "mp3",
+    "mp4",
+    "wav",
+    "ogg",
+    "flac",
+    "mov",
+    "avi",
+    "mkv",
+    "webm",
+    "sqlite",
+    "db",
+    "parquet",
+    "npy",
+    "npz",
+    "pt",
+    "safetensors",
+    "onnx",
+    "gguf",
+];
+
+/// Bytes sniffed to tell text from binary.
+const SNIFF_BYTES: usize = 8192;
+
 /// How to walk a corpus.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CorpusRules {
@@ -104,6 +178,12 @@ impl Corpus {
             Ok(m) => m,
             Err(e) => bail!("corpus {}: {e}", root.display()),
         };
+        if !meta.is_file() && !meta.is_dir() {
+            bail!(
+                "corpus {}: not a directory or a regular file (a FIFO, socket or device cannot be read as a corpus)",
+                root.display()
+            );
+        }
         let mut corpus = Corpus {
             root: root.to_path_buf(),
             ..Corpus::default()
@@ -127,27 +207,57 @@ impl Corpus {
             .ignore(rules.gitignore)
             .require_git(false)
             .hidden(true)
-            .follow_links(false)
+            // Symlinks to files and folders are followed (inside or outside the root); a link
+            // back up the tree is reported as a loop, not followed again.
+            .follow_links(true)
             .sort_by_file_path(|a, b| a.cmp(b))
             .build();
         for entry in walker {
             match entry {
                 Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => {
                     let rel = relative(root, e.path());
-                    if include.is_match(&rel) && !exclude.is_match(&rel) {
+                    if exclude.is_match(&rel) {
+                        continue;
+                    }
+                    if include.is_match(&rel) {
                         corpus.read_one(e.path(), rel, rules.max_file_bytes);
+                    } else if rel == "cases.tsv" {
+                        corpus.skip(rel, "evaluation cases (read by eval, not a document)");
+                    } else {
+                        // Not named by an include glob: read when its content is text
+                        // (README, Makefile, LICENSE, ...), else say what it is.
+                        match sniff(e.path()) {
+                            Ok(()) => corpus.read_one(e.path(), rel, rules.max_file_bytes),
+                            Err(reason) => corpus.skip(rel, &reason),
+                        }
                     }
                 }
+                Ok(e) if e.file_type().is_some_and(|t| !t.is_dir()) => {
+                    let rel = relative(root, e.path());
+                    corpus.skip(rel, "special file (FIFO, socket or device): not read");
+                }
                 Ok(_) => {}
-                Err(err) => corpus.skipped.push(Skipped {
-                    path: err_path(&err)
+                Err(err) => {
+                    let path = err_path(&err)
                         .map(|p| relative(root, &p))
-                        .unwrap_or_default(),
-                    reason: format!("unreadable: {err}"),
-                }),
+                        .unwrap_or_default();
+                    let reason = if is_loop(&err) {
+                        format!("symlink loop, not followed again: {err}")
+                    } else {
+                        format!("unreadable: {err}")
+                    };
+                    corpus.skip(path, &reason);
+                }
             }
         }
         Ok(corpus)
+    }
+
+    fn skip(&mut self, path: String, reason: &str) {
+        self.skipped.push(Skipped {
+            path,
+            reason: reason.to_string(),
+        });
     }
 
     fn read_one(&mut self, path: &Path, rel: String, max_bytes: u64) {
@@ -204,6 +314,35 @@ pub fn read_document(path: &Path, max_bytes: u64) -> Result<(String, bool), Stri
     }
 }
 
+/// Ok when a file not named by the include globs looks like text: not a known binary format and
+/// no NUL byte in its first bytes. Else the reason it is skipped.
+fn sniff(path: &Path) -> Result<(), String> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    if let Some(ext) = ext.filter(|e| BINARY_EXTENSIONS.contains(&e.as_str())) {
+        return Err(format!("binary format (.{ext}): not read"));
+    }
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    fs::File::open(path)
+        .and_then(|f| f.take(SNIFF_BYTES as u64).read_to_end(&mut head))
+        .map_err(|e| format!("unreadable: {e}"))?;
+    if head.contains(&0) {
+        return Err("binary: contains NUL bytes".into());
+    }
+    Ok(())
+}
+
+fn is_loop(err: &ignore::Error) -> bool {
+    match err {
+        ignore::Error::Loop { .. } => true,
+        ignore::Error::WithPath { err, .. }
+        | ignore::Error::WithDepth { err, .. }
+        | ignore::Error::WithLineNumber { err, .. } => is_loop(err),
+        _ => false,
+    }
+}
+
 fn glob_set(globs: &[String], key: &str) -> Result<GlobSet> {
     let mut b = GlobSetBuilder::new();
     for g in globs {
@@ -223,6 +362,7 @@ fn relative(root: &Path, path: &Path) -> String {
 fn err_path(err: &ignore::Error) -> Option<PathBuf> {
     match err {
         ignore::Error::WithPath { path, .. } => Some(path.clone()),
+        ignore::Error::Loop { child, .. } => Some(child.clone()),
         ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
             err_path(err)
         }
@@ -268,8 +408,60 @@ mod tests {
             .iter()
             .map(|s| (s.path.as_str(), &s.reason[..6]))
             .collect();
-        assert_eq!(reasons, vec![("b.bin.txt", "binary"), ("big.md", "too la")]);
+        // Every file is accounted for: the .png (not named by the include globs) is listed too.
+        assert_eq!(
+            reasons,
+            vec![
+                ("b.bin.txt", "binary"),
+                ("big.md", "too la"),
+                ("skip.png", "binary")
+            ]
+        );
         let _ = fs::remove_dir_all(&d);
+    }
+
+    /// Files without an extension are read when their content is text; symlinks are followed
+    /// (a loop is reported once), special files and binaries are listed with their reason.
+    #[cfg(unix)]
+    #[test]
+    fn every_file_accounted_for() {
+        let d = tmpdir("every");
+        let outside = tmpdir("every-outside");
+        fs::write(d.join("README"), "# Read me\nplain text").unwrap();
+        fs::write(d.join("Makefile"), "all:\n\techo hi\n").unwrap();
+        fs::write(d.join("cases.tsv"), "q\ta\n").unwrap();
+        fs::write(d.join("blob"), b"\x00\x01\x02").unwrap();
+        fs::write(outside.join("linked.md"), "# Linked\nfrom outside").unwrap();
+        std::os::unix::fs::symlink(outside.join("linked.md"), d.join("link.md")).unwrap();
+        fs::create_dir_all(d.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&d, d.join("sub/up")).unwrap();
+        let fifo = d.join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        let c = Corpus::load(&d, &CorpusRules::default()).unwrap();
+        let paths: Vec<_> = c.docs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, vec!["Makefile", "README", "link.md"]);
+        let skipped: Vec<(&str, &str)> = c
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), s.reason.split([' ', ':']).next().unwrap()))
+            .collect();
+        assert!(skipped.contains(&("blob", "binary")), "{skipped:?}");
+        assert!(
+            skipped.contains(&("cases.tsv", "evaluation")),
+            "{skipped:?}"
+        );
+        assert!(skipped.contains(&("sub/up", "symlink")), "{skipped:?}");
+        if made.is_ok_and(|s| s.success()) {
+            assert!(skipped.contains(&("pipe", "special")), "{skipped:?}");
+            let err = Corpus::load(&fifo, &CorpusRules::default()).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("not a directory or a regular file"),
+                "{err}"
+            );
+        }
+        let _ = fs::remove_dir_all(&d);
+        let _ = fs::remove_dir_all(&outside);
     }
 
     #[test]

@@ -37,11 +37,13 @@ fn model(theme: Theme) -> Model {
                 path: "runbooks/rotate-keys.md".into(),
                 text: RUNBOOK.into(),
                 lossy: false,
+                offsets: Default::default(),
             },
             Document {
                 path: "notes/short.txt".into(),
                 text: "A short note that fits any window.".into(),
                 lossy: false,
+                offsets: Default::default(),
             },
         ],
         skipped: vec![Skipped {

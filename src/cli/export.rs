@@ -82,13 +82,16 @@ fn write_chunks_jsonl(
                 .map(|(k, v, _)| (k, serde_json::Value::String(v)))
                 .collect();
             let parent = c.parent.and_then(|p| f.parents.get(p));
+            let (start, end) = (c.chunk.start, c.chunk.end);
+            let file_byte = |b: usize| doc.offsets.file_byte(b);
             let line = json!({
                 "file": doc.path,
                 "index": c.index,
-                "start_byte": c.chunk.start,
-                "end_byte": c.chunk.end,
+                // Offsets into the file's bytes (a BOM, UTF-16 or replaced bytes accounted for).
+                "start_byte": file_byte(start),
+                "end_byte": file_byte(end),
                 "text": c.text(&doc.text),
-                "verbatim": c.chunk.text.is_none(),
+                "verbatim": c.chunk.text.is_none() && doc.offsets.verbatim(start, end),
                 "embed_tokens": c.embed_tokens(specials),
                 "window": window.tokens,
                 "tail_start": tail.map(|t| t.start_byte),
@@ -103,8 +106,8 @@ fn write_chunks_jsonl(
                 "prefix_tokens": c.prefix_tokens,
                 "metadata": metadata,
                 "parent": parent.map(|p| p.id(&doc.path)),
-                "parent_start_byte": parent.map(|p| p.start),
-                "parent_end_byte": parent.map(|p| p.end),
+                "parent_start_byte": parent.map(|p| file_byte(p.start)),
+                "parent_end_byte": parent.map(|p| file_byte(p.end)),
             });
             writeln!(out, "{line}")?;
         }
@@ -127,8 +130,8 @@ fn write_vectors_jsonl(
             let line = json!({
                 "file": doc.path,
                 "index": c.index,
-                "start_byte": c.chunk.start,
-                "end_byte": c.chunk.end,
+                "start_byte": doc.offsets.file_byte(c.chunk.start),
+                "end_byte": doc.offsets.file_byte(c.chunk.end),
                 "window": window.tokens,
                 "text": c.text(&doc.text),
                 "vector": vectors.get(i),

@@ -274,6 +274,7 @@ impl Cases {
                 path: format!("{a:02}-{safe}.txt"),
                 text,
                 lossy: false,
+                offsets: Default::default(),
             });
         }
         Ok((corpus, cases))
@@ -321,11 +322,13 @@ mod tests {
                     path: "a.md".into(),
                     text: "every ninety days".into(),
                     lossy: false,
+                    offsets: Default::default(),
                 },
                 Document {
                     path: "b.md".into(),
                     text: "refunds are pro rata".into(),
                     lossy: false,
+                    offsets: Default::default(),
                 },
             ],
             ..Corpus::default()

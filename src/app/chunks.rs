@@ -339,6 +339,27 @@ pub(super) fn command_line(m: &Model) -> String {
     words.join(" ")
 }
 
+/// One press of a size or overlap key: along its trail (back where it came from) or by `delta`,
+/// through the settings' rules; the turn joins the trail when it was taken.
+fn step_knob(
+    m: &mut Model,
+    up: bool,
+    delta: usize,
+    knob: fn(&mut chunkscope_core::chunk::ChunkSettings) -> &mut usize,
+    trail: fn(&mut super::model::KnobSteps) -> &mut KnobTrail,
+) -> Vec<Cmd> {
+    let now = *knob(&mut m.settings);
+    let next = trail(&mut m.steps).next(now, up, delta);
+    let cmds = m.turn(|s| {
+        *knob(s) = next;
+        None
+    });
+    if *knob(&mut m.settings) == next {
+        trail(&mut m.steps).record(now, next);
+    }
+    cmds
+}
+
 /// The knob keys: each turn goes through the settings' own rules (validation, set_strategy).
 fn turn_knob(m: &mut Model, a: Action) -> Vec<Cmd> {
     match a {
@@ -387,32 +408,20 @@ fn turn_knob(m: &mut Model, a: Action) -> Vec<Cmd> {
             s.unit = s.unit.next();
             None
         }),
-        Action::SizeUp | Action::SizeDown => {
-            let up = a == Action::SizeUp;
-            let (now, delta) = (m.settings.size, step(m.settings.size));
-            let next = m.steps.size.next(now, up, delta);
-            let cmds = m.turn(|s| {
-                s.size = next;
-                None
-            });
-            if m.settings.size == next {
-                m.steps.size.record(now, next);
-            }
-            cmds
-        }
-        Action::OverlapUp | Action::OverlapDown => {
-            let up = a == Action::OverlapUp;
-            let (now, delta) = (m.settings.overlap, step(m.settings.size / 4));
-            let next = m.steps.overlap.next(now, up, delta);
-            let cmds = m.turn(|s| {
-                s.overlap = next;
-                None
-            });
-            if m.settings.overlap == next {
-                m.steps.overlap.record(now, next);
-            }
-            cmds
-        }
+        Action::SizeUp | Action::SizeDown => step_knob(
+            m,
+            a == Action::SizeUp,
+            step(m.settings.size),
+            |s| &mut s.size,
+            |t| &mut t.size,
+        ),
+        Action::OverlapUp | Action::OverlapDown => step_knob(
+            m,
+            a == Action::OverlapUp,
+            step(m.settings.size / 4),
+            |s| &mut s.overlap,
+            |t| &mut t.overlap,
+        ),
         // Pane actions never reach here (each pane handles its own).
         _ => Vec::new(),
     }

@@ -384,29 +384,24 @@ pub fn evaluate(
         )
     };
     let (bm25, vector, hybrid) = recall(&|_| true);
+    fn breakdown<T: Copy>(
+        group: T,
+        (bm25, vector, hybrid): (Recall, Recall, Recall),
+    ) -> Breakdown<T> {
+        Breakdown {
+            group,
+            bm25,
+            vector,
+            hybrid,
+        }
+    }
     let by_bucket = Bucket::ALL
         .iter()
-        .map(|&b| {
-            let (bm25, vector, hybrid) = recall(&|r| r.bucket == b);
-            Breakdown {
-                group: b,
-                bm25,
-                vector,
-                hybrid,
-            }
-        })
+        .map(|&b| breakdown(b, recall(&|r| r.bucket == b)))
         .collect();
     let by_third = Third::ALL
         .iter()
-        .map(|&t| {
-            let (bm25, vector, hybrid) = recall(&|r| r.third == t);
-            Breakdown {
-                group: t,
-                bm25,
-                vector,
-                hybrid,
-            }
-        })
+        .map(|&t| breakdown(t, recall(&|r| r.third == t)))
         .collect();
     Ok(Report {
         cases_file: cases.file.clone(),

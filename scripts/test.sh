@@ -9,11 +9,11 @@ cd "$(dirname "$0")/.."
 # Reference implementations for the parity tests, in .venv (works where pip refuses system
 # installs, PEP 668). Installed once; later runs only check them.
 venv=.venv
-if ! "$venv/bin/python" -c "import tiktoken, tokenizers, langchain_text_splitters" 2>/dev/null; then
-  echo "== setting up $venv (tiktoken, tokenizers, langchain-text-splitters 1.1)"
+if ! "$venv/bin/python" -c "import tiktoken, tokenizers, langchain_text_splitters, markdown" 2>/dev/null; then
+  echo "== setting up $venv (tiktoken, tokenizers, langchain-text-splitters 1.1, markdown)"
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "langchain-text-splitters==1.1.*" tiktoken tokenizers
+    "langchain-text-splitters==1.1.*" tiktoken tokenizers markdown
 fi
 export CHUNKSCOPE_PYTHON="$PWD/$venv/bin/python"
 

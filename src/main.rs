@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use chunkscope::cli::{audit, eval, export, knobs::Knobs, model, query};
+use chunkscope::cli::{audit, eval, export, knobs::Knobs, model, query, text};
 use chunkscope::tui;
 
 /// See what your embedder never reads: chunk lengths in three units, token windows and the
@@ -46,6 +46,7 @@ enum Command {
     Embed(export::EmbedArgs),
     Query(query::QueryArgs),
     Eval(eval::EvalArgs),
+    Text(text::TextArgs),
     /// The embedding model.
     Model {
         #[command(subcommand)]
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
         Some(Command::Embed(a)) => export::embed(a),
         Some(Command::Query(a)) => query::run(a),
         Some(Command::Eval(a)) => eval::run(a),
+        Some(Command::Text(a)) => text::run(a),
         Some(Command::Model { action }) => model::run(action),
     };
     result.unwrap_or_else(|e| {

@@ -284,6 +284,42 @@ fn offsets_index_the_files_bytes_whatever_the_encoding() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// An HTML page is read as Markdown: `text` prints what is read, and the chunks' offsets index
+/// that text (`source_format` html).
+#[test]
+fn html_is_read_as_markdown_and_text_shows_it() {
+    let d = tmp("html");
+    std::fs::write(
+        d.join("page.html"),
+        "<html><head><style>x{}</style></head><body><nav>Home</nav><main><h1>Rotate keys</h1>\
+         <p>Keys are rotated every ninety days.</p><h2>Staging</h2><p>Staging goes first.</p>\
+         </main></body></html>",
+    )
+    .unwrap();
+    let o = run(&["text", d.join("page.html").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.starts_with("# Rotate keys") && text.contains("## Staging"),
+        "{text}"
+    );
+    assert!(!text.contains("Home") && !text.contains("x{}"), "{text}");
+    let o = run(&["chunks", d.to_str().unwrap(), "--preset", "markdown"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = jsonl(&o);
+    assert!(!lines.is_empty());
+    for c in &lines {
+        assert_eq!(c["source_format"], "html");
+        let (s, e) = (
+            c["start_byte"].as_u64().unwrap() as usize,
+            c["end_byte"].as_u64().unwrap() as usize,
+        );
+        assert_eq!(&text[s..e], c["text"].as_str().unwrap());
+    }
+    assert_eq!(lines.last().unwrap()["heading"], "Rotate keys > Staging");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn bad_files_are_skipped_with_reasons_and_corpus_is_untouched() {
     let d = tmp("corpus");

@@ -171,3 +171,65 @@ fn parents_hold_their_children() {
         );
     }
 }
+
+/// HTML pages made from the example Markdown by a real producer (Python-Markdown, wrapped in site
+/// chrome): read as Markdown again, their chunks carry the same heading paths, in the same order,
+/// as the Markdown's own, and no chrome reaches a chunk.
+#[test]
+fn html_made_from_markdown_keeps_its_headings() {
+    if !common::python_module_or_skip("html_made_from_markdown_keeps_its_headings", "markdown") {
+        return;
+    }
+    let ex = common::repo().join("examples");
+    let mds: Vec<(String, String)> = [
+        "README.md",
+        "guides/incident-handbook.md",
+        "policy/refunds.md",
+        "runbooks/rotate-keys.md",
+    ]
+    .iter()
+    .map(|p| (p.to_string(), std::fs::read_to_string(ex.join(p)).unwrap()))
+    .collect();
+    let texts: Vec<&str> = mds.iter().map(|(_, t)| t.as_str()).collect();
+    let pages = common::python("md_to_html.py", &serde_json::json!({ "texts": texts }));
+    let mut files: Vec<(String, String)> = mds.clone();
+    for ((p, _), html) in mds.iter().zip(pages["pages"].as_array().unwrap()) {
+        files.push((
+            p.replace(".md", ".html"),
+            html.as_str().unwrap().to_string(),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let engine = engine_over(&refs);
+    let mut s = ChunkSettings::default();
+    Preset::Markdown.apply(&mut s);
+    let c = engine.chunk_all(&s, &AtomicBool::new(false)).unwrap();
+    let headings = |path: &str| -> Vec<String> {
+        let f = c
+            .files
+            .iter()
+            .find(|f| engine.corpus.docs[f.doc].path == path)
+            .unwrap_or_else(|| panic!("{path} was read"));
+        let mut out: Vec<String> = Vec::new();
+        for ch in f.chunks.iter() {
+            let h = ch.chunk.heading.clone().unwrap_or_default();
+            if out.last() != Some(&h) {
+                out.push(h);
+            }
+        }
+        out
+    };
+    for (md, _) in &mds {
+        let html = md.replace(".md", ".html");
+        let doc = engine.corpus.docs.iter().find(|d| d.path == html).unwrap();
+        assert_eq!(doc.source_format, "html");
+        for chrome in ["Home", "console.log", "(c) Northwind", "margin:0"] {
+            assert!(!doc.text.contains(chrome), "{chrome} in {html}");
+        }
+        assert!(headings(md).len() > 1, "{md} has sections");
+        assert_eq!(headings(&html), headings(md), "{html}");
+    }
+}

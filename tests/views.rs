@@ -38,12 +38,14 @@ fn model(theme: Theme) -> Model {
                 text: RUNBOOK.into(),
                 lossy: false,
                 offsets: Default::default(),
+                source_format: "text",
             },
             Document {
                 path: "notes/short.txt".into(),
                 text: "A short note that fits any window.".into(),
                 lossy: false,
                 offsets: Default::default(),
+                source_format: "text",
             },
         ],
         skipped: vec![Skipped {

@@ -91,6 +91,7 @@ fn write_chunks_jsonl(
                 "start_byte": file_byte(start),
                 "end_byte": file_byte(end),
                 "text": c.text(&doc.text),
+                "source_format": doc.source_format,
                 "verbatim": c.chunk.text.is_none() && doc.offsets.verbatim(start, end),
                 "embed_tokens": c.embed_tokens(specials),
                 "window": window.tokens,

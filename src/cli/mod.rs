@@ -7,3 +7,4 @@ pub mod knobs;
 pub mod model;
 mod prepare;
 pub mod query;
+pub mod text;

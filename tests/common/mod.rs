@@ -196,6 +196,25 @@ pub fn python_exe() -> PathBuf {
     PathBuf::from("python3")
 }
 
+/// True when the reference Python has `module`; otherwise `test` is reported as skipped (a
+/// failure under CI=true).
+pub fn python_module_or_skip(test: &str, module: &str) -> bool {
+    let ok = std::process::Command::new(python_exe())
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        skip(
+            test,
+            &format!(
+                "{} lacks the {module} package; run scripts/test.sh (it sets up .venv) or set CHUNKSCOPE_PYTHON",
+                python_exe().display()
+            ),
+        );
+    }
+    ok
+}
+
 /// True when the reference packages (tiktoken, tokenizers, langchain-text-splitters) import;
 /// otherwise `test` is reported as skipped (a failure under CI=true).
 pub fn reference_packages_or_skip(test: &str) -> bool {

@@ -275,6 +275,7 @@ impl Cases {
                 text,
                 lossy: false,
                 offsets: Default::default(),
+                source_format: "text",
             });
         }
         Ok((corpus, cases))
@@ -323,12 +324,14 @@ mod tests {
                     text: "every ninety days".into(),
                     lossy: false,
                     offsets: Default::default(),
+                    source_format: "text",
                 },
                 Document {
                     path: "b.md".into(),
                     text: "refunds are pro rata".into(),
                     lossy: false,
                     offsets: Default::default(),
+                    source_format: "text",
                 },
             ],
             ..Corpus::default()

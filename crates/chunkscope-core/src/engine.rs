@@ -253,15 +253,7 @@ impl Engine {
     pub fn sections(&self, doc: usize) -> Arc<Vec<Section>> {
         Arc::clone(self.derived[doc].sections.get_or_init(|| {
             let d = &self.corpus.docs[doc];
-            let markdown = std::path::Path::new(&d.path)
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| {
-                    ["md", "markdown", "mdx"]
-                        .iter()
-                        .any(|m| e.eq_ignore_ascii_case(m))
-                });
-            Arc::new(if markdown {
+            Arc::new(if d.is_markdown() {
                 sections(&d.text)
             } else {
                 vec![Section {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
+pub mod convert;
 mod decode;
 
 use decode::utf16_units;
@@ -161,8 +162,26 @@ pub struct Document {
     /// True when invalid UTF-8 was replaced by U+FFFD.
     pub lossy: bool,
     /// Where bytes of `text` lie in the file (a BOM stripped, UTF-16 decoded, invalid UTF-8
-    /// replaced); identity for plain UTF-8.
+    /// replaced); identity for plain UTF-8 and for converted documents (whose offsets index the
+    /// converted text).
     pub offsets: FileOffsets,
+    /// "text", or the format the text was converted from ("html").
+    pub source_format: &'static str,
+}
+
+impl Document {
+    /// True when the text is Markdown: a Markdown file, or a document converted to Markdown.
+    pub fn is_markdown(&self) -> bool {
+        self.source_format != "text"
+            || std::path::Path::new(&self.path)
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| {
+                    ["md", "markdown", "mdx"]
+                        .iter()
+                        .any(|m| e.eq_ignore_ascii_case(m))
+                })
+    }
 }
 
 /// Why a file was left out.
@@ -269,12 +288,21 @@ impl Corpus {
     }
 
     fn read_one(&mut self, path: &Path, rel: String, max_bytes: u64) {
-        match read_document(path, max_bytes) {
-            Ok((text, offsets, lossy)) => self.docs.push(Document {
+        let format = convert::format_of(path);
+        let read = read_document(path, max_bytes).and_then(|(text, offsets, lossy)| match format {
+            // A converted document's offsets index its converted text.
+            Some(f) => {
+                convert::html_to_markdown(&text).map(|md| (md, FileOffsets::default(), lossy, f))
+            }
+            None => Ok((text, offsets, lossy, "text")),
+        });
+        match read {
+            Ok((text, offsets, lossy, source_format)) => self.docs.push(Document {
                 path: rel,
                 text,
                 lossy,
                 offsets,
+                source_format,
             }),
             Err(reason) => self.skipped.push(Skipped { path: rel, reason }),
         }

@@ -141,6 +141,8 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             let input = &mut m.find.input;
             input.select_all = !input.text.is_empty();
             input.cursor = input.text.len();
+            // The corpus may have changed since the last search.
+            m.find.found = super::find::results(m);
         }
         Action::TypeSize | Action::TypeOverlap | Action::GotoChunk => {
             let kind = match a {

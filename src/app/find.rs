@@ -16,6 +16,8 @@ const MAX_LINES: usize = 200;
 pub struct FindState {
     pub input: TextBox,
     pub selected: usize,
+    /// What the text found, computed when it changes (not on every frame).
+    pub found: Vec<Found>,
 }
 
 /// One row of the results.
@@ -121,18 +123,21 @@ pub(super) fn key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
             Edit::Esc => m.view = View::Chunks,
             Edit::Down | Edit::Tab => m.find.selected += 1,
             Edit::Up => m.find.selected = m.find.selected.saturating_sub(1),
-            Edit::Edited => m.find.selected = 0,
+            Edit::Edited => {
+                m.find.selected = 0;
+                m.find.found = results(m);
+            }
             Edit::Enter => open(m),
             Edit::Ignored => {}
         },
     }
-    let n = results(m).len();
+    let n = m.find.found.len();
     m.find.selected = m.find.selected.min(n.saturating_sub(1));
     Vec::new()
 }
 
 fn open(m: &mut Model) {
-    match results(m).get(m.find.selected).cloned() {
+    match m.find.found.get(m.find.selected).cloned() {
         Some(Found::File { file_pos }) => {
             m.selected = file_pos;
             m.focus_chunk = 0;

@@ -5,7 +5,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, ListItem, Paragraph};
 use ratatui::Frame;
 
-use crate::app::find::{results, Found};
+use crate::app::find::Found;
 use crate::app::Model;
 
 pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
@@ -26,7 +26,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         ),
         rows[0],
     );
-    let found = results(m);
+    let found = &m.find.found;
     let path = |fp: usize| match (&m.engine, &m.chunking) {
         (Some(e), Some(c)) => e.corpus.docs[c.files[fp].doc].path.clone(),
         _ => String::new(),

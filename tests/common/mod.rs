@@ -196,18 +196,18 @@ pub fn python_exe() -> PathBuf {
     PathBuf::from("python3")
 }
 
-/// True when the reference Python has `module`; otherwise `test` is reported as skipped (a
-/// failure under CI=true).
-pub fn python_module_or_skip(test: &str, module: &str) -> bool {
+/// True when the reference Python imports `modules` (comma separated); otherwise `test` is
+/// reported as skipped (a failure under CI=true).
+pub fn python_module_or_skip(test: &str, modules: &str) -> bool {
     let ok = std::process::Command::new(python_exe())
-        .args(["-c", &format!("import {module}")])
+        .args(["-c", &format!("import {modules}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
         skip(
             test,
             &format!(
-                "{} lacks the {module} package; run scripts/test.sh (it sets up .venv) or set CHUNKSCOPE_PYTHON",
+                "{} cannot import {modules}; run scripts/test.sh (it sets up .venv) or set CHUNKSCOPE_PYTHON",
                 python_exe().display()
             ),
         );
@@ -215,26 +215,9 @@ pub fn python_module_or_skip(test: &str, module: &str) -> bool {
     ok
 }
 
-/// True when the reference packages (tiktoken, tokenizers, langchain-text-splitters) import;
-/// otherwise `test` is reported as skipped (a failure under CI=true).
+/// True when the reference splitters' packages import (see `python_module_or_skip`).
 pub fn reference_packages_or_skip(test: &str) -> bool {
-    let ok = std::process::Command::new(python_exe())
-        .args([
-            "-c",
-            "import tiktoken, tokenizers, langchain_text_splitters",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        skip(
-            test,
-            &format!(
-                "{} lacks tiktoken, tokenizers or langchain-text-splitters; run scripts/test.sh (it sets up .venv) or set CHUNKSCOPE_PYTHON",
-                python_exe().display()
-            ),
-        );
-    }
-    ok
+    python_module_or_skip(test, "tiktoken, tokenizers, langchain_text_splitters")
 }
 
 /// Run a reference script under tests/reference with `request` on stdin; parse its JSON.

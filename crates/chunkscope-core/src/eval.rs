@@ -464,25 +464,21 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
         "\n| answer position | n | BM25 recall@{k} | vector recall@{k} | hybrid recall@{k} |\n|---|---|---|---|---|\n",
         k = r.k
     ));
+    let row = |label: String, bm25: &Recall, vector: &Recall, hybrid: &Recall| {
+        format!(
+            "| {label} | {} | {} | {} | {} |\n",
+            bm25.n,
+            f(bm25.at(r.k)),
+            f(vector.at(r.k)),
+            f(hybrid.at(r.k))
+        )
+    };
     for b in &r.by_bucket {
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            b.group.label(),
-            b.bm25.n,
-            f(b.bm25.at(r.k)),
-            f(b.vector.at(r.k)),
-            f(b.hybrid.at(r.k))
-        ));
+        s.push_str(&row(b.group.label().into(), &b.bm25, &b.vector, &b.hybrid));
     }
     for t in &r.by_third {
-        s.push_str(&format!(
-            "| {} of the document | {} | {} | {} | {} |\n",
-            t.group.label(),
-            t.bm25.n,
-            f(t.bm25.at(r.k)),
-            f(t.vector.at(r.k)),
-            f(t.hybrid.at(r.k))
-        ));
+        let label = format!("{} of the document", t.group.label());
+        s.push_str(&row(label, &t.bm25, &t.vector, &t.hybrid));
     }
     let misses: Vec<&CaseResult> = r
         .results

@@ -33,20 +33,11 @@ fn model(theme: Theme) -> Model {
     let corpus = Corpus {
         root: "corpus".into(),
         docs: vec![
-            Document {
-                path: "runbooks/rotate-keys.md".into(),
-                text: RUNBOOK.into(),
-                lossy: false,
-                offsets: Default::default(),
-                source_format: "text",
-            },
-            Document {
-                path: "notes/short.txt".into(),
-                text: "A short note that fits any window.".into(),
-                lossy: false,
-                offsets: Default::default(),
-                source_format: "text",
-            },
+            Document::plain("runbooks/rotate-keys.md".into(), RUNBOOK.into()),
+            Document::plain(
+                "notes/short.txt".into(),
+                "A short note that fits any window.".into(),
+            ),
         ],
         skipped: vec![Skipped {
             path: "logo.png.txt".into(),

@@ -143,6 +143,8 @@ fn query_mode_edits_runs_and_opens_a_hit() {
         in_tail: false,
         only_here: true,
         parent: None,
+        page_start: None,
+        page_end: None,
     };
     let id = m.query.pending.unwrap();
     let generation = m.chunked_generation;

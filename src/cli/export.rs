@@ -84,6 +84,7 @@ fn write_chunks_jsonl(
             let parent = c.parent.and_then(|p| f.parents.get(p));
             let (start, end) = (c.chunk.start, c.chunk.end);
             let file_byte = |b: usize| doc.offsets.file_byte(b);
+            let pages = doc.page_span(start, end);
             let line = json!({
                 "file": doc.path,
                 "index": c.index,
@@ -92,6 +93,8 @@ fn write_chunks_jsonl(
                 "end_byte": file_byte(end),
                 "text": c.text(&doc.text),
                 "source_format": doc.source_format,
+                "page_start": pages.map(|p| p.0),
+                "page_end": pages.map(|p| p.1),
                 "verbatim": c.chunk.text.is_none() && doc.offsets.verbatim(start, end),
                 "embed_tokens": c.embed_tokens(specials),
                 "window": window.tokens,

@@ -12,6 +12,7 @@ use unicode_width::UnicodeWidthChar;
 use super::{stale_mark, thousands};
 use crate::app::Model;
 use crate::ui::theme::Theme;
+use chunkscope_core::corpus::Document;
 use chunkscope_core::measure::MeasuredChunk;
 
 pub const GUTTER_VISIBLE: &str = "▌ ";
@@ -41,7 +42,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
                     .map(|p| (p.id(&doc.path), p.start, p.end));
                 let (chunk_lines, match_line) = render_chunk(
                     m,
-                    &doc.text,
+                    doc,
                     &file.chunks[i],
                     prev_end,
                     file.chunks.len(),
@@ -133,7 +134,7 @@ fn sizes(m: &Model, ch: &MeasuredChunk) -> String {
 /// matches marked; with the index of the line holding the current match.
 pub fn render_chunk<'a>(
     m: &Model,
-    doc: &'a str,
+    document: &'a Document,
     ch: &'a MeasuredChunk,
     prev_end: Option<usize>,
     total: usize,
@@ -141,6 +142,7 @@ pub fn render_chunk<'a>(
     parent: Option<(String, usize, usize)>,
 ) -> (Vec<Line<'a>>, Option<usize>) {
     let t = &m.theme;
+    let doc = document.text.as_str();
     let window = m.window().tokens;
     let tail = ch.tail(window, m.specials);
     let text = ch.text(doc);
@@ -149,6 +151,9 @@ pub fn render_chunk<'a>(
         _ => 0,
     };
     let mut head = format!("─── chunk {}/{} · {}", ch.index + 1, total, sizes(m, ch));
+    if let Some(pages) = document.page_span(ch.chunk.start, ch.chunk.end) {
+        head.push_str(&format!(" · {}", super::pages_label(pages)));
+    }
     if let Some(tl) = tail {
         head.push_str(&format!(
             " · tail from token {} ({} never embedded) ",

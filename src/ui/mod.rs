@@ -123,6 +123,15 @@ pub fn draw(frame: &mut Frame, m: &Model) {
     }
 }
 
+/// Pages of a paged document: "p. 12" or "p. 12-13".
+pub fn pages_label((first, last): (usize, usize)) -> String {
+    if first == last {
+        format!("p. {first}")
+    } else {
+        format!("p. {first}-{last}")
+    }
+}
+
 /// Thousands separators: 8912 -> "8,912".
 pub fn thousands(n: usize) -> String {
     let s = n.to_string();

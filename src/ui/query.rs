@@ -146,6 +146,9 @@ fn column(frame: &mut Frame, area: Rect, m: &Model, title: String, hits: &[Hit],
                 Span::raw(format!("{:>2} {:>6.3} ", h.rank, h.score)),
                 Span::styled(format!("{} #{}", h.file, h.chunk + 1), t.title),
             ];
+            if let (Some(a), Some(b)) = (h.page_start, h.page_end) {
+                first.push(Span::raw(format!(" {}", super::pages_label((a, b)))));
+            }
             if let Some(hd) = &h.heading {
                 first.push(Span::raw(format!(" \"{hd}\"")));
             }

@@ -270,13 +270,9 @@ impl Cases {
                     }
                 })
                 .collect();
-            corpus.docs.push(Document {
-                path: format!("{a:02}-{safe}.txt"),
-                text,
-                lossy: false,
-                offsets: Default::default(),
-                source_format: "text",
-            });
+            corpus
+                .docs
+                .push(Document::plain(format!("{a:02}-{safe}.txt"), text));
         }
         Ok((corpus, cases))
     }
@@ -319,20 +315,8 @@ mod tests {
         .unwrap();
         let corpus = Corpus {
             docs: vec![
-                Document {
-                    path: "a.md".into(),
-                    text: "every ninety days".into(),
-                    lossy: false,
-                    offsets: Default::default(),
-                    source_format: "text",
-                },
-                Document {
-                    path: "b.md".into(),
-                    text: "refunds are pro rata".into(),
-                    lossy: false,
-                    offsets: Default::default(),
-                    source_format: "text",
-                },
+                Document::plain("a.md".into(), "every ninety days".into()),
+                Document::plain("b.md".into(), "refunds are pro rata".into()),
             ],
             ..Corpus::default()
         };

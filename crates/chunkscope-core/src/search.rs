@@ -71,6 +71,9 @@ pub struct Hit {
     pub only_here: bool,
     /// Embed small, return big: the section this hit returns.
     pub parent: Option<ParentHit>,
+    /// For paged documents (PDF): the first and last page the chunk lies on.
+    pub page_start: Option<usize>,
+    pub page_end: Option<usize>,
 }
 
 /// The parent section a hit returns, with its size in the generation budget.
@@ -464,6 +467,8 @@ impl SearchIndex {
                     cl100k_tokens: crate::tokenize::cl100k_count(text),
                 })
             });
+            let pages = engine.corpus.docs[chunking.files[fp].doc]
+                .page_span(chunk.chunk.start, chunk.chunk.end);
             Some(Hit {
                 rank,
                 score,
@@ -476,6 +481,8 @@ impl SearchIndex {
                 in_tail: token.is_some_and(|t| t >= readable),
                 only_here,
                 parent,
+                page_start: pages.map(|p| p.0),
+                page_end: pages.map(|p| p.1),
             })
         };
         let bm25 = bm

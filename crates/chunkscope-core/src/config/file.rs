@@ -74,6 +74,7 @@ pub(super) struct RawCorpus {
     pub(super) include: Option<Vec<String>>,
     pub(super) exclude: Option<Vec<String>>,
     pub(super) max_file_bytes: Option<u64>,
+    pub(super) max_document_bytes: Option<u64>,
     pub(super) gitignore: Option<bool>,
 }
 

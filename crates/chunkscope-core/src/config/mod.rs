@@ -243,6 +243,9 @@ impl Config {
             if let Some(v) = co.max_file_bytes {
                 c.corpus.max_file_bytes = v;
             }
+            if let Some(v) = co.max_document_bytes {
+                c.corpus.max_document_bytes = v;
+            }
             if let Some(v) = co.gitignore {
                 c.corpus.gitignore = v;
             }

@@ -56,11 +56,16 @@ pub const DEFAULT_INCLUDE: &[&str] = &[
     "*.cfg",
     "*.conf",
     "*.html",
+    "*.htm",
+    "*.xhtml",
     "*.xml",
+    "*.pdf",
+    "*.docx",
 ];
 
-/// Extensions of formats that are never plain text (images, archives, office and PDF documents,
-/// media, fonts, compiled code, model weights): listed as skipped without being read.
+/// Extensions of formats that are never plain text and not converted (images, archives, office
+/// documents other than DOCX, media, fonts, compiled code, model weights): listed as skipped
+/// without being read.
 const BINARY_EXTENSIONS: &[&str] = &[
     "png",
     "jpg",
@@ -72,9 +77,7 @@ const BINARY_EXTENSIONS: &[&str] = &[
     "tif",
     "tiff",
     "heic",
-    "pdf",
     "doc",
-    "docx",
     "xls",
     "xlsx",
     "ppt",
@@ -139,6 +142,9 @@ pub struct CorpusRules {
     pub include: Vec<String>,
     pub exclude: Vec<String>,
     pub max_file_bytes: u64,
+    /// The limit for documents read by conversion (PDF, DOCX, HTML), whose files are larger
+    /// than their text.
+    pub max_document_bytes: u64,
     pub gitignore: bool,
 }
 
@@ -148,6 +154,7 @@ impl Default for CorpusRules {
             include: DEFAULT_INCLUDE.iter().map(|s| s.to_string()).collect(),
             exclude: Vec::new(),
             max_file_bytes: 4 * 1024 * 1024,
+            max_document_bytes: 64 * 1024 * 1024,
             gitignore: true,
         }
     }
@@ -165,11 +172,35 @@ pub struct Document {
     /// replaced); identity for plain UTF-8 and for converted documents (whose offsets index the
     /// converted text).
     pub offsets: FileOffsets,
-    /// "text", or the format the text was converted from ("html").
+    /// "text", or the format the text was converted from ("html", "pdf", "docx").
     pub source_format: &'static str,
+    /// For paged formats (PDF): the byte offset in `text` where each page starts, page 1 first.
+    pub pages: Vec<usize>,
 }
 
 impl Document {
+    /// A plain text document whose offsets are its own.
+    pub fn plain(path: String, text: String) -> Document {
+        Document {
+            path,
+            text,
+            lossy: false,
+            offsets: FileOffsets::default(),
+            source_format: "text",
+            pages: Vec::new(),
+        }
+    }
+
+    /// The pages (1-based, first and last) that the bytes `start..end` of the text lie on, for
+    /// paged formats.
+    pub fn page_span(&self, start: usize, end: usize) -> Option<(usize, usize)> {
+        if self.pages.is_empty() {
+            return None;
+        }
+        let page_of = |b: usize| self.pages.partition_point(|&s| s <= b).max(1);
+        Some((page_of(start), page_of(end.saturating_sub(1).max(start))))
+    }
+
     /// True when the text is Markdown: a Markdown file, or a document converted to Markdown.
     pub fn is_markdown(&self) -> bool {
         self.source_format != "text"
@@ -220,7 +251,7 @@ impl Corpus {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| root.display().to_string());
-            corpus.read_one(root, name, rules.max_file_bytes);
+            corpus.read_one(root, name, rules);
             return Ok(corpus);
         }
         let include = glob_set(&rules.include, "corpus.include")?;
@@ -247,14 +278,14 @@ impl Corpus {
                         continue;
                     }
                     if include.is_match(&rel) {
-                        corpus.read_one(e.path(), rel, rules.max_file_bytes);
+                        corpus.read_one(e.path(), rel, rules);
                     } else if rel == "cases.tsv" {
                         corpus.skip(rel, "evaluation cases (read by eval, not a document)");
                     } else {
                         // Not named by an include glob: read when its content is text
                         // (README, Makefile, LICENSE, ...), else say what it is.
                         match sniff(e.path()) {
-                            Ok(()) => corpus.read_one(e.path(), rel, rules.max_file_bytes),
+                            Ok(()) => corpus.read_one(e.path(), rel, rules),
                             Err(reason) => corpus.skip(rel, &reason),
                         }
                     }
@@ -287,23 +318,30 @@ impl Corpus {
         });
     }
 
-    fn read_one(&mut self, path: &Path, rel: String, max_bytes: u64) {
-        let format = convert::format_of(path);
-        let read = read_document(path, max_bytes).and_then(|(text, offsets, lossy)| match format {
+    fn read_one(&mut self, path: &Path, rel: String, rules: &CorpusRules) {
+        let head = head_bytes(path);
+        let read = match convert::format_of(path, &head) {
             // A converted document's offsets index its converted text.
-            Some(f) => {
-                convert::html_to_markdown(&text).map(|md| (md, FileOffsets::default(), lossy, f))
+            Some(format) => read_bytes(path, rules.max_document_bytes, "max_document_bytes")
+                .and_then(|bytes| convert::convert(format, &bytes))
+                .map(|c| Document {
+                    path: rel.clone(),
+                    text: c.text.clone(),
+                    lossy: c.lossy,
+                    offsets: FileOffsets::default(),
+                    source_format: format.name(),
+                    pages: c.pages.clone(),
+                }),
+            None => {
+                read_document(path, rules.max_file_bytes).map(|(text, offsets, lossy)| Document {
+                    offsets,
+                    lossy,
+                    ..Document::plain(rel.clone(), text)
+                })
             }
-            None => Ok((text, offsets, lossy, "text")),
-        });
+        };
         match read {
-            Ok((text, offsets, lossy, source_format)) => self.docs.push(Document {
-                path: rel,
-                text,
-                lossy,
-                offsets,
-                source_format,
-            }),
+            Ok(doc) => self.docs.push(doc),
             Err(reason) => self.skipped.push(Skipped { path: rel, reason }),
         }
     }
@@ -327,12 +365,19 @@ impl Corpus {
 
 /// Read a file, refusing binary and oversized ones with a reason a user can act on.
 pub fn read_document(path: &Path, max_bytes: u64) -> Result<(String, FileOffsets, bool), String> {
+    let bytes = read_bytes(path, max_bytes, "max_file_bytes")?;
+    if utf16_units(&bytes).is_none() && bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
+        return Err("binary: contains NUL bytes".into());
+    }
+    Ok(decode(&bytes))
+}
+
+/// A file's bytes, up to `max_bytes` (the `corpus.KEY` limit named in the reason).
+fn read_bytes(path: &Path, max_bytes: u64, key: &str) -> Result<Vec<u8>, String> {
     let mut file = fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len > max_bytes {
-        return Err(format!(
-            "too large: {len} bytes > corpus.max_file_bytes {max_bytes}"
-        ));
+        return Err(format!("too large: {len} bytes > corpus.{key} {max_bytes}"));
     }
     let mut bytes = Vec::with_capacity(len as usize);
     file.by_ref()
@@ -340,27 +385,33 @@ pub fn read_document(path: &Path, max_bytes: u64) -> Result<(String, FileOffsets
         .read_to_end(&mut bytes)
         .map_err(|e| format!("unreadable: {e}"))?;
     if bytes.len() as u64 > max_bytes {
-        return Err(format!("too large: over corpus.max_file_bytes {max_bytes}"));
+        return Err(format!("too large: over corpus.{key} {max_bytes}"));
     }
-    if utf16_units(&bytes).is_none() && bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
-        return Err("binary: contains NUL bytes".into());
-    }
-    Ok(decode(&bytes))
+    Ok(bytes)
 }
 
-/// Ok when a file not named by the include globs looks like text: not a known binary format and
-/// no NUL byte in its first bytes. Else the reason it is skipped.
+/// The first bytes of a file (empty when it cannot be read; reading it later says why).
+fn head_bytes(path: &Path) -> Vec<u8> {
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    let _ = fs::File::open(path).and_then(|f| f.take(SNIFF_BYTES as u64).read_to_end(&mut head));
+    head
+}
+
+/// Ok when a file not named by the include globs is a document format (by content) or looks
+/// like text: not a known binary format and no NUL byte in its first bytes. Else the reason it
+/// is skipped.
 fn sniff(path: &Path) -> Result<(), String> {
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    let head = head_bytes(path);
+    if convert::format_of(path, &head).is_some() {
+        return Ok(());
+    }
     if let Some(ext) = ext.filter(|e| BINARY_EXTENSIONS.contains(&e.as_str())) {
         return Err(format!("binary format (.{ext}): not read"));
     }
-    let mut head = Vec::with_capacity(SNIFF_BYTES);
-    fs::File::open(path)
-        .and_then(|f| f.take(SNIFF_BYTES as u64).read_to_end(&mut head))
-        .map_err(|e| format!("unreadable: {e}"))?;
+    fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
     if utf16_units(&head).is_none() && head.contains(&0) {
         return Err("binary: contains NUL bytes".into());
     }

@@ -1,14 +1,6 @@
-//! Document formats converted to Markdown, so that structure-first chunking, heading paths and
-//! tables by row work on them as on Markdown files. Offsets of a converted document index its
-//! converted text.
+//! HTML and XHTML to Markdown (htmd).
 
 use htmd::HtmlToMarkdown;
-
-/// The formats read by conversion, by extension.
-pub fn format_of(path: &std::path::Path) -> Option<&'static str> {
-    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    matches!(ext.as_str(), "html" | "htm" | "xhtml").then_some("html")
-}
 
 /// HTML to Markdown: headings, paragraphs, lists, tables and code blocks kept; scripts, styles
 /// and navigation chrome dropped; the page's `main` (else `article`) when it has one.

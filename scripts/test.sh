@@ -9,11 +9,13 @@ cd "$(dirname "$0")/.."
 # Reference implementations for the parity tests, in .venv (works where pip refuses system
 # installs, PEP 668). Installed once; later runs only check them.
 venv=.venv
-if ! "$venv/bin/python" -c "import tiktoken, tokenizers, langchain_text_splitters, markdown" 2>/dev/null; then
-  echo "== setting up $venv (tiktoken, tokenizers, langchain-text-splitters 1.1, markdown)"
+# The document producers (fpdf2, python-docx) and the reference PDF extractor (pypdf) make and
+# check the PDF and DOCX test documents.
+if ! "$venv/bin/python" -c "import tiktoken, tokenizers, langchain_text_splitters, markdown, fpdf, docx, pypdf" 2>/dev/null; then
+  echo "== setting up $venv (tiktoken, tokenizers, langchain-text-splitters 1.1, markdown, fpdf2, python-docx, pypdf)"
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "langchain-text-splitters==1.1.*" tiktoken tokenizers markdown
+    "langchain-text-splitters==1.1.*" tiktoken tokenizers markdown fpdf2 python-docx pypdf
 fi
 export CHUNKSCOPE_PYTHON="$PWD/$venv/bin/python"
 

@@ -168,7 +168,8 @@ fn known_sentences_report_their_page() {
                     .find(|ch| ch.chunk.start <= at && at < ch.chunk.end)
                     .unwrap();
                 let (a, b) = doc.page_span(chunk.chunk.start, chunk.chunk.end).unwrap();
-                assert!(a <= i + 1 && i + 1 <= b, "{path}: chunk pages {a}-{b}");
+                let page = i + 1;
+                assert!((a..=b).contains(&page), "{path}: chunk pages {a}-{b}");
                 checked += 1;
             }
         }
@@ -261,4 +262,60 @@ fn converted_engine() -> Option<&'static Engine> {
             make_documents("converted_chunks_stay_on_char_boundaries").map(|m| engine(&m.dir))
         })
         .as_ref()
+}
+
+/// The headless exports carry the format and pages: JSONL `source_format`, `page_start` and
+/// `page_end` (null for unpaged documents), and `p. N` on query hits.
+#[test]
+fn exports_carry_format_and_pages() {
+    let Some(made) = make_documents("exports_carry_format_and_pages") else {
+        return;
+    };
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chunkscope"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let dir = made.dir.to_str().unwrap();
+    let jsonl = run(&["chunks", dir, "--format", "jsonl", "--preset", "markdown"]);
+    let mut seen = HashMap::<String, usize>::new();
+    for line in jsonl.lines() {
+        let c: serde_json::Value = serde_json::from_str(line).unwrap();
+        let format = c["source_format"].as_str().unwrap().to_string();
+        let file = c["file"].as_str().unwrap();
+        match format.as_str() {
+            "pdf" => {
+                let (a, b) = (
+                    c["page_start"].as_u64().unwrap(),
+                    c["page_end"].as_u64().unwrap(),
+                );
+                assert!(1 <= a && a <= b, "{file}: pages {a}-{b}");
+            }
+            _ => assert!(
+                c["page_start"].is_null() && c["page_end"].is_null(),
+                "{file}"
+            ),
+        }
+        assert!(file.ends_with(&format!(
+            ".{}",
+            if format == "text" { "md" } else { &format }
+        )));
+        *seen.entry(format).or_default() += 1;
+    }
+    for f in ["pdf", "docx", "text"] {
+        assert!(seen.get(f).is_some_and(|&n| n > 0), "{f}: {seen:?}");
+    }
+    let hits = run(&["query", dir, "merchant webhook secrets", "--k", "10"]);
+    assert!(
+        hits.lines()
+            .any(|l| l.contains(".pdf #") && l.contains(" p. ")),
+        "{hits}"
+    );
 }

@@ -19,6 +19,7 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                 return Vec::new();
             }
             m.loading = false;
+            m.reading = None;
             match result {
                 Ok(engine) => {
                     m.notes.extend(engine.corpus.notes());
@@ -65,6 +66,16 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                     return m.embed_cmd();
                 }
                 Err(e) => m.error = Some(e),
+            }
+            Vec::new()
+        }
+        Event::Reading {
+            generation,
+            files,
+            converted,
+        } => {
+            if generation == m.generation {
+                m.reading = Some((files, converted));
             }
             Vec::new()
         }

@@ -191,6 +191,8 @@ pub struct Model {
     /// Generation of the chunking on screen.
     pub chunked_generation: u64,
     pub loading: bool,
+    /// Files read so far, and documents converted, while the corpus is read.
+    pub reading: Option<(usize, usize)>,
     pub selected: usize,
     /// The chunk the chunk pane is anchored on, and lines scrolled past its header.
     pub focus_chunk: usize,
@@ -271,6 +273,7 @@ impl Model {
             generation: 0,
             chunked_generation: 0,
             loading: true,
+            reading: None,
             selected: 0,
             focus_chunk: 0,
             scroll: 0,

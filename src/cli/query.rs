@@ -92,11 +92,16 @@ fn write_results(
         for h in hits.iter() {
             writeln!(
                 out,
-                "  {:>2} {:>7.3} {} #{} @tok {} {}{}",
+                "  {:>2} {:>7.3} {} #{}{} @tok {} {}{}",
                 h.rank,
                 h.score,
                 h.file,
                 h.chunk,
+                match (h.page_start, h.page_end) {
+                    (Some(a), Some(b)) if a == b => format!(" p. {a}"),
+                    (Some(a), Some(b)) => format!(" p. {a}-{b}"),
+                    _ => String::new(),
+                },
                 h.token_offset.map_or("-".to_string(), |t| t.to_string()),
                 if h.in_tail { "TAIL" } else { "window" },
                 if h.only_here { "  only here" } else { "" }

@@ -81,7 +81,17 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
     } else if let Some(i) = &m.info {
         Span::styled(format!(" {i} "), t.title)
     } else if m.loading {
-        Span::styled(" reading and tokenizing the corpus… ", t.warn)
+        let read = match m.reading {
+            Some((files, 0)) => format!(": {files} files"),
+            Some((files, converted)) => {
+                format!(": {files} files, {converted} documents converted")
+            }
+            None => String::new(),
+        };
+        Span::styled(
+            format!(" reading and tokenizing the corpus{read}… "),
+            t.warn,
+        )
     } else if let Some((done, total)) = m.sentences.filter(|_| m.stale()) {
         Span::styled(
             format!(" maxmin: embedding sentences {done}/{total} (once; thresholds reuse them)… "),

@@ -1,8 +1,9 @@
-"""Markdown to PDF (fpdf2) and DOCX (python-docx), through Python-Markdown's HTML, for the
-document reading tests; and the reference extraction of each PDF's text per page (pypdf).
+"""Markdown to PDF (fpdf2), DOCX (python-docx) and HTML (Python-Markdown, whose HTML the other
+two are made from), for the document reading tests and the conversion benchmark; and the
+reference extraction of each PDF's text per page (pypdf).
 
 stdin:  {"out": "/dir", "docs": [{"name": "guide", "markdown": "# Title\n..."}, ...]}
-stdout: {"docs": [{"pdf": "/dir/guide.pdf", "docx": "/dir/guide.docx",
+stdout: {"docs": [{"pdf": "/dir/guide.pdf", "docx": "/dir/guide.docx", "html": "/dir/guide.html",
                    "pdf_pages": ["page 1 text", ...]}, ...]}
 """
 import json
@@ -124,8 +125,12 @@ def main():
         builder.feed(html)
         builder.flush()
         document.save(base + ".docx")
+        if req.get("html"):
+            with open(base + ".html", "w", encoding="utf-8") as f:
+                f.write("<!doctype html><html><body><main>" + html + "</main></body></html>")
         pages = [p.extract_text() or "" for p in PdfReader(base + ".pdf").pages]
-        out.append({"pdf": base + ".pdf", "docx": base + ".docx", "pdf_pages": pages})
+        out.append({"pdf": base + ".pdf", "docx": base + ".docx", "html": base + ".html",
+                    "pdf_pages": pages})
     json.dump({"docs": out}, sys.stdout)
 
 

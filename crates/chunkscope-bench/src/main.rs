@@ -3,6 +3,7 @@
 //! `cargo run --release -p chunkscope-bench -- WHAT`.
 
 mod common;
+mod convert;
 mod embed;
 mod live;
 mod maxmin;
@@ -74,6 +75,16 @@ enum What {
         #[arg(long)]
         model: Option<String>,
     },
+    /// Document conversion (PDF, DOCX, HTML) in MB/s, beside pypdf for PDF, with our per-page
+    /// word recall against it. Documents are made from the examples by fpdf2 and python-docx.
+    Convert {
+        /// A Python with markdown, fpdf2, python-docx and pypdf (e.g. .venv/bin/python).
+        #[arg(long, default_value = ".venv/bin/python")]
+        reference: String,
+        /// Copies of each example Markdown in one document.
+        #[arg(long, default_value_t = 20)]
+        copies: usize,
+    },
     /// Embedding speed, ours and (with --reference) sentence-transformers' on the same texts.
     Embed {
         /// Corpus whose paragraphs are embedded.
@@ -114,6 +125,7 @@ fn locate(m: Option<String>) -> anyhow::Result<ModelInfo> {
 fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
     match what {
         What::Search { sizes } => search::search(&sizes, out),
+        What::Convert { reference, copies } => convert::convert(&reference, copies, out),
         What::Maxmin {
             megabytes,
             presses,

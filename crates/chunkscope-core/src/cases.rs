@@ -278,14 +278,19 @@ impl Cases {
     }
 }
 
-/// A corpus directory (or file), or SQuAD-format JSON read as one document per article.
-pub fn load_corpus(path: &Path, rules: &super::corpus::CorpusRules) -> Result<Corpus> {
+/// A corpus directory (or file), or SQuAD-format JSON read as one document per article;
+/// `progress` hears of each file read.
+pub fn load_corpus(
+    path: &Path,
+    rules: &super::corpus::CorpusRules,
+    progress: &mut dyn FnMut(super::corpus::ReadProgress),
+) -> Result<Corpus> {
     if path.is_file() && path.extension().is_some_and(|e| e == "json") {
         if let Ok((corpus, _)) = Cases::from_squad(path) {
             return Ok(corpus);
         }
     }
-    Corpus::load(path, rules)
+    Corpus::load_reporting(path, rules, progress)
 }
 
 #[cfg(test)]

@@ -215,6 +215,15 @@ impl Document {
     }
 }
 
+/// How far a corpus read has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadProgress {
+    /// Files read or skipped so far.
+    pub files: usize,
+    /// Of those, documents converted (PDF, DOCX, HTML).
+    pub converted: usize,
+}
+
 /// Why a file was left out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skipped {
@@ -232,6 +241,15 @@ pub struct Corpus {
 impl Corpus {
     /// Walk `root` (a directory, or a single file) and read every included file.
     pub fn load(root: &Path, rules: &CorpusRules) -> Result<Corpus> {
+        Corpus::load_reporting(root, rules, &mut |_| {})
+    }
+
+    /// [`Corpus::load`], telling `progress` after each file read.
+    pub fn load_reporting(
+        root: &Path,
+        rules: &CorpusRules,
+        progress: &mut dyn FnMut(ReadProgress),
+    ) -> Result<Corpus> {
         let meta = match fs::metadata(root) {
             Ok(m) => m,
             Err(e) => bail!("corpus {}: {e}", root.display()),
@@ -249,7 +267,7 @@ impl Corpus {
         if meta.is_file() {
             let name = root
                 .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
+                .map(name_of)
                 .unwrap_or_else(|| root.display().to_string());
             corpus.read_one(root, name, rules);
             return Ok(corpus);
@@ -271,6 +289,14 @@ impl Corpus {
             .sort_by_file_path(|a, b| a.cmp(b))
             .build();
         for entry in walker {
+            progress(ReadProgress {
+                files: corpus.docs.len() + corpus.skipped.len(),
+                converted: corpus
+                    .docs
+                    .iter()
+                    .filter(|d| d.source_format != "text")
+                    .count(),
+            });
             match entry {
                 Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => {
                     let rel = relative(root, e.path());
@@ -439,9 +465,57 @@ fn glob_set(globs: &[String], key: &str) -> Result<GlobSet> {
 fn relative(root: &Path, path: &Path) -> String {
     let rel = path.strip_prefix(root).unwrap_or(path);
     rel.components()
-        .map(|c| c.as_os_str().to_string_lossy())
+        .map(|c| name_of(c.as_os_str()))
         .collect::<Vec<_>>()
         .join("/")
+}
+
+/// A file name as text. A name that is not UTF-8 is written with each byte that is not part of
+/// a UTF-8 character as `\xNN` and each backslash doubled, so the text maps back to the bytes
+/// ([`name_bytes`]); UTF-8 names are kept as they are.
+pub fn name_of(name: &std::ffi::OsStr) -> String {
+    if let Some(s) = name.to_str() {
+        return s.to_string();
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in name.as_bytes().utf8_chunks() {
+        out.push_str(&chunk.valid().replace('\\', "\\\\"));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The bytes of a name written by [`name_of`] (escapes undone when it has any `\x`).
+pub fn name_bytes(text: &str) -> Vec<u8> {
+    if !text.contains("\\x") {
+        return text.as_bytes().to_vec();
+    }
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match (b[i], b.get(i + 1)) {
+            (b'\\', Some(b'\\')) => {
+                out.push(b'\\');
+                i += 2;
+            }
+            (b'\\', Some(b'x')) if i + 4 <= b.len() => {
+                match u8::from_str_radix(&text[i + 2..i + 4], 16) {
+                    Ok(v) => out.push(v),
+                    Err(_) => out.extend_from_slice(&b[i..i + 4]),
+                }
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 fn err_path(err: &ignore::Error) -> Option<PathBuf> {
@@ -547,6 +621,25 @@ mod tests {
         }
         let _ = fs::remove_dir_all(&d);
         let _ = fs::remove_dir_all(&outside);
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_escaped_and_map_back() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tmpdir("names");
+        let raw: &[u8] = b"caf\xe9 a\\b.txt";
+        let name = std::ffi::OsStr::from_bytes(raw);
+        fs::write(d.join(name), "un caf\u{e9}").unwrap();
+        fs::write(d.join("caf\u{e9}.txt"), "utf-8 name").unwrap();
+        let c = Corpus::load(&d, &CorpusRules::default()).unwrap();
+        let paths: Vec<_> = c.docs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, vec!["caf\u{e9}.txt", "caf\\xE9 a\\\\b.txt"]);
+        assert_eq!(name_bytes(paths[1]), raw);
+        assert!(d
+            .join(std::ffi::OsStr::from_bytes(&name_bytes(paths[1])))
+            .is_file());
+        assert_eq!(name_bytes(paths[0]), "caf\u{e9}.txt".as_bytes());
+        let _ = fs::remove_dir_all(&d);
     }
 
     #[test]

@@ -25,6 +25,12 @@ pub enum Event {
         /// Files tokenized by this load (the others kept their tokens).
         tokenized: usize,
     },
+    /// The corpus is being read (documents converted on the way).
+    Reading {
+        generation: u64,
+        files: usize,
+        converted: usize,
+    },
     /// The corpus changed on disk (a debounced burst of `paths` events).
     FilesChanged {
         paths: usize,

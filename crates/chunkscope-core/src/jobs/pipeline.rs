@@ -105,7 +105,7 @@ fn worker<M: From<Event>>(
             job: work,
         } = job;
         if work.reload {
-            let (result, tokenized) = st.reload();
+            let (result, tokenized) = st.reload(generation, &out);
             if !out.emit(Event::Loaded {
                 generation,
                 result,
@@ -170,10 +170,26 @@ fn worker<M: From<Event>>(
 
 impl State {
     /// Read the corpus again; unchanged files keep their tokens.
-    fn reload(&mut self) -> (Result<Arc<Engine>, String>, usize) {
+    fn reload<M: From<Event>>(
+        &mut self,
+        generation: u64,
+        out: &Emitter<M>,
+    ) -> (Result<Arc<Engine>, String>, usize) {
         let started = Instant::now();
         let s = &self.source;
-        let result = crate::cases::load_corpus(&s.corpus, &s.rules)
+        let mut last = Instant::now();
+        let mut progress = |p: crate::corpus::ReadProgress| {
+            // A few updates a second are enough for the status line.
+            if last.elapsed().as_millis() >= 100 {
+                last = Instant::now();
+                out.emit(Event::Reading {
+                    generation,
+                    files: p.files,
+                    converted: p.converted,
+                });
+            }
+        };
+        let result = crate::cases::load_corpus(&s.corpus, &s.rules, &mut progress)
             .and_then(|c| {
                 Engine::refreshed(
                     self.engine.as_deref(),

@@ -240,6 +240,8 @@ fn prefix_parent_and_query_panes() {
         token_offset: Some(first.input_position(3, 2)),
         in_tail: false,
         only_here: false,
+        page_start: None,
+        page_end: None,
         parent: Some(ParentHit {
             id: parent.id("runbooks/rotate-keys.md"),
             heading: parent.heading.clone(),
@@ -426,6 +428,8 @@ fn enter_on_a_hit_shows_the_match() {
         in_tail: true,
         only_here: false,
         parent: None,
+        page_start: None,
+        page_end: None,
     };
     let generation = m.chunked_generation;
     update(

@@ -95,12 +95,14 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
             total,
             embedded,
             per_second,
+            requests,
         } => {
             if let Some(e) = m.embed.as_mut().filter(|e| e.generation == generation) {
                 e.done = done;
                 e.total = total;
                 e.embedded = embedded;
                 e.per_second = per_second;
+                e.requests = requests;
             }
             Vec::new()
         }

@@ -22,6 +22,8 @@ pub struct EmbedStatus {
     pub total: usize,
     pub embedded: usize,
     pub per_second: f64,
+    /// With an embedding server: requests in flight and retries so far.
+    pub requests: Option<(usize, usize)>,
     pub finished: bool,
     pub seconds: f64,
     /// Vectors kept from the previous chunking's index.
@@ -177,6 +179,10 @@ impl Highlight {
 pub struct Model {
     pub corpus_path: PathBuf,
     pub model_name: String,
+    /// Where vectors come from, in words ("native f32", or the server and its model).
+    pub backend: String,
+    /// The embedding server's window, when vectors come from one.
+    pub server: Option<chunkscope_core::embed::remote::ServerWindow>,
     pub windows: ModelWindows,
     pub specials: usize,
     /// The knobs as the user set them.
@@ -264,6 +270,8 @@ impl Model {
         Model {
             corpus_path,
             model_name,
+            backend: "native f32".into(),
+            server: None,
             windows,
             specials,
             settings,
@@ -312,7 +320,11 @@ impl Model {
     }
 
     pub fn window(&self) -> Window {
-        self.windows.resolve(self.window_spec)
+        let w = self.windows.resolve(self.window_spec);
+        match &self.server {
+            Some(s) => s.apply(self.window_spec, w),
+            None => w,
+        }
     }
 
     /// The keymap layer in force: the help overlay's, else the pane's.
@@ -451,6 +463,7 @@ impl Model {
             total: 0,
             embedded: 0,
             per_second: 0.0,
+            requests: None,
             finished: false,
             seconds: 0.0,
             kept: 0,

@@ -37,8 +37,13 @@ pub fn run(a: AuditArgs) -> Result<ExitCode> {
     let over = audit(&engine, &chunking, &window, a.json, &mut out)?;
     out.flush().ok();
     if a.fail_on_tail && over {
+        let what = if window.rejects {
+            "are rejected by the server: longer than"
+        } else {
+            "overflow"
+        };
         eprintln!(
-            "chunkscope: chunks overflow the {}-token window (--fail-on-tail)",
+            "chunkscope: chunks {what} the {}-token window (--fail-on-tail)",
             window.tokens
         );
         return Ok(ExitCode::from(1));
@@ -95,6 +100,9 @@ fn audit(
             "model": engine.model.id,
             "window": window.tokens,
             "window_source": window.source,
+            // With a server that refuses long inputs, chunks over the window get no vector at
+            // all (rejected) instead of a tail.
+            "rejected": if window.rejects { total.over_window } else { 0 },
             "settings": chunking.settings.label(),
             "total": total,
             "files": files,
@@ -132,14 +140,24 @@ fn audit(
             writeln!(out, "{}", row(f.file, &f.stats))?;
         }
         writeln!(out, "{}", row("TOTAL", &total))?;
-        writeln!(
-            out,
-            "{} of {} chunks ({:.1} %) overflow the window; {} embed tokens are never embedded.",
-            total.over_window,
-            total.chunks,
-            total.over_percent(),
-            total.never_embedded_tokens
-        )?;
+        if window.rejects {
+            writeln!(
+                out,
+                "{} of {} chunks ({:.1} %) are longer than the server accepts: rejected, never embedded at all.",
+                total.over_window,
+                total.chunks,
+                total.over_percent(),
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{} of {} chunks ({:.1} %) overflow the window; {} embed tokens are never embedded.",
+                total.over_window,
+                total.chunks,
+                total.over_percent(),
+                total.never_embedded_tokens
+            )?;
+        }
         for s in &engine.corpus.skipped {
             writeln!(out, "skipped {}: {}", s.path, s.reason)?;
         }

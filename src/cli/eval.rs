@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 
 use chunkscope_core::cases::Cases;
 use chunkscope_core::config::Config;
+use chunkscope_core::embed::remote::RemoteConfig;
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::eval::{evaluate, Report};
 use chunkscope_core::search::SearchIndex;
@@ -82,7 +83,7 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
         bad();
         anyhow::bail!("{}: no usable cases", cases.file);
     }
-    let window = engine.model.windows.resolve(config.window);
+    let window = super::prepare::window_for(&engine, &config);
     let chunking = chunk(&engine, &config, &mut say)?;
     let ks = chunkscope_core::eval::ks_with(&a.k, a.at);
     let rrf = config.search_rrf_k;
@@ -90,7 +91,7 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
         &engine,
         &chunking,
         &cases,
-        &window,
+        (&window, config.remote()),
         (&ks, a.at, rrf),
         &mut say,
     )?;
@@ -161,11 +162,12 @@ fn eval(
     engine: &Engine,
     chunking: &Chunking,
     cases: &Cases,
-    window: &Window,
+    (window, remote): (&Window, Option<RemoteConfig>),
     (ks, k, rrf_k): (&[usize], usize, usize),
     say: &mut dyn FnMut(&str),
 ) -> Result<Report> {
-    let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, say)?;
+    let (embedder, mut cache, vectors) =
+        chunk_vectors(engine, chunking, window, remote.as_ref(), say)?;
     let mut index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
     index.rrf_k = rrf_k;
     let report = evaluate(

@@ -53,8 +53,9 @@ pub fn chunks(a: ChunksArgs) -> Result<ExitCode> {
 }
 
 pub fn embed(a: EmbedArgs) -> Result<ExitCode> {
-    let (_, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
-    let (_, _, vectors) = chunk_vectors(&engine, &chunking, &window, &mut say)?;
+    let (config, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
+    let remote = config.remote();
+    let (_, _, vectors) = chunk_vectors(&engine, &chunking, &window, remote.as_ref(), &mut say)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     write_vectors_jsonl(&engine, &chunking, &window, &vectors, &mut out)?;
     out.flush()?;

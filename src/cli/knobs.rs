@@ -27,6 +27,10 @@ pub struct Knobs {
     /// Model: a local folder or a hub id.
     #[arg(long)]
     pub model: Option<String>,
+    /// An embedding server (OpenAI-compatible), e.g. http://127.0.0.1:8080/v1: vectors come from
+    /// it; tokens are counted with --model's tokenizer.
+    #[arg(long)]
+    pub endpoint: Option<String>,
     /// Preset: spring-ai, langchain-chars (1500/150 chars), langchain-tokens (240/32 embed tokens),
     /// markdown (structure first, 120 embed tokens), maxmin (semantic, at most 120 embed tokens).
     #[arg(long)]
@@ -94,6 +98,7 @@ impl Knobs {
         .collect();
         Ok(Overrides {
             model: self.model.clone(),
+            endpoint: self.endpoint.clone(),
             window: word("window", &self.window)?,
             preset: word("preset", &self.preset)?,
             strategy: word("strategy", &self.strategy)?,

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use chunkscope_core::chunk::Strategy;
 use chunkscope_core::config::Config;
 use chunkscope_core::corpus::Corpus;
+use chunkscope_core::embed::remote::RemoteConfig;
 use chunkscope_core::embed::{cache, EmbedCache, Embedder};
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::model;
@@ -29,9 +30,18 @@ pub(crate) fn say(line: &str) {
 pub(crate) fn prepare(corpus: &Path, knobs: &Knobs) -> Result<(Config, Engine, Window, Chunking)> {
     let config = knobs.config(Some(corpus))?;
     let engine = open_engine(corpus, &config, &mut say)?;
-    let window = engine.model.windows.resolve(config.window);
+    let window = window_for(&engine, &config);
     let chunking = chunk(&engine, &config, &mut say)?;
     Ok((config, engine, window, chunking))
+}
+
+/// The window in force: the model's, or with an embedding server, the one it enforces.
+pub(crate) fn window_for(engine: &Engine, config: &Config) -> Window {
+    let w = engine.model.windows.resolve(config.window);
+    match config.remote() {
+        Some(r) => chunkscope_core::embed::remote::ServerWindow::probe(&r).apply(config.window, w),
+        None => w,
+    }
 }
 
 /// Find the model, read the corpus and tokenize it once. Progress goes to `say`.
@@ -93,34 +103,57 @@ pub(crate) fn chunk(
         .context("chunking was cancelled")
 }
 
-/// The embedder, its cache (loaded from disk), and one vector per chunk of `chunking`, embedding
-/// only what the cache lacks. Progress goes to `say`.
+/// The embedder (the model, or the configured server), its cache (loaded from disk), and one
+/// vector per chunk of `chunking`, embedding only what the cache lacks. Progress goes to `say`.
+/// With a server, vectors are stored as they arrive (the cache file rewritten atomically every
+/// few seconds and when the server fails), so a rerun embeds only what is still missing.
 pub(crate) fn chunk_vectors(
     engine: &Engine,
     chunking: &Chunking,
     window: &Window,
+    remote: Option<&RemoteConfig>,
     say: &mut dyn FnMut(&str),
 ) -> Result<(Embedder, EmbedCache, Vec<Vec<f32>>)> {
-    let embedder = Embedder::load(&engine.model)?;
+    let embedder = Embedder::open(&engine.model, remote)?;
     let mut cache = EmbedCache::open(&cache::default_path(&embedder.model_key), embedder.dim());
     let owned = chunking.embed_texts(engine);
     let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
     let started = std::time::Instant::now();
     let mut last = std::time::Instant::now();
-    let (vectors, embedded) = embed_cached(
-        &embedder,
-        &mut cache,
-        &texts,
-        window.tokens,
-        |done, total| {
+    let mut saved = std::time::Instant::now();
+    let slice = match &remote {
+        Some(r) => (r.batch * r.in_flight * 4).max(1),
+        None => texts.len().max(1),
+    };
+    let (mut vectors, mut embedded) = (Vec::with_capacity(texts.len()), 0);
+    for part in texts.chunks(slice) {
+        let done_before = vectors.len();
+        let total = texts.len();
+        let (vs, n) = embed_cached(&embedder, &mut cache, part, window.tokens, |done, _| {
             if last.elapsed().as_millis() > 500 {
-                say(&format!("embedding {done}/{total} chunks…"));
+                say(&format!("embedding {}/{total} chunks…", done_before + done));
                 last = std::time::Instant::now();
             }
             true
-        },
-    )
-    .context("embedding stopped")?;
+        })
+        .context("embedding stopped")?;
+        if let Some(e) = embedder.take_error() {
+            if let Err(s) = cache.save() {
+                say(&format!("embedding cache not saved: {s}"));
+            }
+            anyhow::bail!(
+                "{e}; the vectors received so far are kept, a rerun embeds only the rest"
+            );
+        }
+        vectors.extend(vs);
+        embedded += n;
+        if remote.is_some() && saved.elapsed().as_secs() >= 2 {
+            if let Err(s) = cache.save() {
+                say(&format!("embedding cache not saved: {s}"));
+            }
+            saved = std::time::Instant::now();
+        }
+    }
     if embedded == 0 {
         say(&format!(
             "{} chunks, all embeddings from the cache: nothing embedded",

@@ -83,7 +83,12 @@ pub fn run(
 
     let (tx, rx) = channel::<Msg>();
     // One model per process, shared by Max-Min's sentences and the chunks' vectors.
-    let shared = SharedEmbedder::new(info.clone());
+    let remote = config.remote();
+    if let Some(r) = &remote {
+        m.backend = format!("remote {} {}", r.endpoint, r.model);
+        m.server = Some(chunkscope_core::embed::remote::ServerWindow::probe(r));
+    }
+    let shared = SharedEmbedder::with_remote(info.clone(), remote);
     let embedder = EmbedWorker::spawn_with_rrf_k(shared.clone(), config.search_rrf_k, tx.clone());
     m.query.k = config.search_k;
     // Evaluation cases: --cases, else CORPUS/cases.tsv, else the SQuAD JSON the corpus came from.

@@ -154,7 +154,11 @@ pub fn render_chunk<'a>(
     if let Some(pages) = document.page_span(ch.chunk.start, ch.chunk.end) {
         head.push_str(&format!(" · {}", super::pages_label(pages)));
     }
-    if let Some(tl) = tail {
+    if tail.is_some() && m.window().rejects {
+        head.push_str(&format!(
+            " · REJECTED: longer than the server's {window} tokens, no vector "
+        ));
+    } else if let Some(tl) = tail {
         head.push_str(&format!(
             " · tail from token {} ({} never embedded) ",
             ch.input_position(tl.first_token, m.specials),

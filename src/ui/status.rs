@@ -19,13 +19,14 @@ pub fn top(frame: &mut Frame, area: Rect, m: &Model) {
     .filter_map(|(n, v)| v.map(|v| format!("{n} {v}")))
     .collect();
     let text = format!(
-        " chunkscope  {}  window {} ({}{}{})  model {} (native f32)  theme {}  {}",
+        " chunkscope  {}  window {} ({}{}{})  model {} ({})  theme {}  {}",
         m.settings.label(),
         w.tokens,
         w.source,
         if others.is_empty() { "" } else { "; " },
         others.join(", "),
         m.model_name,
+        m.backend,
         m.theme.name,
         m.corpus_path.display(),
     );
@@ -120,9 +121,12 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
         } else {
             String::new()
         };
+        let server = e.requests.map_or(String::new(), |(flying, retries)| {
+            format!(" · {flying} requests in flight · {retries} retries")
+        });
         Span::styled(
             format!(
-                " chunked in {} ms · embedding {}/{} · {:.0} chunks/s{eta} ",
+                " chunked in {} ms · embedding {}/{} · {:.0} chunks/s{server}{eta} ",
                 m.last_chunk_millis.unwrap_or(0),
                 e.done,
                 e.total,

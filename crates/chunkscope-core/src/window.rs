@@ -61,6 +61,9 @@ pub struct Window {
     /// Tokens the model reads, specials included.
     pub tokens: usize,
     pub source: String,
+    /// True when the embedder refuses a longer input instead of truncating it (an embedding
+    /// server without truncation): an overflowing chunk is rejected, not given a tail.
+    pub rejects: bool,
 }
 
 impl ModelWindows {
@@ -72,6 +75,7 @@ impl ModelWindows {
         let w = self.resolve_unclamped(spec);
         match self.max_positions {
             Some(max) if w.tokens > max => Window {
+                rejects: false,
                 tokens: max,
                 source: format!(
                     "{} asked {}, clamped to the model's {max} positions",
@@ -97,6 +101,7 @@ impl ModelWindows {
                 return Window {
                     tokens: n,
                     source: "set by user".into(),
+                    rejects: false,
                 }
             }
             WindowSpec::Auto => 0,
@@ -110,12 +115,17 @@ impl ModelWindows {
                 } else {
                     format!("{name}, as the asked-for file is missing")
                 };
-                return Window { tokens: *t, source };
+                return Window {
+                    tokens: *t,
+                    source,
+                    rejects: false,
+                };
             }
         }
         Window {
             tokens: 512,
             source: "BERT default, the model declares none".into(),
+            rejects: false,
         }
     }
 

@@ -27,6 +27,14 @@ pub(super) struct RawFile {
 pub(super) struct RawModel {
     pub(super) id: Option<String>,
     pub(super) window: Option<toml::Value>,
+    pub(super) endpoint: Option<String>,
+    pub(super) served_model: Option<String>,
+    pub(super) api_key_env: Option<String>,
+    pub(super) batch: Option<usize>,
+    pub(super) in_flight: Option<usize>,
+    pub(super) timeout_s: Option<f64>,
+    pub(super) max_retries: Option<u32>,
+    pub(super) overflow: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -108,6 +116,7 @@ impl RawFile {
         let mut o = Overrides::default();
         if let Some(m) = &self.model {
             o.model = m.id.clone();
+            o.endpoint = m.endpoint.clone();
             if let Some(w) = &m.window {
                 let s = match w {
                     toml::Value::String(s) => s.clone(),

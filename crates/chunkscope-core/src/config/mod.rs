@@ -12,6 +12,7 @@ use super::chunk::{ChunkSettings, Preset, SpringAiParams, Strategy};
 use super::metadata::Use;
 
 use super::corpus::CorpusRules;
+use super::embed::remote::RemoteConfig;
 use super::model::DEFAULT_MODEL;
 use super::tokenize::Unit;
 use super::window::WindowSpec;
@@ -98,6 +99,8 @@ pub struct KeyOverride {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
     pub model: Option<String>,
+    /// An embedding server's base URL (`[model] endpoint`, `--endpoint`); empty: none.
+    pub endpoint: Option<String>,
     pub window: Option<WindowSpec>,
     pub preset: Option<Preset>,
     pub strategy: Option<Strategy>,
@@ -119,6 +122,9 @@ impl Overrides {
     pub fn apply(&self, c: &mut Config) {
         if let Some(m) = &self.model {
             c.model = m.clone();
+        }
+        if let Some(e) = &self.endpoint {
+            c.remote.endpoint = e.trim_end_matches('/').to_string();
         }
         if let Some(w) = self.window {
             c.window = w;
@@ -173,6 +179,8 @@ impl Overrides {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub model: String,
+    /// The embedding server, when `remote.endpoint` is not empty (see [`Config::remote`]).
+    pub remote: RemoteConfig,
     pub window: WindowSpec,
     pub chunking: ChunkSettings,
     pub corpus: CorpusRules,
@@ -193,6 +201,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             model: DEFAULT_MODEL.into(),
+            remote: RemoteConfig::new("", ""),
             window: WindowSpec::Auto,
             chunking: ChunkSettings::default(),
             corpus: CorpusRules::default(),
@@ -208,6 +217,19 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The embedding server to use, if any: the model name it is asked for is `served_model`,
+    /// else the model id.
+    pub fn remote(&self) -> Option<RemoteConfig> {
+        if self.remote.endpoint.is_empty() {
+            return None;
+        }
+        let mut r = self.remote.clone();
+        if r.model.is_empty() {
+            r.model = self.model.clone();
+        }
+        Some(r)
+    }
+
     /// Parse `text` (named `file` in messages) over the defaults.
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
         let located = |p: ConfigProblem| ConfigError::located(file, text, p);
@@ -233,6 +255,35 @@ impl Config {
         c.chunking
             .validate()
             .map_err(|e| located(ConfigProblem::Settings(e)))?;
+        if let Some(m) = &raw.model {
+            let r = &mut c.remote;
+            if let Some(v) = &m.served_model {
+                r.model = v.clone();
+            }
+            r.api_key_env = m.api_key_env.clone().filter(|v| !v.is_empty());
+            if let Some(v) = m.batch {
+                r.batch = v.max(1);
+            }
+            if let Some(v) = m.in_flight {
+                r.in_flight = v.max(1);
+            }
+            if let Some(v) = m.timeout_s {
+                r.timeout = std::time::Duration::from_secs_f64(v.clamp(0.1, 3600.0));
+            }
+            if let Some(v) = m.max_retries {
+                r.max_retries = v;
+            }
+            if let Some(v) = &m.overflow {
+                r.overflow = match v.as_str() {
+                    "auto" => None,
+                    other => Some(
+                        other
+                            .parse()
+                            .map_err(|e| located(ConfigProblem::value("model", "overflow", e)))?,
+                    ),
+                };
+            }
+        }
         if let Some(co) = raw.corpus {
             if let Some(v) = co.include {
                 c.corpus.include = v;

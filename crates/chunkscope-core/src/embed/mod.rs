@@ -1,9 +1,11 @@
 //! The embedder: the model's tokenizer truncated to the window in force, our BERT forward pass,
-//! mean pooling and L2 normalisation, and a cache so nothing is embedded twice.
+//! mean pooling and L2 normalisation, and a cache so nothing is embedded twice; or an embedding
+//! server (`remote`) that reads what it reads, counted with the same tokenizer.
 
 pub mod bert;
 pub mod cache;
 pub mod kernels;
+pub mod remote;
 
 use std::time::Instant;
 
@@ -18,12 +20,23 @@ pub use cache::EmbedCache;
 /// Sequences are grouped into forward passes of about this many tokens.
 const TOKENS_PER_PASS: usize = 4096;
 
+/// Where vectors come from.
+enum Backend {
+    /// Our BERT forward pass on this machine.
+    Native(Bert),
+    /// An embedding server.
+    Remote(remote::Remote),
+}
+
 pub struct Embedder {
-    bert: Bert,
+    backend: Backend,
     /// The model's tokenizer with truncation and padding off; the window is applied per text.
     tok: EmbedTokenizer,
-    /// Identifies the model in cache keys: its id and the weights' size.
+    /// Identifies the model in cache keys: its id and the weights' size, or the server and its
+    /// model name.
     pub model_key: String,
+    /// Why the last run stopped, when a server failed (taken by the caller to report it).
+    error: std::sync::Mutex<Option<String>>,
 }
 
 /// What an embedding run measured.
@@ -39,20 +52,73 @@ impl Embedder {
         let bert = Bert::load(&info.dir)?;
         let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
         Ok(Embedder {
-            bert,
+            backend: Backend::Native(bert),
             tok,
             model_key: model_key(info),
+            error: Default::default(),
         })
     }
 
+    /// The embedder a configuration asks for: the server when `remote` is set (its tokens
+    /// counted with the model's tokenizer), else the model on this machine.
+    pub fn open(info: &ModelInfo, remote: Option<&remote::RemoteConfig>) -> Result<Embedder> {
+        let Some(config) = remote else {
+            return Embedder::load(info);
+        };
+        let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
+        let server = remote::Remote::connect(config.clone())?;
+        Ok(Embedder {
+            model_key: config.model_key(),
+            backend: Backend::Remote(server),
+            tok,
+            error: Default::default(),
+        })
+    }
+
+    /// The backend in words, for the status line and exports (never a key).
+    pub fn backend_name(&self) -> String {
+        match &self.backend {
+            Backend::Native(_) => "native".into(),
+            Backend::Remote(r) => format!("remote {} ({})", r.config.endpoint, r.config.model),
+        }
+    }
+
+    /// The server, when vectors come from one.
+    pub fn remote(&self) -> Option<&remote::Remote> {
+        match &self.backend {
+            Backend::Remote(r) => Some(r),
+            Backend::Native(_) => None,
+        }
+    }
+
+    /// Why the last run stopped early, when a server failed; cleared by the call.
+    pub fn take_error(&self) -> Option<String> {
+        self.error.lock().ok().and_then(|mut e| e.take())
+    }
+
     pub fn dim(&self) -> usize {
-        self.bert.config.hidden
+        match &self.backend {
+            Backend::Native(b) => b.config.hidden,
+            Backend::Remote(r) => r.dim,
+        }
+    }
+
+    /// Tokens the model's tokenizer makes of `text`, specials included (what a server that
+    /// refuses long inputs compares with its window).
+    pub fn input_tokens(&self, text: &str) -> usize {
+        self.tok
+            .tokenizer()
+            .encode(text, true)
+            .map_or(0, |e| e.len())
     }
 
     /// The ids the model reads for `text` at `window`: content truncated to window - specials, then
     /// [CLS] and [SEP] added, as the tokenizers pipeline does with truncation on.
     pub fn ids(&self, text: &str, window: usize) -> Vec<u32> {
-        let window = window.min(self.bert.config.max_positions);
+        let window = match &self.backend {
+            Backend::Native(b) => window.min(b.config.max_positions),
+            Backend::Remote(_) => window,
+        };
         let content = window.saturating_sub(self.tok.specials());
         // Long texts: encode a prefix cut at whitespace that surely holds `content` tokens when the
         // tokenizer is word-local (a word never straddles the cut, so the prefix's tokens are the
@@ -91,6 +157,10 @@ impl Embedder {
         window: usize,
         mut keep_going: impl FnMut(usize) -> bool,
     ) -> Option<(Vec<Vec<f32>>, EmbedRun)> {
+        let bert = match &self.backend {
+            Backend::Native(b) => b,
+            Backend::Remote(r) => return self.embed_remote(r, texts, window, keep_going),
+        };
         let started = Instant::now();
         let ids: Vec<Vec<u32>> = {
             use rayon::prelude::*;
@@ -116,7 +186,7 @@ impl Embedder {
                 end += 1;
             }
             let batch: Vec<Vec<u32>> = order[at..end].iter().map(|&i| ids[i].clone()).collect();
-            for (v, &i) in self.bert.embed(&batch).into_iter().zip(&order[at..end]) {
+            for (v, &i) in bert.embed(&batch).into_iter().zip(&order[at..end]) {
                 out[i] = v;
             }
             done += end - at;
@@ -133,6 +203,61 @@ impl Embedder {
         ))
     }
 
+    /// The server's vectors for `texts`, sent whole (the server truncates at its window). A
+    /// server that refuses long inputs is not sent the texts over `window`: they get a zero
+    /// vector, which no search ranks.
+    fn embed_remote(
+        &self,
+        server: &remote::Remote,
+        texts: &[&str],
+        window: usize,
+        mut keep_going: impl FnMut(usize) -> bool,
+    ) -> Option<(Vec<Vec<f32>>, EmbedRun)> {
+        let started = Instant::now();
+        let dim = server.dim;
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        let mut send: Vec<usize> = Vec::new();
+        let mut tokens = 0;
+        for (i, t) in texts.iter().enumerate() {
+            let n = self.input_tokens(t);
+            if server.overflow() == remote::Overflow::Reject && n > window {
+                out[i] = vec![0.0; dim];
+            } else {
+                tokens += n.min(window);
+                send.push(i);
+            }
+        }
+        let inputs: Vec<&str> = send.iter().map(|&i| texts[i]).collect();
+        let mut done = texts.len() - send.len();
+        if !keep_going(done) {
+            return None;
+        }
+        let result = server.embed(&inputs, |positions, vectors| {
+            for (&p, v) in positions.iter().zip(vectors) {
+                out[send[p]] = v;
+            }
+            done += positions.len();
+            keep_going(done)
+        });
+        let run = EmbedRun {
+            texts: texts.len(),
+            tokens,
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        match result {
+            Ok(true) => Some((out, run)),
+            Ok(false) => None,
+            Err(e) => {
+                // What arrived is kept (empty vectors where nothing did), so the caller can
+                // store it before reporting the error from `take_error`.
+                if let Ok(mut slot) = self.error.lock() {
+                    *slot = Some(e.to_string());
+                }
+                Some((out, run))
+            }
+        }
+    }
+
     pub fn embed(&self, texts: &[&str], window: usize) -> Vec<Vec<f32>> {
         self.embed_with(texts, window, |_| true)
             .map(|r| r.0)
@@ -145,13 +270,20 @@ impl Embedder {
 #[derive(Clone)]
 pub struct SharedEmbedder {
     info: ModelInfo,
+    remote: Option<remote::RemoteConfig>,
     loaded: std::sync::Arc<std::sync::OnceLock<Result<std::sync::Arc<Embedder>, String>>>,
 }
 
 impl SharedEmbedder {
     pub fn new(info: ModelInfo) -> SharedEmbedder {
+        SharedEmbedder::with_remote(info, None)
+    }
+
+    /// The embedder of `info`, or the server `remote` names (counted with `info`'s tokenizer).
+    pub fn with_remote(info: ModelInfo, remote: Option<remote::RemoteConfig>) -> SharedEmbedder {
         SharedEmbedder {
             info,
+            remote,
             loaded: Default::default(),
         }
     }
@@ -160,7 +292,7 @@ impl SharedEmbedder {
     pub fn get(&self) -> Result<std::sync::Arc<Embedder>, String> {
         self.loaded
             .get_or_init(|| {
-                Embedder::load(&self.info)
+                Embedder::open(&self.info, self.remote.as_ref())
                     .map(std::sync::Arc::new)
                     .map_err(|e| format!("{e:#}"))
             })

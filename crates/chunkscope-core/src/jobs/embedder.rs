@@ -289,12 +289,21 @@ fn run_embed<M: From<Event>>(
     let total = texts.len();
     let mut embedded = 0usize;
     let mut done = 0usize;
+    let mut saved = Instant::now();
+    // A server gets enough texts per slice to keep every request slot busy.
+    let slice = st
+        .embedder
+        .as_ref()
+        .and_then(|e| e.remote())
+        .map_or(SLICE, |r| {
+            SLICE.max(r.config.batch * r.config.in_flight * 2)
+        });
     while done < total {
         if cancel.is_cancelled() {
             return;
         }
         st.serve_urgent(requests);
-        let end = (done + SLICE).min(total);
+        let end = (done + slice).min(total);
         let (Some(embedder), Some(cache)) = (st.embedder.as_ref(), st.cache.as_mut()) else {
             return;
         };
@@ -303,6 +312,31 @@ fn run_embed<M: From<Event>>(
         }) else {
             return;
         };
+        if let Some(e) = embedder.take_error() {
+            // A server failed: keep what arrived, say why, and stop this chunking's run.
+            if let Err(s) = cache.save() {
+                log::warn!("embedding cache not saved: {s}");
+            }
+            st.out.emit(Event::EmbedFailed(format!(
+                "{e}; the vectors received so far are kept"
+            )));
+            return;
+        }
+        if embedder.remote().is_some() && saved.elapsed().as_secs() >= 2 {
+            // Vectors from a server are stored as they arrive.
+            if let Err(s) = cache.save() {
+                log::warn!("embedding cache not saved: {s}");
+            }
+            saved = Instant::now();
+        }
+        let requests = embedder.remote().map(|r| {
+            (
+                r.traffic
+                    .in_flight
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                r.traffic.retries.load(std::sync::atomic::Ordering::Relaxed),
+            )
+        });
         embedded += new;
         // Vectors go in slice by slice: a cancelled run leaves them for the next update.
         if let Some(ix) = st.current.as_mut().and_then(|c| c.index.as_mut()) {
@@ -320,6 +354,7 @@ fn run_embed<M: From<Event>>(
             } else {
                 0.0
             },
+            requests,
         });
     }
     if let Some(cache) = st.cache.as_mut() {

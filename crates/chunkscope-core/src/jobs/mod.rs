@@ -56,6 +56,8 @@ pub enum Event {
         total: usize,
         embedded: usize,
         per_second: f64,
+        /// With an embedding server: requests in flight and retries so far.
+        requests: Option<(usize, usize)>,
     },
     /// Every chunk of a chunking has its vector; the vector index is ready.
     Embedded {

@@ -19,6 +19,18 @@ if ! "$venv/bin/python" -c "import tiktoken, tokenizers, langchain_text_splitter
 fi
 export CHUNKSCOPE_PYTHON="$PWD/$venv/bin/python"
 
+# A real embedding server for the remote-backend tests (tests/remote.rs): infinity-emb with
+# PyTorch, in its own environment (.venv-server, about 6 GB: PyTorch's wheels carry CUDA
+# libraries even on a CPU-only machine). Installed once.
+server_venv=.venv-server
+if ! "$server_venv/bin/python" -c "import infinity_emb" 2>/dev/null; then
+  echo "== setting up $server_venv (infinity-emb with PyTorch, a real OpenAI-compatible embedding server)"
+  python3 -m venv "$server_venv"
+  "$server_venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  "$server_venv/bin/python" -m pip install --quiet --disable-pip-version-check "infinity-emb[server,torch]"
+fi
+export CHUNKSCOPE_SERVER_PYTHON="$PWD/$server_venv/bin/python"
+
 # cl100k ranks for the Spring AI reference, from the tiktoken-rs crate we build with (never a
 # download): its manifest path comes from cargo metadata.
 if [ -z "${CL100K_BASE_TIKTOKEN:-}" ]; then

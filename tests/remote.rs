@@ -334,5 +334,41 @@ fn remote_backend_against_a_real_server() {
     }
     let twice: Vec<_> = times.iter().filter(|(_, n)| **n > 1).collect();
     assert!(twice.is_empty(), "embedded twice: {twice:?}");
+
+    // 4. A slow server (3 s per answer) never freezes the workbench: while requests are in
+    //    flight the status line says so, a knob turn re-chunks at once and q quits at once.
+    if !common::no_tmux() {
+        let (_slow, url) = start_proxy(&py, &base, &work.join("slow.log"), None, &["--delay", "3"]);
+        let session = format!("chunkscope-remote-{}", std::process::id());
+        let cmd = format!(
+            "CHUNKSCOPE_CACHE_DIR={} {} {} --model {} --endpoint {url}; echo EXITED-$?; sleep 60",
+            work.join("tui").display(),
+            env!("CARGO_BIN_EXE_chunkscope"),
+            common::repo().join("examples").display(),
+            common::model().dir.display(),
+        );
+        common::start_tmux(&session, 250, 40, &cmd);
+        let screen = common::wait_for_screen(
+            &session,
+            |s| s.contains("requests in flight"),
+            "requests in flight",
+        );
+        assert!(screen.contains(&format!("remote {url}")), "{screen}");
+        let pressed = Instant::now();
+        common::tmux(&["send-keys", "-t", &session, "p"]);
+        common::wait_for_screen(
+            &session,
+            |s| s.contains("langchain 1500 chars overlap 150"),
+            "the preset turned",
+        );
+        assert!(
+            pressed.elapsed() < Duration::from_secs(2),
+            "the knob took {:?} behind a slow server",
+            pressed.elapsed()
+        );
+        common::tmux(&["send-keys", "-t", &session, "q"]);
+        common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
+        let _ = common::tmux(&["kill-session", "-t", &session]);
+    }
     let _ = std::fs::remove_dir_all(&work);
 }

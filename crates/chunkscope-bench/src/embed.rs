@@ -26,6 +26,9 @@ pub struct BenchArgs<'a> {
     /// Join paragraphs into texts of at least this many characters (0: paragraphs as they are),
     /// so that every text fills the window.
     pub min_chars: usize,
+    /// An embedding server to time with 1, 2, 4 and 8 requests in flight, and the model name
+    /// it serves.
+    pub endpoint: Option<(String, String)>,
 }
 
 /// Paragraphs of the corpus (blank-line separated, at least 40 characters), joined until each has
@@ -135,6 +138,78 @@ pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()
     }
     if let Some(r) = &args.reference {
         writeln!(out, "reference: {r} (sentence-transformers, torch CPU)")?;
+    }
+    if let Some((url, model)) = &args.endpoint {
+        server(&emb, &refs, url, model, args, out)?;
+    }
+    Ok(())
+}
+
+/// The same texts through an embedding server with 1, 2, 4 and 8 requests in flight (batches
+/// of 32), beside the local backend at batch 32; tokens are counted at the largest window asked
+/// (the server's own truncation is its own).
+fn server(
+    emb: &Embedder,
+    refs: &[&str],
+    url: &str,
+    model: &str,
+    args: &BenchArgs,
+    out: &mut dyn Write,
+) -> Result<()> {
+    use chunkscope_core::embed::remote::{Remote, RemoteConfig};
+    let window = args.windows.iter().copied().max().unwrap_or(256);
+    let tokens: usize = refs.iter().map(|t| emb.ids(t, window).len()).sum();
+    let local = {
+        let t0 = Instant::now();
+        for batch in refs.chunks(32) {
+            emb.embed(batch, window);
+        }
+        t0.elapsed().as_secs_f64()
+    };
+    writeln!(
+        out,
+        "server {url} ({model}), {} texts, {tokens} tokens at window {window}, batches of 32",
+        refs.len()
+    )?;
+    writeln!(
+        out,
+        "{:>9} | {:>10} {:>8} | {:>10}",
+        "in flight", "tok/s", "texts/s", "vs local"
+    )?;
+    writeln!(
+        out,
+        "{:>9} | {:>10.0} {:>8.1} | {:>10}",
+        "local",
+        tokens as f64 / local,
+        refs.len() as f64 / local,
+        "1.00"
+    )?;
+    for in_flight in [1, 2, 4, 8] {
+        let mut cfg = RemoteConfig::new(url, model);
+        cfg.in_flight = in_flight;
+        cfg.batch = 32;
+        let remote = Remote::connect(cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let t0 = Instant::now();
+        let mut got = 0;
+        remote
+            .embed(refs, |ids, _| {
+                got += ids.len();
+                true
+            })
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let secs = t0.elapsed().as_secs_f64();
+        anyhow::ensure!(
+            got == refs.len(),
+            "the server answered {got} of {}",
+            refs.len()
+        );
+        writeln!(
+            out,
+            "{in_flight:>9} | {:>10.0} {:>8.1} | {:>10.2}",
+            tokens as f64 / secs,
+            refs.len() as f64 / secs,
+            local / secs
+        )?;
     }
     Ok(())
 }

@@ -112,6 +112,13 @@ enum What {
         /// Model folder or hub id.
         #[arg(long)]
         model: Option<String>,
+        /// An OpenAI-compatible embedding server (e.g. http://127.0.0.1:7997/v1), timed with 1,
+        /// 2, 4 and 8 requests in flight beside the local backend.
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// The model name the server serves (default: the model id).
+        #[arg(long)]
+        served_model: Option<String>,
     },
 }
 
@@ -157,8 +164,14 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
             repeat,
             min_chars,
             model,
+            endpoint,
+            served_model,
         } => {
+            let served = served_model
+                .or_else(|| model.clone())
+                .unwrap_or_else(|| DEFAULT_MODEL.to_string());
             let args = embed::BenchArgs {
+                endpoint: endpoint.map(|e| (e, served)),
                 corpus: &corpus,
                 texts,
                 windows,

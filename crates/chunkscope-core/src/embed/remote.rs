@@ -92,12 +92,15 @@ pub struct Traffic {
     pub requests: AtomicUsize,
 }
 
+/// A connected server. Cloning is cheap (the connection pool and counters are shared), which
+/// lets each request slot run on a thread of its own that a cancelled run need not wait for.
+#[derive(Clone)]
 pub struct Remote {
     pub config: RemoteConfig,
     agent: ureq::Agent,
     pub info: ServerInfo,
     pub dim: usize,
-    pub traffic: Traffic,
+    pub traffic: std::sync::Arc<Traffic>,
 }
 
 #[derive(Deserialize)]
@@ -145,7 +148,7 @@ impl Remote {
             agent,
             info,
             dim: 0,
-            traffic: Traffic::default(),
+            traffic: Default::default(),
         };
         let stop = AtomicBool::new(false);
         let v = remote.request_with_retries(&["dimension probe"], &stop)?;
@@ -165,62 +168,81 @@ impl Remote {
 
     /// Embed `texts` in batches with up to `in_flight` requests at once. `on_batch` receives
     /// each finished batch (positions in `texts` and their vectors) on the calling thread, as
-    /// they arrive; returning false stops the run (requests in flight are abandoned).
+    /// they arrive, and an empty one every 200 ms without an answer; returning false stops the
+    /// run (requests in flight are abandoned).
     pub fn embed(
         &self,
         texts: &[&str],
         mut on_batch: impl FnMut(&[usize], Vec<Vec<f32>>) -> bool,
     ) -> Result<bool, RemoteError> {
+        use std::sync::Arc;
         let batch = self.config.batch.max(1);
         let batches: Vec<Vec<usize>> = (0..texts.len())
             .collect::<Vec<_>>()
             .chunks(batch)
             .map(<[usize]>::to_vec)
             .collect();
-        let next = AtomicUsize::new(0);
-        let stop = AtomicBool::new(false);
+        let inputs: Arc<Vec<Vec<String>>> = Arc::new(
+            batches
+                .iter()
+                .map(|ids| ids.iter().map(|&i| texts[i].to_string()).collect())
+                .collect(),
+        );
+        let next = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel::<(usize, Result<Vec<Vec<f32>>, RemoteError>)>();
         let workers = self.config.in_flight.clamp(1, 64).min(batches.len().max(1));
+        for _ in 0..workers {
+            let (me, tx) = (self.clone(), tx.clone());
+            let (next, stop, inputs) = (Arc::clone(&next), Arc::clone(&stop), Arc::clone(&inputs));
+            // Detached: a cancelled run returns at once; a request still in flight finishes
+            // on its own and its answer is dropped.
+            std::thread::spawn(move || loop {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let b = next.fetch_add(1, Ordering::Relaxed);
+                let Some(batch) = inputs.get(b) else { return };
+                let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+                let result = me.request_with_retries(&refs, &stop);
+                if tx.send((b, result)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(tx);
         let mut finished = true;
         let mut failure = None;
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                let tx = tx.clone();
-                let (next, stop, batches) = (&next, &stop, &batches);
-                scope.spawn(move || loop {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
+        let mut received = 0;
+        while received < batches.len() {
+            // A quiet spell is reported as an empty batch, so the caller can show progress and
+            // cancel while requests are slow.
+            let (b, result) = match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(got) => got,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if !on_batch(&[], Vec::new()) {
+                        finished = false;
+                        break;
                     }
-                    let b = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(ids) = batches.get(b) else { return };
-                    let inputs: Vec<&str> = ids.iter().map(|&i| texts[i]).collect();
-                    let result = self.request_with_retries(&inputs, stop);
-                    if tx.send((b, result)).is_err() {
-                        return;
-                    }
-                });
-            }
-            drop(tx);
-            for (b, result) in rx.iter() {
-                match result {
-                    Ok(vs) => {
-                        if !on_batch(&batches[b], vs) {
-                            finished = false;
-                            stop.store(true, Ordering::Relaxed);
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        if !stop.load(Ordering::Relaxed) {
-                            failure = Some(e);
-                        }
-                        stop.store(true, Ordering::Relaxed);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            received += 1;
+            match result {
+                Ok(vs) => {
+                    if !on_batch(&batches[b], vs) {
+                        finished = false;
                         break;
                     }
                 }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
             }
-            stop.store(true, Ordering::Relaxed);
-        });
+        }
+        stop.store(true, Ordering::Relaxed);
         match failure {
             Some(e) => Err(e),
             None => Ok(finished),

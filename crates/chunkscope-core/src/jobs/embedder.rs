@@ -307,7 +307,30 @@ fn run_embed<M: From<Event>>(
         let (Some(embedder), Some(cache)) = (st.embedder.as_ref(), st.cache.as_mut()) else {
             return;
         };
-        let Some((vs, new)) = embed_cached(embedder, cache, &texts[done..end], window, |_, _| {
+        let out = &st.out;
+        let mut heard = Instant::now();
+        let Some((vs, new)) = embed_cached(embedder, cache, &texts[done..end], window, |d, _| {
+            // A server answers slowly: progress (with requests in flight and retries) goes out
+            // as batches arrive and while waiting for them, not only per slice.
+            if let Some(r) = embedder.remote() {
+                if heard.elapsed().as_millis() >= 250 {
+                    heard = Instant::now();
+                    let secs = started.elapsed().as_secs_f64();
+                    out.emit(Event::EmbedProgress {
+                        generation,
+                        done: all - total + done + d,
+                        total: all,
+                        embedded: embedded + d,
+                        per_second: (embedded + d) as f64 / secs.max(1e-9),
+                        requests: Some((
+                            r.traffic
+                                .in_flight
+                                .load(std::sync::atomic::Ordering::Relaxed),
+                            r.traffic.retries.load(std::sync::atomic::Ordering::Relaxed),
+                        )),
+                    });
+                }
+            }
             !cancel.is_cancelled()
         }) else {
             return;

@@ -335,7 +335,41 @@ fn remote_backend_against_a_real_server() {
     let twice: Vec<_> = times.iter().filter(|(_, n)| **n > 1).collect();
     assert!(twice.is_empty(), "embedded twice: {twice:?}");
 
-    // 4. A slow server (3 s per answer) never freezes the workbench: while requests are in
+    // 4. A server that refuses inputs over its window: chunks over it are counted as rejected
+    //    (not as tails), and --fail-on-tail fails on them.
+    let cfg = work.join("reject.toml");
+    std::fs::write(&cfg, "[model]\noverflow = \"reject\"\n").unwrap();
+    let audit = Command::new(env!("CARGO_BIN_EXE_chunkscope"))
+        .arg("audit")
+        .arg(common::repo().join("examples"))
+        .arg("--model")
+        .arg(&common::model().dir)
+        .args(["--endpoint", &base, "--config", cfg.to_str().unwrap(), "--json"])
+        .env("CHUNKSCOPE_CACHE_DIR", work.join("audit"))
+        .output()
+        .unwrap();
+    assert!(audit.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let over = report["total"]["over_window"].as_u64().unwrap();
+    assert!(over > 0);
+    assert_eq!(report["rejected"].as_u64(), Some(over));
+    assert!(report["window_source"]
+        .as_str()
+        .unwrap()
+        .contains("rejects longer inputs"));
+    let gate = Command::new(env!("CARGO_BIN_EXE_chunkscope"))
+        .arg("audit")
+        .arg(common::repo().join("examples"))
+        .arg("--model")
+        .arg(&common::model().dir)
+        .args(["--endpoint", &base, "--config", cfg.to_str().unwrap(), "--fail-on-tail"])
+        .env("CHUNKSCOPE_CACHE_DIR", work.join("audit"))
+        .output()
+        .unwrap();
+    assert_eq!(gate.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&gate.stderr).contains("rejected by the server"));
+
+    // 5. A slow server (3 s per answer) never freezes the workbench: while requests are in
     //    flight the status line says so, a knob turn re-chunks at once and q quits at once.
     if !common::no_tmux() {
         let (_slow, url) = start_proxy(&py, &base, &work.join("slow.log"), None, &["--delay", "3"]);

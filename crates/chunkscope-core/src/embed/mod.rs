@@ -233,7 +233,12 @@ impl Embedder {
             return None;
         }
         let result = server.embed(&inputs, |positions, vectors| {
-            for (&p, v) in positions.iter().zip(vectors) {
+            for (&p, mut v) in positions.iter().zip(vectors) {
+                // Searches rank by dot product: a server's vectors are normalised as ours are.
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                if norm > 0.0 {
+                    v.iter_mut().for_each(|x| *x /= norm);
+                }
                 out[send[p]] = v;
             }
             done += positions.len();

@@ -61,6 +61,8 @@ impl VectorIndex {
             .data
             .chunks_exact(self.dim.max(1))
             .zip(&self.ids)
+            // A zero vector is a chunk the embedder refused (a server's window): never a hit.
+            .filter(|(v, _)| v.iter().any(|x| *x != 0.0))
             .map(|(v, &id)| (id, v.iter().zip(q).map(|(a, b)| a * b).sum()))
             .collect();
         let k = k.min(scored.len());
@@ -88,7 +90,9 @@ mod tests {
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![8, 9]);
         assert!(ix.search(&[1.0, 0.0], 0).is_empty());
         assert_eq!(ix.search(&[1.0, 0.0], 10).len(), 3);
-        ix.remove(&[8].into_iter().collect());
+        ix.push(10, &[0.0, 0.0]);
+        assert_eq!(ix.search(&[1.0, 0.0], 10).len(), 3, "a zero vector is never a hit");
+        ix.remove(&[8, 10].into_iter().collect());
         assert_eq!(ix.ids(), &[7, 9]);
         let hits = ix.search(&[0.0, 1.0], 1);
         assert_eq!(hits[0].0, 9);

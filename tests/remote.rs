@@ -344,7 +344,13 @@ fn remote_backend_against_a_real_server() {
         .arg(common::repo().join("examples"))
         .arg("--model")
         .arg(&common::model().dir)
-        .args(["--endpoint", &base, "--config", cfg.to_str().unwrap(), "--json"])
+        .args([
+            "--endpoint",
+            &base,
+            "--config",
+            cfg.to_str().unwrap(),
+            "--json",
+        ])
         .env("CHUNKSCOPE_CACHE_DIR", work.join("audit"))
         .output()
         .unwrap();
@@ -362,7 +368,13 @@ fn remote_backend_against_a_real_server() {
         .arg(common::repo().join("examples"))
         .arg("--model")
         .arg(&common::model().dir)
-        .args(["--endpoint", &base, "--config", cfg.to_str().unwrap(), "--fail-on-tail"])
+        .args([
+            "--endpoint",
+            &base,
+            "--config",
+            cfg.to_str().unwrap(),
+            "--fail-on-tail",
+        ])
         .env("CHUNKSCOPE_CACHE_DIR", work.join("audit"))
         .output()
         .unwrap();

@@ -91,7 +91,11 @@ mod tests {
         assert!(ix.search(&[1.0, 0.0], 0).is_empty());
         assert_eq!(ix.search(&[1.0, 0.0], 10).len(), 3);
         ix.push(10, &[0.0, 0.0]);
-        assert_eq!(ix.search(&[1.0, 0.0], 10).len(), 3, "a zero vector is never a hit");
+        assert_eq!(
+            ix.search(&[1.0, 0.0], 10).len(),
+            3,
+            "a zero vector is never a hit"
+        );
         ix.remove(&[8, 10].into_iter().collect());
         assert_eq!(ix.ids(), &[7, 9]);
         let hits = ix.search(&[0.0, 1.0], 1);

@@ -98,6 +98,9 @@ fn audit(
     if as_json {
         let v = json!({
             "model": engine.model.id,
+            "pooling": engine.model.modules.describe(),
+            "document_prompt": engine.model.modules.document_prompt(),
+            "query_prompt": engine.model.modules.query_prompt(),
             "window": window.tokens,
             "window_source": window.source,
             // With a server that refuses long inputs, chunks over the window get no vector at
@@ -113,12 +116,21 @@ fn audit(
     } else {
         writeln!(
             out,
-            "model {}  window {} ({})  {}",
+            "model {} ({})  window {} ({})  {}",
             engine.model.short_name(),
+            engine.model.modules.describe(),
             window.tokens,
             window.source,
             chunking.settings.label()
         )?;
+        if !engine.model.modules.document_prompt().is_empty() {
+            writeln!(
+                out,
+                "document prompt {:?} (counted in every chunk's window), query prompt {:?}",
+                engine.model.modules.document_prompt(),
+                engine.model.modules.query_prompt()
+            )?;
+        }
         writeln!(
             out,
             "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",

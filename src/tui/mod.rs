@@ -83,6 +83,13 @@ pub fn run(
 
     let (tx, rx) = channel::<Msg>();
     // One model per process, shared by Max-Min's sentences and the chunks' vectors.
+    m.backend = format!("native f32 · {}", info.modules.describe());
+    if !info.modules.declared {
+        m.notes.push(format!(
+            "{}: no modules.json: mean pooling without normalisation, as sentence-transformers does for a plain transformers folder",
+            info.id
+        ));
+    }
     let remote = config.remote();
     if let Some(r) = &remote {
         m.backend = format!("remote {} {}", r.endpoint, r.model);

@@ -359,12 +359,18 @@ impl Engine {
             .zip(parent_of)
             .enumerate()
             .map(|(i, (c, parent))| {
-                let prefix = policy
-                    .prefix(path, c.heading.as_deref(), i, &front)
-                    .map(|p| {
-                        let n = self.tok.count(&p);
-                        (std::sync::Arc::<str>::from(p), n)
-                    });
+                // The model's document prompt comes first, then the embedded metadata: both
+                // take window tokens, as the prompt does in sentence-transformers.
+                let prompt = self.model.modules.document_prompt();
+                let meta = policy.prefix(path, c.heading.as_deref(), i, &front);
+                let prefix = match (prompt, meta) {
+                    ("", None) => None,
+                    (p, m) => Some(format!("{p}{}", m.unwrap_or_default())),
+                }
+                .map(|p| {
+                    let n = self.tok.count(&p);
+                    (std::sync::Arc::<str>::from(p), n)
+                });
                 let mut m = MeasuredChunk::measure(&view, i, c, settings.unit).with_prefix(prefix);
                 m.parent = parent;
                 m

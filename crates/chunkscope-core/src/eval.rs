@@ -321,7 +321,13 @@ pub fn evaluate(
             .filter(|&id| parent_of[id as usize].is_none_or(|p| seen.insert(p)))
             .collect()
     };
-    let questions: Vec<&str> = cases.cases.iter().map(|c| c.question.as_str()).collect();
+    // Questions are embedded as queries: with the model's query prompt.
+    let prompted: Vec<std::borrow::Cow<str>> = cases
+        .cases
+        .iter()
+        .map(|c| embedder.query_text(&c.question))
+        .collect();
+    let questions: Vec<&str> = prompted.iter().map(|q| q.as_ref()).collect();
     let (qvs, _) =
         embed_cached(embedder, cache, &questions, window, |_, _| true).unwrap_or_default();
     let first_hit = |ranking: &[u64], answer: &str| {

@@ -32,6 +32,8 @@ pub struct ModelInfo {
     /// Where it was found, in words.
     pub found_in: String,
     pub windows: ModelWindows,
+    /// Pooling, dense layers, normalisation and prompts, as sentence-transformers reads them.
+    pub modules: crate::embed::st::StModules,
 }
 
 impl ModelInfo {
@@ -47,6 +49,7 @@ impl ModelInfo {
             dir: dir.to_path_buf(),
             found_in: found_in.to_string(),
             windows: read_windows(dir)?,
+            modules: crate::embed::st::StModules::read(dir)?,
         })
     }
 

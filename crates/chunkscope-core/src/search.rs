@@ -392,9 +392,15 @@ impl SearchIndex {
             None => false,
         });
         let qv = if self.has_vectors() {
-            embed_cached(embedder, cache, &[query], window, |_, _| true)
-                .map(|(v, _)| v.into_iter().next().unwrap_or_default())
-                .unwrap_or_default()
+            embed_cached(
+                embedder,
+                cache,
+                &[embedder.query_text(query).as_ref()],
+                window,
+                |_, _| true,
+            )
+            .map(|(v, _)| v.into_iter().next().unwrap_or_default())
+            .unwrap_or_default()
         } else {
             Vec::new()
         };

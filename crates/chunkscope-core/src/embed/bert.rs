@@ -170,11 +170,31 @@ impl Bert {
 
     /// Mean-pooled, L2-normalised embeddings of token id sequences (specials included).
     pub fn embed(&self, seqs: &[Vec<u32>]) -> Vec<Vec<f32>> {
+        let modules = super::st::StModules {
+            normalize: true,
+            ..Default::default()
+        };
+        let h = self.config.hidden;
+        let (x, starts) = self.hidden_states(seqs);
+        seqs.iter()
+            .zip(&starts)
+            .map(|(seq, &at)| {
+                if seq.is_empty() {
+                    return vec![0.0; h];
+                }
+                modules.pool(&x[at * h..(at + seq.len()) * h], h, 0)
+            })
+            .collect()
+    }
+
+    /// The last layer's states of every token of every sequence, packed (rows of `hidden`), and
+    /// the row each sequence starts at.
+    pub fn hidden_states(&self, seqs: &[Vec<u32>]) -> (Vec<f32>, Vec<usize>) {
         let c = &self.config;
         let h = c.hidden;
         let total: usize = seqs.iter().map(Vec::len).sum();
         if total == 0 {
-            return seqs.iter().map(|_| vec![0.0; h]).collect();
+            return (Vec::new(), vec![0; seqs.len()]);
         }
         let starts: Vec<usize> = seqs
             .iter()
@@ -256,22 +276,7 @@ impl Bert {
             );
             std::mem::swap(&mut x, &mut tmp);
         }
-        seqs.iter()
-            .enumerate()
-            .map(|(s, seq)| {
-                let mut v = vec![0.0f32; h];
-                for p in 0..seq.len() {
-                    for (a, b) in v.iter_mut().zip(&x[(starts[s] + p) * h..][..h]) {
-                        *a += b;
-                    }
-                }
-                let n = seq.len().max(1) as f32;
-                v.iter_mut().for_each(|a| *a /= n);
-                let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-12);
-                v.iter_mut().for_each(|a| *a /= norm);
-                v
-            })
-            .collect()
+        (x, starts)
     }
 
     /// Self-attention of every sequence and head; writes the context vectors into `ctx`.

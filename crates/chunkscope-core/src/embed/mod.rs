@@ -6,6 +6,7 @@ pub mod bert;
 pub mod cache;
 pub mod kernels;
 pub mod remote;
+pub mod st;
 
 use std::time::Instant;
 
@@ -30,6 +31,8 @@ enum Backend {
 
 pub struct Embedder {
     backend: Backend,
+    /// What follows the transformer (pooling, dense, normalisation) and the model's prompts.
+    pub modules: st::StModules,
     /// The model's tokenizer with truncation and padding off; the window is applied per text.
     tok: EmbedTokenizer,
     /// Identifies the model in cache keys: its id and the weights' size, or the server and its
@@ -52,6 +55,7 @@ impl Embedder {
         let bert = Bert::load(&info.dir)?;
         let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
         Ok(Embedder {
+            modules: info.modules.clone(),
             backend: Backend::Native(bert),
             tok,
             model_key: model_key(info),
@@ -68,6 +72,7 @@ impl Embedder {
         let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
         let server = remote::Remote::connect(config.clone())?;
         Ok(Embedder {
+            modules: info.modules.clone(),
             model_key: config.model_key(),
             backend: Backend::Remote(server),
             tok,
@@ -98,8 +103,31 @@ impl Embedder {
 
     pub fn dim(&self) -> usize {
         match &self.backend {
-            Backend::Native(b) => b.config.hidden,
+            Backend::Native(b) => self.modules.dim(b.config.hidden),
             Backend::Remote(r) => r.dim,
+        }
+    }
+
+    /// The leading tokens of `text` that pooling leaves out when the model excludes its prompt:
+    /// the first special token and the prompt's own tokens (as sentence-transformers counts
+    /// them), when `text` starts with the document or query prompt.
+    fn prompt_skip(&self, text: &str) -> usize {
+        if self.modules.include_prompt {
+            return 0;
+        }
+        [self.modules.document_prompt(), self.modules.query_prompt()]
+            .into_iter()
+            .filter(|p| !p.is_empty() && text.starts_with(p))
+            .map(|p| self.input_tokens(p).saturating_sub(1))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The query as the model reads it: its query prompt first.
+    pub fn query_text<'a>(&self, query: &'a str) -> std::borrow::Cow<'a, str> {
+        match self.modules.query_prompt() {
+            "" => std::borrow::Cow::Borrowed(query),
+            p => std::borrow::Cow::Owned(format!("{p}{query}")),
         }
     }
 
@@ -123,6 +151,14 @@ impl Embedder {
         // Long texts: encode a prefix cut at whitespace that surely holds `content` tokens when the
         // tokenizer is word-local (a word never straddles the cut, so the prefix's tokens are the
         // first tokens of the whole text); fall back to the whole text otherwise.
+        // sentence_bert_config.json's do_lower_case: the text is lowercased before tokenizing.
+        let lowered;
+        let text = if self.modules.do_lower_case {
+            lowered = text.to_lowercase();
+            lowered.as_str()
+        } else {
+            text
+        };
         let mut enc = None;
         if self.tok.is_word_local() && text.len() > content * 16 {
             let end = crate::text::floor_char(text, content * 12);
@@ -186,8 +222,16 @@ impl Embedder {
                 end += 1;
             }
             let batch: Vec<Vec<u32>> = order[at..end].iter().map(|&i| ids[i].clone()).collect();
-            for (v, &i) in bert.embed(&batch).into_iter().zip(&order[at..end]) {
-                out[i] = v;
+            let h = bert.config.hidden;
+            let (states, starts) = bert.hidden_states(&batch);
+            for ((seq, &row), &i) in batch.iter().zip(&starts).zip(&order[at..end]) {
+                out[i] = if seq.is_empty() {
+                    vec![0.0; self.dim()]
+                } else {
+                    let skip = self.prompt_skip(texts[i]);
+                    self.modules
+                        .pool(&states[row * h..(row + seq.len()) * h], h, skip)
+                };
             }
             done += end - at;
             at = end;

@@ -1,4 +1,5 @@
-//! Exact top-k search over L2-normalised vectors (dot product = cosine), flat in memory.
+//! Exact top-k search by cosine, flat in memory: vectors are stored L2-normalised (a model
+//! without a Normalize module gives unnormalised ones) so a dot product is the cosine.
 
 #[derive(Debug, Clone, Default)]
 pub struct VectorIndex {
@@ -18,7 +19,12 @@ impl VectorIndex {
 
     pub fn push(&mut self, id: u64, v: &[f32]) {
         assert_eq!(v.len(), self.dim, "vector dimension");
-        self.data.extend_from_slice(v);
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
+            self.data.extend(v.iter().map(|x| x / norm));
+        } else {
+            self.data.extend_from_slice(v);
+        }
         self.ids.push(id);
     }
 
@@ -57,6 +63,14 @@ impl VectorIndex {
 
     /// The `k` nearest ids by cosine, best first.
     pub fn search(&self, q: &[f32], k: usize) -> Vec<(u64, f32)> {
+        let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let unit: Vec<f32>;
+        let q = if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
+            unit = q.iter().map(|x| x / norm).collect();
+            &unit[..]
+        } else {
+            q
+        };
         let mut scored: Vec<(u64, f32)> = self
             .data
             .chunks_exact(self.dim.max(1))

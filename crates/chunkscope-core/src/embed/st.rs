@@ -1,0 +1,418 @@
+//! A model folder read as sentence-transformers reads it: `modules.json` (Transformer, Pooling,
+//! Dense, Normalize, in order), the pooling modes of `1_Pooling/config.json`, a Dense layer's
+//! weights, `sentence_bert_config.json` (`max_seq_length`, `do_lower_case`) and
+//! `config_sentence_transformers.json` (`prompts`, `default_prompt_name`,
+//! `similarity_fn_name`). A folder without `modules.json` gets sentence-transformers' own
+//! fallback: mean pooling, no normalisation, and a note that says so.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use safetensors::{Dtype, SafeTensors};
+use serde::Deserialize;
+
+/// The pooling modes sentence-transformers knows; several may be on (their outputs are
+/// concatenated in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    Cls,
+    Max,
+    Mean,
+    MeanSqrtLen,
+    WeightedMean,
+    LastToken,
+}
+
+impl Pool {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pool::Cls => "cls",
+            Pool::Max => "max",
+            Pool::Mean => "mean",
+            Pool::MeanSqrtLen => "mean_sqrt_len_tokens",
+            Pool::WeightedMean => "weightedmean",
+            Pool::LastToken => "lasttoken",
+        }
+    }
+}
+
+/// A Dense module: `activation(W x + b)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dense {
+    pub inputs: usize,
+    pub outputs: usize,
+    /// outputs x inputs, row-major.
+    weight: Vec<f32>,
+    bias: Option<Vec<f32>>,
+    tanh: bool,
+}
+
+/// What the model does after the transformer, and the prompts it declares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StModules {
+    pub pooling: Vec<Pool>,
+    /// False when the pooling must leave the prompt's tokens out (`include_prompt: false`).
+    pub include_prompt: bool,
+    pub dense: Vec<Dense>,
+    pub normalize: bool,
+    pub do_lower_case: bool,
+    pub prompts: BTreeMap<String, String>,
+    pub default_prompt_name: Option<String>,
+    pub similarity: Option<String>,
+    /// False when the folder has no `modules.json` (the fallback is in force).
+    pub declared: bool,
+}
+
+impl Default for StModules {
+    /// sentence-transformers' fallback for a plain transformers folder.
+    fn default() -> Self {
+        StModules {
+            pooling: vec![Pool::Mean],
+            include_prompt: true,
+            dense: Vec::new(),
+            normalize: false,
+            do_lower_case: false,
+            prompts: BTreeMap::new(),
+            default_prompt_name: None,
+            similarity: None,
+            declared: false,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Module {
+    path: String,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PoolingConfig {
+    pooling_mode_cls_token: bool,
+    pooling_mode_mean_tokens: bool,
+    pooling_mode_max_tokens: bool,
+    pooling_mode_mean_sqrt_len_tokens: bool,
+    pooling_mode_weightedmean_tokens: bool,
+    pooling_mode_lasttoken: bool,
+    include_prompt: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct DenseConfig {
+    in_features: usize,
+    out_features: usize,
+    #[serde(default = "yes")]
+    bias: bool,
+    #[serde(default)]
+    activation_function: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StConfig {
+    prompts: BTreeMap<String, String>,
+    default_prompt_name: Option<String>,
+    similarity_fn_name: Option<String>,
+}
+
+fn json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .with_context(|| format!("{}: not what sentence-transformers writes", path.display()))
+}
+
+impl StModules {
+    pub fn read(dir: &Path) -> Result<StModules> {
+        let mut m = StModules::default();
+        if let Some(c) = json::<serde_json::Value>(&dir.join("sentence_bert_config.json"))? {
+            m.do_lower_case = c
+                .get("do_lower_case")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false);
+        }
+        if let Some(c) = json::<StConfig>(&dir.join("config_sentence_transformers.json"))? {
+            m.prompts = c.prompts;
+            m.default_prompt_name = c.default_prompt_name.filter(|n| !n.is_empty());
+            m.similarity = c.similarity_fn_name;
+        }
+        let Some(modules) = json::<Vec<Module>>(&dir.join("modules.json"))? else {
+            return Ok(m);
+        };
+        m.declared = true;
+        m.pooling.clear();
+        for module in modules {
+            let kind = module.kind.rsplit('.').next().unwrap_or("");
+            let path = dir.join(&module.path);
+            match kind {
+                "Transformer" => {}
+                "Pooling" => {
+                    let file = path.join("config.json");
+                    let p: PoolingConfig = json(&file)?
+                        .with_context(|| format!("{}: missing", file.display()))?;
+                    for (on, pool) in [
+                        (p.pooling_mode_cls_token, Pool::Cls),
+                        (p.pooling_mode_max_tokens, Pool::Max),
+                        (p.pooling_mode_mean_tokens, Pool::Mean),
+                        (p.pooling_mode_mean_sqrt_len_tokens, Pool::MeanSqrtLen),
+                        (p.pooling_mode_weightedmean_tokens, Pool::WeightedMean),
+                        (p.pooling_mode_lasttoken, Pool::LastToken),
+                    ] {
+                        if on {
+                            m.pooling.push(pool);
+                        }
+                    }
+                    m.include_prompt = p.include_prompt.unwrap_or(true);
+                }
+                "Dense" => m.dense.push(Dense::read(&path)?),
+                "Normalize" => m.normalize = true,
+                other => bail!(
+                    "{}: module type {} is not supported (Transformer, Pooling, Dense and Normalize are)",
+                    dir.join("modules.json").display(),
+                    if other.is_empty() { &module.kind } else { other }
+                ),
+            }
+        }
+        if m.pooling.is_empty() {
+            bail!(
+                "{}: no Pooling module with a mode on",
+                dir.join("modules.json").display()
+            );
+        }
+        Ok(m)
+    }
+
+    /// The prompt put before each document: the default prompt when the model names one, else
+    /// its "document" (or "passage", "doc", "corpus") prompt; empty when it has none.
+    pub fn document_prompt(&self) -> &str {
+        self.default_prompt()
+            .or_else(|| {
+                ["document", "passage", "doc", "corpus"]
+                    .iter()
+                    .find_map(|k| self.prompts.get(*k).map(String::as_str))
+            })
+            .unwrap_or("")
+    }
+
+    /// The prompt put before each query: the default prompt, else the "query" prompt.
+    pub fn query_prompt(&self) -> &str {
+        self.default_prompt()
+            .or_else(|| self.prompts.get("query").map(String::as_str))
+            .unwrap_or("")
+    }
+
+    fn default_prompt(&self) -> Option<&str> {
+        self.default_prompt_name
+            .as_ref()
+            .and_then(|n| self.prompts.get(n))
+            .map(String::as_str)
+    }
+
+    /// The pooling and what follows it, in words, e.g. "cls, normalized" or "mean (no
+    /// modules.json: sentence-transformers' fallback), not normalized".
+    pub fn describe(&self) -> String {
+        let pools: Vec<&str> = self.pooling.iter().map(|p| p.name()).collect();
+        let mut s = pools.join("+");
+        if !self.declared {
+            s.push_str(" (no modules.json: sentence-transformers' fallback)");
+        }
+        for d in &self.dense {
+            s.push_str(&format!(", dense {}->{}", d.inputs, d.outputs));
+        }
+        s.push_str(if self.normalize {
+            ", normalized"
+        } else {
+            ", not normalized"
+        });
+        s
+    }
+
+    /// The vector size after pooling and dense layers, for a transformer of `hidden` width.
+    pub fn dim(&self, hidden: usize) -> usize {
+        self.dense
+            .last()
+            .map_or(hidden * self.pooling.len(), |d| d.outputs)
+    }
+
+    /// Pool one sequence's token states (`len` rows of `hidden`), skipping its first `skip`
+    /// tokens for every mode but cls when the prompt is left out, then the dense layers and the
+    /// normalisation.
+    pub fn pool(&self, states: &[f32], hidden: usize, skip: usize) -> Vec<f32> {
+        let len = states.len() / hidden.max(1);
+        let row = |i: usize| &states[i * hidden..][..hidden];
+        let from = if self.include_prompt {
+            0
+        } else {
+            skip.min(len.saturating_sub(1))
+        };
+        let mut out = Vec::with_capacity(hidden * self.pooling.len());
+        for pool in &self.pooling {
+            match pool {
+                Pool::Cls => out.extend_from_slice(row(0)),
+                Pool::LastToken => out.extend_from_slice(row(len.saturating_sub(1))),
+                Pool::Max => {
+                    let mut v = vec![f32::NEG_INFINITY; hidden];
+                    for i in from..len {
+                        for (a, b) in v.iter_mut().zip(row(i)) {
+                            *a = a.max(*b);
+                        }
+                    }
+                    out.extend(v);
+                }
+                Pool::Mean | Pool::MeanSqrtLen | Pool::WeightedMean => {
+                    let mut v = vec![0.0f32; hidden];
+                    let mut total = 0.0f32;
+                    for i in from..len {
+                        // Weighted mean weighs each token by its position (1-based).
+                        let w = if *pool == Pool::WeightedMean {
+                            (i + 1) as f32
+                        } else {
+                            1.0
+                        };
+                        for (a, b) in v.iter_mut().zip(row(i)) {
+                            *a += w * b;
+                        }
+                        total += w;
+                    }
+                    let div = match pool {
+                        Pool::MeanSqrtLen => total.max(1e-9).sqrt(),
+                        _ => total.max(1e-9),
+                    };
+                    out.extend(v.into_iter().map(|a| a / div));
+                }
+            }
+        }
+        for d in &self.dense {
+            out = d.apply(&out);
+        }
+        if self.normalize {
+            let n = out.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-12);
+            out.iter_mut().for_each(|a| *a /= n);
+        }
+        out
+    }
+}
+
+impl Dense {
+    fn read(dir: &Path) -> Result<Dense> {
+        let file = dir.join("config.json");
+        let c: DenseConfig =
+            json(&file)?.with_context(|| format!("{}: missing", file.display()))?;
+        let tanh = c.activation_function.ends_with("Tanh");
+        if !tanh
+            && !c.activation_function.ends_with("Identity")
+            && !c.activation_function.is_empty()
+        {
+            bail!(
+                "{}: activation {} is not supported (Tanh and Identity are)",
+                file.display(),
+                c.activation_function
+            );
+        }
+        let weights = dir.join("model.safetensors");
+        let f = File::open(&weights).with_context(|| {
+            format!(
+                "{}: cannot open the Dense weights (only safetensors are read)",
+                weights.display()
+            )
+        })?;
+        // SAFETY: read-only mapping, only read while mapped.
+        let map = unsafe { memmap2::Mmap::map(&f) }?;
+        let st = SafeTensors::deserialize(&map)
+            .with_context(|| format!("{}: not a safetensors file", weights.display()))?;
+        let get = |name: &str, len: usize| -> Result<Vec<f32>> {
+            let t = st
+                .tensor(name)
+                .with_context(|| format!("{}: no tensor {name}", weights.display()))?;
+            if t.dtype() != Dtype::F32 || t.data().len() != len * 4 {
+                bail!("{}: {name} is not {len} f32 values", weights.display());
+            }
+            Ok(t.data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect())
+        };
+        Ok(Dense {
+            inputs: c.in_features,
+            outputs: c.out_features,
+            weight: get("linear.weight", c.in_features * c.out_features)?,
+            bias: if c.bias {
+                Some(get("linear.bias", c.out_features)?)
+            } else {
+                None
+            },
+            tanh,
+        })
+    }
+
+    fn apply(&self, x: &[f32]) -> Vec<f32> {
+        (0..self.outputs)
+            .map(|o| {
+                let w = &self.weight[o * self.inputs..][..self.inputs];
+                let mut y: f32 = w.iter().zip(x).map(|(a, b)| a * b).sum();
+                if let Some(b) = &self.bias {
+                    y += b[o];
+                }
+                if self.tanh {
+                    y.tanh()
+                } else {
+                    y
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pooling_modes_on_known_states() {
+        // Three tokens of width 2.
+        let states = [1.0, 0.0, 3.0, 2.0, 5.0, -2.0];
+        let m = |pooling: Vec<Pool>| StModules {
+            pooling,
+            normalize: false,
+            ..StModules::default()
+        };
+        assert_eq!(m(vec![Pool::Cls]).pool(&states, 2, 0), vec![1.0, 0.0]);
+        assert_eq!(
+            m(vec![Pool::LastToken]).pool(&states, 2, 0),
+            vec![5.0, -2.0]
+        );
+        assert_eq!(m(vec![Pool::Mean]).pool(&states, 2, 0), vec![3.0, 0.0]);
+        assert_eq!(m(vec![Pool::Max]).pool(&states, 2, 0), vec![5.0, 2.0]);
+        let s = m(vec![Pool::MeanSqrtLen]).pool(&states, 2, 0);
+        assert!((s[0] - 9.0 / 3f32.sqrt()).abs() < 1e-6);
+        // Weights 1, 2, 3: (1 + 6 + 15) / 6.
+        let w = m(vec![Pool::WeightedMean]).pool(&states, 2, 0);
+        assert!((w[0] - 22.0 / 6.0).abs() < 1e-6, "{w:?}");
+        assert_eq!(m(vec![Pool::Cls, Pool::Mean]).pool(&states, 2, 0).len(), 4);
+        let mut no_prompt = m(vec![Pool::Mean]);
+        no_prompt.include_prompt = false;
+        assert_eq!(no_prompt.pool(&states, 2, 2), vec![5.0, -2.0]);
+    }
+
+    #[test]
+    fn prompts_for_documents_and_queries() {
+        let mut m = StModules::default();
+        m.prompts.insert("query".into(), "query: ".into());
+        m.prompts.insert("passage".into(), "passage: ".into());
+        assert_eq!(m.document_prompt(), "passage: ");
+        assert_eq!(m.query_prompt(), "query: ");
+        m.default_prompt_name = Some("query".into());
+        assert_eq!(m.document_prompt(), "query: ");
+    }
+}

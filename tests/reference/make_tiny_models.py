@@ -1,0 +1,117 @@
+"""Build tiny random-weight sentence-transformers models (BERT, hidden 32, 2 layers, a WordPiece
+vocabulary of a few hundred trained on the example corpus) with each pooling mode, with and
+without Normalize, with a Dense layer, and with prompts; record sentence-transformers' own
+vectors and token counts for varied texts at two windows. The folders and the record are
+committed under tests/fixtures/tiny/ and checked by tests/tiny_models.rs.
+
+usage: python make_tiny_models.py OUT_DIR   (needs torch, transformers, sentence-transformers)
+"""
+import glob
+import json
+import os
+import sys
+
+import torch
+from sentence_transformers import SentenceTransformer, models
+from tokenizers import BertWordPieceTokenizer
+from transformers import BertConfig, BertModel, BertTokenizerFast
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(HERE, "..", "..", "examples")
+
+TEXTS = [
+    "Rotate the signing keys every ninety days.",
+    "Refunds for annual plans are pro rata after thirty days; monthly plans get none.",
+    "The incident commander owns the timeline, the scribe writes it down, and nobody "
+    "else changes production while the incident is open. Escalate after fifteen minutes.",
+    "restart the payments stack: drain the queue, stop the workers, then the gateway",
+    "Zarządzanie kluczami: klucze są obracane co dziewięćdziesiąt dni.",
+    "密钥每九十天轮换一次。",
+    "a",
+    "On-call engineers page the security team through PagerDuty service SEC-PRIMARY when a "
+    "key may have leaked; the rotation then skips the merchant notice period entirely and "
+    "the status page says so. " * 3,
+]
+QUERIES = ["how often are keys rotated?", "who owns the incident timeline"]
+WINDOWS = [16, 64]
+
+VARIANTS = {
+    # name: (pooling mode, normalize, dense, prompts, default prompt, include_prompt)
+    "cls-normalized": ("cls", True, False, None, None, True),
+    "mean-raw": ("mean", False, False, None, None, True),
+    "max": ("max", True, False, None, None, True),
+    "mean-sqrt-len": ("mean_sqrt_len_tokens", True, False, None, None, True),
+    "weightedmean": ("weightedmean", True, False, None, None, True),
+    "lasttoken": ("lasttoken", True, False, None, None, True),
+    "e5-prompts": ("mean", True, False, {"query": "query: ", "passage": "passage: "}, None, True),
+    "dense-tanh": ("mean", True, True, None, None, True),
+    "prompt-excluded": ("mean", True, False,
+                        {"query": "Represent the question: ", "document": "Represent the text: "},
+                        None, False),
+}
+
+
+def corpus_texts():
+    out = []
+    for path in sorted(glob.glob(os.path.join(EXAMPLES, "**", "*.*"), recursive=True)):
+        if path.endswith((".md", ".txt", ".rst")):
+            with open(path, encoding="utf-8") as f:
+                out.extend(p for p in f.read().split("\n\n") if p.strip())
+    return out + TEXTS
+
+
+def main():
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    torch.manual_seed(0)
+    wp = BertWordPieceTokenizer(lowercase=True)
+    wp.train_from_iterator(corpus_texts(), vocab_size=400, min_frequency=1,
+                           special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    base = os.path.join(out_dir, "_base")
+    os.makedirs(base, exist_ok=True)
+    wp.save_model(base)
+    tok = BertTokenizerFast(vocab_file=os.path.join(base, "vocab.txt"), do_lower_case=True,
+                            model_max_length=128)
+    record = {"texts": TEXTS, "queries": QUERIES, "windows": WINDOWS, "models": {}}
+    for i, (name, (mode, normalize, dense, prompts, default, include)) in enumerate(VARIANTS.items()):
+        torch.manual_seed(i + 1)
+        cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+        bert = BertModel(cfg)
+        hf_dir = os.path.join(base, name)
+        bert.save_pretrained(hf_dir, safe_serialization=True)
+        tok.save_pretrained(hf_dir)
+        transformer = models.Transformer(hf_dir, max_seq_length=64)
+        pooling = models.Pooling(32, pooling_mode=mode, include_prompt=include)
+        mods = [transformer, pooling]
+        if dense:
+            mods.append(models.Dense(32, 16, activation_function=torch.nn.Tanh()))
+        if normalize:
+            mods.append(models.Normalize())
+        st = SentenceTransformer(modules=mods, device="cpu",
+                                 prompts=prompts or {}, default_prompt_name=default)
+        folder = os.path.join(out_dir, name)
+        st.save(folder, safe_serialization=True)
+        # The generated model card is not needed by anything.
+        os.remove(os.path.join(folder, "README.md"))
+        doc_prompt = None
+        if prompts:
+            doc_prompt = next((k for k in ("document", "passage") if k in prompts), None)
+        entry = {"windows": {}}
+        for w in WINDOWS:
+            st.max_seq_length = w
+            docs = st.encode(TEXTS, prompt_name=doc_prompt, convert_to_numpy=True)
+            qs = st.encode(QUERIES, prompt_name="query" if prompts else None, convert_to_numpy=True)
+            entry["windows"][str(w)] = {"docs": docs.tolist(), "queries": qs.tolist()}
+        prefix = prompts[doc_prompt] if doc_prompt else ""
+        entry["doc_tokens"] = [len(st.tokenizer(prefix + t)["input_ids"]) for t in TEXTS]
+        record["models"][name] = entry
+    # The base folder held the shared tokenizer and plain transformers checkpoints.
+    import shutil
+    shutil.rmtree(base)
+    with open(os.path.join(out_dir, "record.json"), "w", encoding="utf-8") as f:
+        json.dump(record, f)
+
+
+if __name__ == "__main__":
+    main()

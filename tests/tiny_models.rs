@@ -1,0 +1,157 @@
+//! Tiny random-weight sentence-transformers folders (tests/fixtures/tiny, made by
+//! tests/reference/make_tiny_models.py with torch, transformers and sentence-transformers): every
+//! pooling mode, with and without Normalize, a Dense layer, prompts (and a prompt left out of
+//! the pooling). Our vectors must agree with the ones sentence-transformers recorded at two
+//! windows, and our token counts with its tokenizer's, prompt included.
+
+mod common;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use chunkscope_core::chunk::{ChunkSettings, Strategy};
+use chunkscope_core::corpus::{Corpus, Document};
+use chunkscope_core::embed::{cosine, Embedder};
+use chunkscope_core::engine::Engine;
+use chunkscope_core::model::ModelInfo;
+use chunkscope_core::tokenize::{EmbedTokenizer, Unit};
+
+fn fixtures() -> std::path::PathBuf {
+    common::repo().join("tests/fixtures/tiny")
+}
+
+fn record() -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(fixtures().join("record.json")).unwrap()).unwrap()
+}
+
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn vectors(v: &serde_json::Value) -> Vec<Vec<f32>> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn tiny_models_agree_with_sentence_transformers() {
+    let rec = record();
+    let texts = strings(&rec["texts"]);
+    let queries = strings(&rec["queries"]);
+    let models = rec["models"].as_object().unwrap();
+    assert!(models.len() >= 9);
+    for (name, entry) in models {
+        let info = ModelInfo::from_dir(name, &fixtures().join(name), "fixture").unwrap();
+        let e = Embedder::load(&info).unwrap();
+        let prompt = info.modules.document_prompt().to_string();
+        let docs: Vec<String> = texts.iter().map(|t| format!("{prompt}{t}")).collect();
+        let doc_refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+        let qs: Vec<String> = queries
+            .iter()
+            .map(|q| e.query_text(q).into_owned())
+            .collect();
+        let q_refs: Vec<&str> = qs.iter().map(String::as_str).collect();
+        for (window, want) in entry["windows"].as_object().unwrap() {
+            let w: usize = window.parse().unwrap();
+            for (ours, theirs, what) in [
+                (e.embed(&doc_refs, w), vectors(&want["docs"]), "docs"),
+                (e.embed(&q_refs, w), vectors(&want["queries"]), "queries"),
+            ] {
+                assert_eq!(ours.len(), theirs.len());
+                for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+                    assert_eq!(a.len(), b.len(), "{name} {what}: dimension");
+                    let c = cosine(a, b);
+                    assert!(c >= 0.9999, "{name} window {w} {what} {i}: cosine {c}");
+                    // Without Normalize the vectors are not unit length, as in ST.
+                    let (na, nb) = (norm(a), norm(b));
+                    assert!(
+                        (na - nb).abs() <= 1e-3 * nb.max(1.0),
+                        "{name}: norm {na} vs {nb}"
+                    );
+                }
+            }
+        }
+        // Token counts: the engine's chunk of each text, the document prompt ahead of it, counts
+        // what the model's tokenizer makes of prompt + text, specials included.
+        let corpus = Corpus {
+            docs: texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Document::plain(format!("t{i}.txt"), t.clone()))
+                .collect(),
+            ..Corpus::default()
+        };
+        let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path()).unwrap());
+        let engine = Engine::new(info.clone(), tok, corpus).unwrap();
+        let mut s = ChunkSettings::default();
+        s.set_strategy(Strategy::Fixed);
+        s.unit = Unit::Chars;
+        s.size = 100_000;
+        s.overlap = 0;
+        let c = engine.chunk_all(&s, &AtomicBool::new(false)).unwrap();
+        let want: Vec<u64> = entry["doc_tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap())
+            .collect();
+        for f in &c.files {
+            let i: usize = engine.corpus.docs[f.doc].path[1..]
+                .trim_end_matches(".txt")
+                .parse()
+                .unwrap();
+            assert_eq!(f.chunks.len(), 1);
+            let ch = &f.chunks[0];
+            assert_eq!(
+                ch.embed_tokens(engine.specials()) as u64,
+                want[i],
+                "{name}: text {i} with prompt {prompt:?}"
+            );
+            assert_eq!(ch.prefix_tokens > 0, !prompt.is_empty(), "{name}");
+        }
+    }
+}
+
+fn norm(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+}
+
+#[test]
+fn folders_say_how_they_pool() {
+    let m = |n: &str| {
+        ModelInfo::from_dir(n, &fixtures().join(n), "fixture")
+            .unwrap()
+            .modules
+    };
+    assert_eq!(m("cls-normalized").describe(), "cls, normalized");
+    assert_eq!(m("mean-raw").describe(), "mean, not normalized");
+    assert_eq!(m("dense-tanh").describe(), "mean, dense 32->16, normalized");
+    assert_eq!(m("e5-prompts").query_prompt(), "query: ");
+    // A plain transformers folder: sentence-transformers' fallback, and the description says so.
+    let dir = std::env::temp_dir().join(format!("chunkscope-plain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        std::fs::copy(fixtures().join("mean-raw").join(f), dir.join(f)).unwrap();
+    }
+    let plain = ModelInfo::from_dir("plain", &dir, "test").unwrap().modules;
+    assert!(
+        plain.describe().contains("fallback"),
+        "{}",
+        plain.describe()
+    );
+    assert!(!plain.normalize);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -155,3 +155,30 @@ fn folders_say_how_they_pool() {
     assert!(!plain.normalize);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// XLM-RoBERTa counts positions from the padding id + 1: a 130-row table holds 128 tokens, and
+/// that is the largest window. A model type the native embedder does not run is refused with
+/// config.json named and the supported types listed.
+#[test]
+fn positions_and_unsupported_types() {
+    let x = ModelInfo::from_dir("x", &fixtures().join("xlm-roberta-e5"), "fixture").unwrap();
+    assert_eq!(x.windows.max_positions, Some(128));
+    let dir = std::env::temp_dir().join(format!("chunkscope-gpt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["tokenizer.json", "model.safetensors"] {
+        std::fs::copy(fixtures().join("mean-raw").join(f), dir.join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"model_type": "gpt2", "n_embd": 32}"#,
+    )
+    .unwrap();
+    let info = ModelInfo::from_dir("gpt", &dir, "test").unwrap();
+    let err = Embedder::load(&info).err().unwrap().to_string();
+    assert!(err.contains("config.json") && err.contains("gpt2"), "{err}");
+    assert!(
+        err.contains("xlm-roberta") && err.contains("distilbert"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

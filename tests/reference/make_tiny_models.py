@@ -1,7 +1,8 @@
-"""Build tiny random-weight sentence-transformers models (BERT, hidden 32, 2 layers, a WordPiece
-vocabulary of a few hundred trained on the example corpus) with each pooling mode, with and
-without Normalize, with a Dense layer, and with prompts; record sentence-transformers' own
-vectors and token counts for varied texts at two windows. The folders and the record are
+"""Build tiny random-weight sentence-transformers models (hidden 32, 2 layers, a vocabulary of a
+few hundred trained on the example corpus): BERT with each pooling mode, with and without
+Normalize, with a Dense layer and with prompts; XLM-RoBERTa with a SentencePiece (Unigram)
+vocabulary and e5-style prompts; DistilBERT. Record sentence-transformers' own vectors and token
+counts for varied texts at two windows. The folders and the record are
 committed under tests/fixtures/tiny/ and checked by tests/tiny_models.rs.
 
 usage: python make_tiny_models.py OUT_DIR   (needs torch, transformers, sentence-transformers)
@@ -13,8 +14,11 @@ import sys
 
 import torch
 from sentence_transformers import SentenceTransformer, models
-from tokenizers import BertWordPieceTokenizer
-from transformers import BertConfig, BertModel, BertTokenizerFast
+from tokenizers import BertWordPieceTokenizer, SentencePieceUnigramTokenizer
+from tokenizers.processors import TemplateProcessing
+from transformers import (BertConfig, BertModel, BertTokenizerFast, DistilBertConfig,
+                          DistilBertModel, DistilBertTokenizerFast, XLMRobertaConfig,
+                          XLMRobertaModel, XLMRobertaTokenizerFast)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "examples")
@@ -48,6 +52,8 @@ VARIANTS = {
     "prompt-excluded": ("mean", True, False,
                         {"query": "Represent the question: ", "document": "Represent the text: "},
                         None, False),
+    "xlm-roberta-e5": ("mean", True, False, {"query": "query: ", "passage": "passage: "}, None, True),
+    "distilbert-cls": ("cls", True, False, None, None, True),
 }
 
 
@@ -72,15 +78,37 @@ def main():
     wp.save_model(base)
     tok = BertTokenizerFast(vocab_file=os.path.join(base, "vocab.txt"), do_lower_case=True,
                             model_max_length=128)
+    distil_tok = DistilBertTokenizerFast(vocab_file=os.path.join(base, "vocab.txt"),
+                                         do_lower_case=True, model_max_length=128)
+    # XLM-RoBERTa: a SentencePiece Unigram vocabulary, <s> text </s>.
+    sp = SentencePieceUnigramTokenizer()
+    sp.train_from_iterator(corpus_texts(), vocab_size=400,
+                           special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], unk_token="<unk>")
+    sp.post_processor = TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
+                                           special_tokens=[("<s>", 0), ("</s>", 2)])
+    xtok = XLMRobertaTokenizerFast(tokenizer_object=sp, bos_token="<s>", eos_token="</s>",
+                                   sep_token="</s>", cls_token="<s>", unk_token="<unk>",
+                                   pad_token="<pad>", mask_token="<mask>", model_max_length=128)
     record = {"texts": TEXTS, "queries": QUERIES, "windows": WINDOWS, "models": {}}
     for i, (name, (mode, normalize, dense, prompts, default, include)) in enumerate(VARIANTS.items()):
         torch.manual_seed(i + 1)
-        cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
-                         num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
-        bert = BertModel(cfg)
+        if name.startswith("xlm-roberta"):
+            cfg = XLMRobertaConfig(vocab_size=len(xtok), hidden_size=32, num_hidden_layers=2,
+                                   num_attention_heads=2, intermediate_size=64,
+                                   max_position_embeddings=130, pad_token_id=1, bos_token_id=0,
+                                   eos_token_id=2, type_vocab_size=1)
+            net, t = XLMRobertaModel(cfg, add_pooling_layer=False), xtok
+        elif name.startswith("distilbert"):
+            cfg = DistilBertConfig(vocab_size=distil_tok.vocab_size, dim=32, n_layers=2, n_heads=2,
+                                   hidden_dim=64, max_position_embeddings=128)
+            net, t = DistilBertModel(cfg), distil_tok
+        else:
+            cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+                             num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+            net, t = BertModel(cfg), tok
         hf_dir = os.path.join(base, name)
-        bert.save_pretrained(hf_dir, safe_serialization=True)
-        tok.save_pretrained(hf_dir)
+        net.save_pretrained(hf_dir, safe_serialization=True)
+        t.save_pretrained(hf_dir)
         transformer = models.Transformer(hf_dir, max_seq_length=64)
         pooling = models.Pooling(32, pooling_mode=mode, include_prompt=include)
         mods = [transformer, pooling]

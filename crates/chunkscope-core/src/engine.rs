@@ -368,7 +368,7 @@ impl Engine {
                     (p, m) => Some(format!("{p}{}", m.unwrap_or_default())),
                 }
                 .map(|p| {
-                    let n = self.tok.count(&p);
+                    let n = self.tok.prefix_count(&p);
                     (std::sync::Arc::<str>::from(p), n)
                 });
                 let mut m = MeasuredChunk::measure(&view, i, c, settings.unit).with_prefix(prefix);

@@ -91,10 +91,23 @@ pub fn read_windows(dir: &Path) -> Result<ModelWindows> {
             .and_then(|n| n.as_u64())
             .map(|n| n as usize)
     };
+    let config = json("config.json")?;
+    // RoBERTa-style models (XLM-RoBERTa, multilingual-e5) count positions from the padding id
+    // + 1: a table of 514 rows holds 512 tokens.
+    let offset = match config
+        .as_ref()
+        .and_then(|c| c.get("model_type"))
+        .and_then(|t| t.as_str())
+    {
+        Some("roberta" | "xlm-roberta" | "camembert") => {
+            num(&config, "/pad_token_id").unwrap_or(1) + 1
+        }
+        _ => 0,
+    };
     Ok(ModelWindows {
         tokenizer_json: num(&json("tokenizer.json")?, "/truncation/max_length"),
         sentence_transformers: num(&json("sentence_bert_config.json")?, "/max_seq_length"),
-        max_positions: num(&json("config.json")?, "/max_position_embeddings"),
+        max_positions: num(&config, "/max_position_embeddings").map(|n| n.saturating_sub(offset)),
     })
 }
 

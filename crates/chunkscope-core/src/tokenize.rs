@@ -150,6 +150,14 @@ impl EmbedTokenizer {
             .collect())
     }
 
+    /// Tokens `prefix` adds ahead of a text: counted against a one-letter word, so that a
+    /// trailing space a tokenizer folds into the next word (SentencePiece's `▁`) is not counted
+    /// twice. For BERT's tokenizer this is the prefix's own count.
+    pub fn prefix_count(&self, prefix: &str) -> usize {
+        self.count(&format!("{prefix}a"))
+            .saturating_sub(self.count("a"))
+    }
+
     /// Number of content tokens (no specials) in `text`.
     pub fn count(&self, text: &str) -> usize {
         self.inner

@@ -13,14 +13,30 @@ use safetensors::{Dtype, SafeTensors};
 
 use super::kernels::{add_layer_norm_rows, exp_rows, gelu_bias, layer_norm_rows};
 
+/// The encoder families the native embedder runs: BERT's layout, RoBERTa's (positions counted
+/// from the padding id + 1, as XLM-RoBERTa and multilingual-e5 have it) and DistilBERT's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Bert,
+    Roberta,
+    DistilBert,
+}
+
+/// `model_type`s read natively, for the error that names what is supported.
+pub const NATIVE_TYPES: &[&str] = &["bert", "roberta", "xlm-roberta", "camembert", "distilbert"];
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct BertConfig {
+    pub family: Family,
     pub hidden: usize,
     pub heads: usize,
     pub layers: usize,
     pub intermediate: usize,
     pub eps: f32,
+    /// Rows of the position table.
     pub max_positions: usize,
+    /// The position of a sequence's first token (RoBERTa: padding id + 1).
+    pub position_offset: usize,
     pub vocab: usize,
 }
 
@@ -29,34 +45,63 @@ impl BertConfig {
         let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{}: not valid JSON", path.display()))?;
-        let num = |k: &str| -> Result<usize> {
-            v.get(k)
+        let model_type = v
+            .get("model_type")
+            .and_then(|t| t.as_str())
+            .unwrap_or("bert");
+        let family = match model_type {
+            "bert" => Family::Bert,
+            "roberta" | "xlm-roberta" | "camembert" => Family::Roberta,
+            "distilbert" => Family::DistilBert,
+            other => bail!(
+                "{}: model_type {other} is not supported by the native embedder (supported: {})",
+                path.display(),
+                NATIVE_TYPES.join(", ")
+            ),
+        };
+        let distil = family == Family::DistilBert;
+        let num = |k: &str, distil_key: &str| -> Result<usize> {
+            let key = if distil { distil_key } else { k };
+            v.get(key)
                 .and_then(|n| n.as_u64())
                 .map(|n| n as usize)
-                .with_context(|| format!("{}: no {k}", path.display()))
+                .with_context(|| format!("{}: no {key}", path.display()))
         };
         let act = v
-            .get("hidden_act")
+            .get(if distil { "activation" } else { "hidden_act" })
             .and_then(|a| a.as_str())
             .unwrap_or("gelu");
         if act != "gelu" {
             bail!(
-                "{}: hidden_act {act} is not supported (gelu only)",
+                "{}: activation {act} is not supported (gelu only)",
                 path.display()
             );
         }
+        let position_offset = match family {
+            Family::Roberta => {
+                v.get("pad_token_id").and_then(|n| n.as_u64()).unwrap_or(1) as usize + 1
+            }
+            _ => 0,
+        };
         Ok(BertConfig {
-            hidden: num("hidden_size")?,
-            heads: num("num_attention_heads")?,
-            layers: num("num_hidden_layers")?,
-            intermediate: num("intermediate_size")?,
+            family,
+            hidden: num("hidden_size", "dim")?,
+            heads: num("num_attention_heads", "n_heads")?,
+            layers: num("num_hidden_layers", "n_layers")?,
+            intermediate: num("intermediate_size", "hidden_dim")?,
             eps: v
                 .get("layer_norm_eps")
                 .and_then(|e| e.as_f64())
                 .unwrap_or(1e-12) as f32,
-            max_positions: num("max_position_embeddings")?,
-            vocab: num("vocab_size")?,
+            max_positions: num("max_position_embeddings", "max_position_embeddings")?,
+            position_offset,
+            vocab: num("vocab_size", "vocab_size")?,
         })
+    }
+
+    /// Tokens a sequence may hold: the position table less RoBERTa's offset.
+    pub fn usable_positions(&self) -> usize {
+        self.max_positions.saturating_sub(self.position_offset)
     }
 }
 
@@ -119,44 +164,79 @@ impl Bert {
             unsafe { memmap2::Mmap::map(&file) }.with_context(|| path.display().to_string())?;
         let st = SafeTensors::deserialize(&map)
             .with_context(|| format!("{}: not a safetensors file", path.display()))?;
-        let prefix = if st.names().iter().any(|n| n.starts_with("bert.")) {
-            "bert."
-        } else {
-            ""
-        };
+        let names = st.names();
+        let prefix = ["bert.", "roberta.", "distilbert.", "model."]
+            .into_iter()
+            .find(|p| {
+                names
+                    .iter()
+                    .any(|n| n.starts_with(p) && n.contains("embeddings.word_embeddings"))
+            })
+            .unwrap_or("");
         let c = &config;
         let (h, i) = (c.hidden, c.intermediate);
         let g = |name: &str, len: usize| tensor(&st, prefix, name, len);
+        // Tensor names per family: (layer prefix, q, k, v, attention out, first norm, up, down,
+        // second norm).
+        let names: [&str; 9] = match c.family {
+            Family::DistilBert => [
+                "transformer.layer",
+                "attention.q_lin",
+                "attention.k_lin",
+                "attention.v_lin",
+                "attention.out_lin",
+                "sa_layer_norm",
+                "ffn.lin1",
+                "ffn.lin2",
+                "output_layer_norm",
+            ],
+            _ => [
+                "encoder.layer",
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+                "attention.output.dense",
+                "attention.output.LayerNorm",
+                "intermediate.dense",
+                "output.dense",
+                "output.LayerNorm",
+            ],
+        };
+        let [layer, q, k, v, out, ln1, up, down, ln2] = names;
         let mut layers = Vec::with_capacity(c.layers);
         for l in 0..c.layers {
-            let p = format!("encoder.layer.{l}.");
-            let mut qkv_w = g(&format!("{p}attention.self.query.weight"), h * h)?;
-            qkv_w.extend(g(&format!("{p}attention.self.key.weight"), h * h)?);
-            qkv_w.extend(g(&format!("{p}attention.self.value.weight"), h * h)?);
-            let mut qkv_b = g(&format!("{p}attention.self.query.bias"), h)?;
-            qkv_b.extend(g(&format!("{p}attention.self.key.bias"), h)?);
-            qkv_b.extend(g(&format!("{p}attention.self.value.bias"), h)?);
+            let p = format!("{layer}.{l}.");
+            let mut qkv_w = g(&format!("{p}{q}.weight"), h * h)?;
+            qkv_w.extend(g(&format!("{p}{k}.weight"), h * h)?);
+            qkv_w.extend(g(&format!("{p}{v}.weight"), h * h)?);
+            let mut qkv_b = g(&format!("{p}{q}.bias"), h)?;
+            qkv_b.extend(g(&format!("{p}{k}.bias"), h)?);
+            qkv_b.extend(g(&format!("{p}{v}.bias"), h)?);
             layers.push(Layer {
                 qkv_w,
                 qkv_b,
-                out_w: g(&format!("{p}attention.output.dense.weight"), h * h)?,
-                out_b: g(&format!("{p}attention.output.dense.bias"), h)?,
-                ln1_g: g(&format!("{p}attention.output.LayerNorm.weight"), h)?,
-                ln1_b: g(&format!("{p}attention.output.LayerNorm.bias"), h)?,
-                inter_w: g(&format!("{p}intermediate.dense.weight"), i * h)?,
-                inter_b: g(&format!("{p}intermediate.dense.bias"), i)?,
-                down_w: g(&format!("{p}output.dense.weight"), h * i)?,
-                down_b: g(&format!("{p}output.dense.bias"), h)?,
-                ln2_g: g(&format!("{p}output.LayerNorm.weight"), h)?,
-                ln2_b: g(&format!("{p}output.LayerNorm.bias"), h)?,
+                out_w: g(&format!("{p}{out}.weight"), h * h)?,
+                out_b: g(&format!("{p}{out}.bias"), h)?,
+                ln1_g: g(&format!("{p}{ln1}.weight"), h)?,
+                ln1_b: g(&format!("{p}{ln1}.bias"), h)?,
+                inter_w: g(&format!("{p}{up}.weight"), i * h)?,
+                inter_b: g(&format!("{p}{up}.bias"), i)?,
+                down_w: g(&format!("{p}{down}.weight"), h * i)?,
+                down_b: g(&format!("{p}{down}.bias"), h)?,
+                ln2_g: g(&format!("{p}{ln2}.weight"), h)?,
+                ln2_b: g(&format!("{p}{ln2}.bias"), h)?,
             });
         }
-        let token_types = st
-            .tensor(&format!("{prefix}embeddings.token_type_embeddings.weight"))
-            .map(|t| t.shape()[0])
-            .unwrap_or(1);
-        let mut token_type0 = g("embeddings.token_type_embeddings.weight", token_types * h)?;
-        token_type0.truncate(h);
+        // Token type 0 is added to every token (DistilBERT has no token types).
+        let token_type0 =
+            match st.tensor(&format!("{prefix}embeddings.token_type_embeddings.weight")) {
+                Ok(t) => {
+                    let mut v = g("embeddings.token_type_embeddings.weight", t.shape()[0] * h)?;
+                    v.truncate(h);
+                    v
+                }
+                Err(_) => vec![0.0; h],
+            };
         Ok(Bert {
             word: g("embeddings.word_embeddings.weight", c.vocab * h)?,
             position: g("embeddings.position_embeddings.weight", c.max_positions * h)?,
@@ -211,7 +291,8 @@ impl Bert {
                 let row = &mut x[(starts[s] + p) * h..][..h];
                 let id = (id as usize).min(c.vocab - 1);
                 let w = &self.word[id * h..][..h];
-                let pos = &self.position[p.min(c.max_positions - 1) * h..][..h];
+                let pos =
+                    &self.position[(p + c.position_offset).min(c.max_positions - 1) * h..][..h];
                 for k in 0..h {
                     row[k] = w[k] + pos[k] + self.token_type0[k];
                 }

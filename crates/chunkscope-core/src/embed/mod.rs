@@ -144,7 +144,7 @@ impl Embedder {
     /// [CLS] and [SEP] added, as the tokenizers pipeline does with truncation on.
     pub fn ids(&self, text: &str, window: usize) -> Vec<u32> {
         let window = match &self.backend {
-            Backend::Native(b) => window.min(b.config.max_positions),
+            Backend::Native(b) => window.min(b.config.usable_positions()),
             Backend::Remote(_) => window,
         };
         let content = window.saturating_sub(self.tok.specials());

@@ -52,10 +52,18 @@ fn tiny_models_agree_with_sentence_transformers() {
     let texts = strings(&rec["texts"]);
     let queries = strings(&rec["queries"]);
     let models = rec["models"].as_object().unwrap();
-    assert!(models.len() >= 9);
+    assert!(models.len() >= 13);
     for (name, entry) in models {
         let info = ModelInfo::from_dir(name, &fixtures().join(name), "fixture").unwrap();
         let e = Embedder::load(&info).unwrap();
+        // BERT-family folders run natively under auto; ModernBERT and Qwen3 through candle.
+        let native = ["modernbert", "qwen3"].iter().all(|p| !name.starts_with(p));
+        assert_eq!(
+            e.backend_name() == "native f32",
+            native,
+            "{name}: {}",
+            e.backend_name()
+        );
         let prompt = info.modules.document_prompt().to_string();
         let docs: Vec<String> = texts.iter().map(|t| format!("{prompt}{t}")).collect();
         let doc_refs: Vec<&str> = docs.iter().map(String::as_str).collect();
@@ -181,4 +189,31 @@ fn positions_and_unsupported_types() {
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The candle backend runs BERT too: its vectors equal the native path's.
+#[test]
+fn candle_and_native_agree_on_bert() {
+    let rec = record();
+    let texts = strings(&rec["texts"]);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for name in ["cls-normalized", "mean-raw", "dense-tanh"] {
+        let info = ModelInfo::from_dir(name, &fixtures().join(name), "fixture").unwrap();
+        let native = Embedder::load(&info).unwrap();
+        let spec = chunkscope_core::embed::EmbedSpec {
+            backend: chunkscope_core::embed::BackendChoice::Candle,
+            ..Default::default()
+        };
+        let candle = Embedder::open(&info, &spec).unwrap();
+        assert_eq!(candle.backend_name(), "candle bert f32");
+        assert_ne!(
+            candle.model_key, native.model_key,
+            "the cache tells backends apart"
+        );
+        for w in [16, 64] {
+            for (a, b) in native.embed(&refs, w).iter().zip(candle.embed(&refs, w)) {
+                assert!(cosine(a, &b) >= 0.9999, "{name} window {w}");
+            }
+        }
+    }
 }

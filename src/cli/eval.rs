@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 
 use chunkscope_core::cases::Cases;
 use chunkscope_core::config::Config;
-use chunkscope_core::embed::remote::RemoteConfig;
+use chunkscope_core::embed::EmbedSpec;
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::eval::{evaluate, Report};
 use chunkscope_core::search::SearchIndex;
@@ -91,7 +91,7 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
         &engine,
         &chunking,
         &cases,
-        (&window, config.remote()),
+        (&window, config.embed_spec()),
         (&ks, a.at, rrf),
         &mut say,
     )?;
@@ -162,12 +162,11 @@ fn eval(
     engine: &Engine,
     chunking: &Chunking,
     cases: &Cases,
-    (window, remote): (&Window, Option<RemoteConfig>),
+    (window, spec): (&Window, EmbedSpec),
     (ks, k, rrf_k): (&[usize], usize, usize),
     say: &mut dyn FnMut(&str),
 ) -> Result<Report> {
-    let (embedder, mut cache, vectors) =
-        chunk_vectors(engine, chunking, window, remote.as_ref(), say)?;
+    let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, &spec, say)?;
     let mut index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
     index.rrf_k = rrf_k;
     let report = evaluate(

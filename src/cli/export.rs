@@ -54,8 +54,8 @@ pub fn chunks(a: ChunksArgs) -> Result<ExitCode> {
 
 pub fn embed(a: EmbedArgs) -> Result<ExitCode> {
     let (config, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
-    let remote = config.remote();
-    let (_, _, vectors) = chunk_vectors(&engine, &chunking, &window, remote.as_ref(), &mut say)?;
+    let (_, _, vectors) =
+        chunk_vectors(&engine, &chunking, &window, &config.embed_spec(), &mut say)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
     write_vectors_jsonl(&engine, &chunking, &window, &vectors, &mut out)?;
     out.flush()?;

@@ -31,6 +31,14 @@ pub struct Knobs {
     /// it; tokens are counted with --model's tokenizer.
     #[arg(long)]
     pub endpoint: Option<String>,
+    /// Local backend: auto (native for BERT, RoBERTa/XLM-R and DistilBERT, candle for the
+    /// rest), native, candle.
+    #[arg(long)]
+    backend: Option<String>,
+    /// candle's device: cpu, cuda or metal (cuda and metal need chunkscope built with that
+    /// feature).
+    #[arg(long)]
+    device: Option<String>,
     /// Preset: spring-ai, langchain-chars (1500/150 chars), langchain-tokens (240/32 embed tokens),
     /// markdown (structure first, 120 embed tokens), maxmin (semantic, at most 120 embed tokens).
     #[arg(long)]
@@ -99,6 +107,8 @@ impl Knobs {
         Ok(Overrides {
             model: self.model.clone(),
             endpoint: self.endpoint.clone(),
+            backend: word("backend", &self.backend)?,
+            device: self.device.clone(),
             window: word("window", &self.window)?,
             preset: word("preset", &self.preset)?,
             strategy: word("strategy", &self.strategy)?,

@@ -10,8 +10,7 @@ use anyhow::{Context, Result};
 use chunkscope_core::chunk::Strategy;
 use chunkscope_core::config::Config;
 use chunkscope_core::corpus::Corpus;
-use chunkscope_core::embed::remote::RemoteConfig;
-use chunkscope_core::embed::{cache, EmbedCache, Embedder};
+use chunkscope_core::embed::{cache, EmbedCache, EmbedSpec, Embedder};
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::model;
 use chunkscope_core::search::embed_cached;
@@ -79,7 +78,8 @@ pub(crate) fn chunk(
             .context("chunking was cancelled");
     }
     // Max-Min reads sentence vectors: embed the sentences the cache lacks, once.
-    let embedder = Embedder::load(&engine.model).context("maxmin needs the embedding model")?;
+    let embedder = Embedder::open(&engine.model, &config.embed_spec())
+        .context("maxmin needs the embedding model")?;
     let mut store = SentenceStore::on_disk(engine, embedder.dim());
     let started = std::time::Instant::now();
     let mut last = std::time::Instant::now();
@@ -111,10 +111,11 @@ pub(crate) fn chunk_vectors(
     engine: &Engine,
     chunking: &Chunking,
     window: &Window,
-    remote: Option<&RemoteConfig>,
+    spec: &EmbedSpec,
     say: &mut dyn FnMut(&str),
 ) -> Result<(Embedder, EmbedCache, Vec<Vec<f32>>)> {
-    let embedder = Embedder::open(&engine.model, remote)?;
+    let embedder = Embedder::open(&engine.model, spec)?;
+    let remote = spec.remote.as_ref();
     let mut cache = EmbedCache::open(&cache::default_path(&embedder.model_key), embedder.dim());
     let owned = chunking.embed_texts(engine);
     let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use chunkscope_core::embed::remote::RemoteConfig;
+use chunkscope_core::embed::EmbedSpec;
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::search::SearchIndex;
 use chunkscope_core::window::Window;
@@ -43,11 +43,11 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     let mut out = io::stdout().lock();
     let json = matches!(a.format, QueryFormat::Json);
     let k = (a.k, config.search_rrf_k);
-    let remote = config.remote();
+    let spec = config.embed_spec();
     write_results(
         &engine,
         &chunking,
-        (&window, remote.as_ref()),
+        (&window, &spec),
         &a.text,
         k,
         json,
@@ -62,14 +62,14 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
 fn write_results(
     engine: &Engine,
     chunking: &Chunking,
-    (window, remote): (&Window, Option<&RemoteConfig>),
+    (window, spec): (&Window, &EmbedSpec),
     text: &str,
     (k, rrf_k): (usize, usize),
     as_json: bool,
     say: &mut dyn FnMut(&str),
     out: &mut dyn Write,
 ) -> Result<()> {
-    let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, remote, say)?;
+    let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, spec, say)?;
     let mut index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
     index.rrf_k = rrf_k;
     let results = index.search(

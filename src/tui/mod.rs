@@ -95,7 +95,9 @@ pub fn run(
         m.backend = format!("remote {} {}", r.endpoint, r.model);
         m.server = Some(chunkscope_core::embed::remote::ServerWindow::probe(r));
     }
-    let shared = SharedEmbedder::with_remote(info.clone(), remote);
+    let mut spec = config.embed_spec();
+    spec.remote = remote;
+    let shared = SharedEmbedder::with_spec(info.clone(), spec);
     let embedder = EmbedWorker::spawn_with_rrf_k(shared.clone(), config.search_rrf_k, tx.clone());
     m.query.k = config.search_k;
     // Evaluation cases: --cases, else CORPUS/cases.tsv, else the SQuAD JSON the corpus came from.

@@ -17,7 +17,8 @@ from sentence_transformers import SentenceTransformer, models
 from tokenizers import BertWordPieceTokenizer, SentencePieceUnigramTokenizer
 from tokenizers.processors import TemplateProcessing
 from transformers import (BertConfig, BertModel, BertTokenizerFast, DistilBertConfig,
-                          DistilBertModel, DistilBertTokenizerFast, XLMRobertaConfig,
+                          DistilBertModel, DistilBertTokenizerFast, ModernBertConfig,
+                          ModernBertModel, Qwen3Config, Qwen3Model, XLMRobertaConfig,
                           XLMRobertaModel, XLMRobertaTokenizerFast)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -54,6 +55,11 @@ VARIANTS = {
                         None, False),
     "xlm-roberta-e5": ("mean", True, False, {"query": "query: ", "passage": "passage: "}, None, True),
     "distilbert-cls": ("cls", True, False, None, None, True),
+    # Run through candle-transformers.
+    "modernbert-mean": ("mean", True, False, None, None, True),
+    "qwen3-lasttoken": ("lasttoken", True, False,
+                        {"query": "Instruct: find the passage that answers the question\nQuery: "},
+                        None, True),
 }
 
 
@@ -78,6 +84,10 @@ def main():
     wp.save_model(base)
     tok = BertTokenizerFast(vocab_file=os.path.join(base, "vocab.txt"), do_lower_case=True,
                             model_max_length=128)
+    # ModernBERT and Qwen3 take no token type ids.
+    plain_tok = BertTokenizerFast(vocab_file=os.path.join(base, "vocab.txt"), do_lower_case=True,
+                                  model_max_length=128,
+                                  model_input_names=["input_ids", "attention_mask"])
     distil_tok = DistilBertTokenizerFast(vocab_file=os.path.join(base, "vocab.txt"),
                                          do_lower_case=True, model_max_length=128)
     # XLM-RoBERTa: a SentencePiece Unigram vocabulary, <s> text </s>.
@@ -102,6 +112,20 @@ def main():
             cfg = DistilBertConfig(vocab_size=distil_tok.vocab_size, dim=32, n_layers=2, n_heads=2,
                                    hidden_dim=64, max_position_embeddings=128)
             net, t = DistilBertModel(cfg), distil_tok
+        elif name.startswith("modernbert"):
+            cfg = ModernBertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=3,
+                                   num_attention_heads=2, intermediate_size=64,
+                                   max_position_embeddings=128, global_attn_every_n_layers=2,
+                                   local_attention=16, pad_token_id=0, bos_token_id=2,
+                                   eos_token_id=3, cls_token_id=2, sep_token_id=3,
+                                   attn_implementation="eager")
+            net, t = ModernBertModel(cfg), plain_tok
+        elif name.startswith("qwen3"):
+            cfg = Qwen3Config(vocab_size=tok.vocab_size, hidden_size=32, intermediate_size=64,
+                              num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                              head_dim=16, max_position_embeddings=128, rope_theta=10000.0,
+                              tie_word_embeddings=False, attn_implementation="eager")
+            net, t = Qwen3Model(cfg), plain_tok
         else:
             cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
                              num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)

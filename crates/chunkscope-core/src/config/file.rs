@@ -35,6 +35,8 @@ pub(super) struct RawModel {
     pub(super) timeout_s: Option<f64>,
     pub(super) max_retries: Option<u32>,
     pub(super) overflow: Option<String>,
+    pub(super) backend: Option<String>,
+    pub(super) device: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -117,6 +119,8 @@ impl RawFile {
         if let Some(m) = &self.model {
             o.model = m.id.clone();
             o.endpoint = m.endpoint.clone();
+            o.backend = parsed(&m.backend, "model", "backend")?;
+            o.device = m.device.clone();
             if let Some(w) = &m.window {
                 let s = match w {
                     toml::Value::String(s) => s.clone(),

@@ -13,6 +13,7 @@ use super::metadata::Use;
 
 use super::corpus::CorpusRules;
 use super::embed::remote::RemoteConfig;
+use super::embed::{BackendChoice, EmbedSpec};
 use super::model::DEFAULT_MODEL;
 use super::tokenize::Unit;
 use super::window::WindowSpec;
@@ -101,6 +102,9 @@ pub struct Overrides {
     pub model: Option<String>,
     /// An embedding server's base URL (`[model] endpoint`, `--endpoint`); empty: none.
     pub endpoint: Option<String>,
+    /// The local backend (`[model] backend`, `--backend`) and candle's device.
+    pub backend: Option<BackendChoice>,
+    pub device: Option<String>,
     pub window: Option<WindowSpec>,
     pub preset: Option<Preset>,
     pub strategy: Option<Strategy>,
@@ -125,6 +129,12 @@ impl Overrides {
         }
         if let Some(e) = &self.endpoint {
             c.remote.endpoint = e.trim_end_matches('/').to_string();
+        }
+        if let Some(b) = self.backend {
+            c.backend = b;
+        }
+        if let Some(d) = &self.device {
+            c.device = d.clone();
         }
         if let Some(w) = self.window {
             c.window = w;
@@ -181,6 +191,9 @@ pub struct Config {
     pub model: String,
     /// The embedding server, when `remote.endpoint` is not empty (see [`Config::remote`]).
     pub remote: RemoteConfig,
+    /// The local backend and candle's device.
+    pub backend: BackendChoice,
+    pub device: String,
     pub window: WindowSpec,
     pub chunking: ChunkSettings,
     pub corpus: CorpusRules,
@@ -202,6 +215,8 @@ impl Default for Config {
         Config {
             model: DEFAULT_MODEL.into(),
             remote: RemoteConfig::new("", ""),
+            backend: BackendChoice::Auto,
+            device: "cpu".into(),
             window: WindowSpec::Auto,
             chunking: ChunkSettings::default(),
             corpus: CorpusRules::default(),
@@ -228,6 +243,15 @@ impl Config {
             r.model = self.model.clone();
         }
         Some(r)
+    }
+
+    /// The embedder this configuration asks for.
+    pub fn embed_spec(&self) -> EmbedSpec {
+        EmbedSpec {
+            remote: self.remote(),
+            backend: self.backend,
+            device: self.device.clone(),
+        }
     }
 
     /// Parse `text` (named `file` in messages) over the defaults.

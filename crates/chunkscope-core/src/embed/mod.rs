@@ -4,6 +4,7 @@
 
 pub mod bert;
 pub mod cache;
+pub mod candle;
 pub mod kernels;
 pub mod remote;
 pub mod st;
@@ -21,10 +22,45 @@ pub use cache::EmbedCache;
 /// Sequences are grouped into forward passes of about this many tokens.
 const TOKENS_PER_PASS: usize = 4096;
 
+/// Which engine runs a local model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    /// The native path for the architectures it runs (faster here), candle for the others.
+    #[default]
+    Auto,
+    Native,
+    Candle,
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(BackendChoice::Auto),
+            "native" => Ok(BackendChoice::Native),
+            "candle" => Ok(BackendChoice::Candle),
+            other => Err(format!(
+                "unknown backend '{other}' (expected auto, native or candle)"
+            )),
+        }
+    }
+}
+
+/// Which embedder a configuration asks for: a server, or a local model on a backend and device.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EmbedSpec {
+    pub remote: Option<remote::RemoteConfig>,
+    pub backend: BackendChoice,
+    /// candle's device: cpu (default), cuda or metal.
+    pub device: String,
+}
+
 /// Where vectors come from.
 enum Backend {
     /// Our BERT forward pass on this machine.
     Native(Bert),
+    /// A transformer run by candle-transformers on this machine.
+    Candle(candle::CandleEncoder),
     /// An embedding server.
     Remote(remote::Remote),
 }
@@ -51,23 +87,47 @@ pub struct EmbedRun {
 }
 
 impl Embedder {
+    /// The model on this machine, on the backend `auto` picks for its architecture.
     pub fn load(info: &ModelInfo) -> Result<Embedder> {
-        let bert = Bert::load(&info.dir)?;
+        Embedder::open(info, &EmbedSpec::default())
+    }
+
+    fn local(info: &ModelInfo, spec: &EmbedSpec) -> Result<Embedder> {
+        let native = model_type(&info.dir).is_none_or(|t| bert::NATIVE_TYPES.contains(&t.as_str()));
+        let backend = match (spec.backend, native) {
+            (BackendChoice::Native, _) | (BackendChoice::Auto, true) => {
+                if !spec.device.is_empty() && spec.device != "cpu" {
+                    anyhow::bail!(
+                        "device {}: the native backend runs on the CPU; use --backend candle",
+                        spec.device
+                    );
+                }
+                Backend::Native(Bert::load(&info.dir)?)
+            }
+            _ => Backend::Candle(candle::CandleEncoder::load(
+                &info.dir,
+                candle::device(&spec.device)?,
+            )?),
+        };
         let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
+        let model_key = match &backend {
+            Backend::Candle(_) => format!("{}#candle", model_key(info)),
+            _ => model_key(info),
+        };
         Ok(Embedder {
             modules: info.modules.clone(),
-            backend: Backend::Native(bert),
+            backend,
             tok,
-            model_key: model_key(info),
+            model_key,
             error: Default::default(),
         })
     }
 
     /// The embedder a configuration asks for: the server when `remote` is set (its tokens
     /// counted with the model's tokenizer), else the model on this machine.
-    pub fn open(info: &ModelInfo, remote: Option<&remote::RemoteConfig>) -> Result<Embedder> {
-        let Some(config) = remote else {
-            return Embedder::load(info);
+    pub fn open(info: &ModelInfo, spec: &EmbedSpec) -> Result<Embedder> {
+        let Some(config) = &spec.remote else {
+            return Embedder::local(info, spec);
         };
         let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
         let server = remote::Remote::connect(config.clone())?;
@@ -83,7 +143,8 @@ impl Embedder {
     /// The backend in words, for the status line and exports (never a key).
     pub fn backend_name(&self) -> String {
         match &self.backend {
-            Backend::Native(_) => "native".into(),
+            Backend::Native(_) => "native f32".into(),
+            Backend::Candle(c) => format!("candle {} f32", c.model_type),
             Backend::Remote(r) => format!("remote {} ({})", r.config.endpoint, r.config.model),
         }
     }
@@ -92,7 +153,7 @@ impl Embedder {
     pub fn remote(&self) -> Option<&remote::Remote> {
         match &self.backend {
             Backend::Remote(r) => Some(r),
-            Backend::Native(_) => None,
+            _ => None,
         }
     }
 
@@ -104,6 +165,7 @@ impl Embedder {
     pub fn dim(&self) -> usize {
         match &self.backend {
             Backend::Native(b) => self.modules.dim(b.config.hidden),
+            Backend::Candle(c) => self.modules.dim(c.hidden),
             Backend::Remote(r) => r.dim,
         }
     }
@@ -145,6 +207,7 @@ impl Embedder {
     pub fn ids(&self, text: &str, window: usize) -> Vec<u32> {
         let window = match &self.backend {
             Backend::Native(b) => window.min(b.config.usable_positions()),
+            Backend::Candle(c) => window.min(c.max_positions),
             Backend::Remote(_) => window,
         };
         let content = window.saturating_sub(self.tok.specials());
@@ -195,6 +258,7 @@ impl Embedder {
     ) -> Option<(Vec<Vec<f32>>, EmbedRun)> {
         let bert = match &self.backend {
             Backend::Native(b) => b,
+            Backend::Candle(c) => return self.embed_candle(c, texts, window, keep_going),
             Backend::Remote(r) => return self.embed_remote(r, texts, window, keep_going),
         };
         let started = Instant::now();
@@ -237,6 +301,47 @@ impl Embedder {
             at = end;
         }
         keep_going(done);
+        Some((
+            out,
+            EmbedRun {
+                texts: texts.len(),
+                tokens,
+                seconds: started.elapsed().as_secs_f64(),
+            },
+        ))
+    }
+
+    /// Vectors from candle, one sequence at a time, pooled as sentence-transformers pools.
+    fn embed_candle(
+        &self,
+        net: &candle::CandleEncoder,
+        texts: &[&str],
+        window: usize,
+        mut keep_going: impl FnMut(usize) -> bool,
+    ) -> Option<(Vec<Vec<f32>>, EmbedRun)> {
+        let started = Instant::now();
+        let mut out = Vec::with_capacity(texts.len());
+        let mut tokens = 0;
+        for (i, t) in texts.iter().enumerate() {
+            if !keep_going(i) {
+                return None;
+            }
+            let ids = self.ids(t, window);
+            tokens += ids.len();
+            match net.hidden_states(&ids) {
+                Ok(states) if !states.is_empty() => {
+                    out.push(self.modules.pool(&states, net.hidden, self.prompt_skip(t)))
+                }
+                Ok(_) => out.push(vec![0.0; self.dim()]),
+                Err(e) => {
+                    if let Ok(mut slot) = self.error.lock() {
+                        *slot = Some(format!("candle {}: {e:#}", net.model_type));
+                    }
+                    out.push(Vec::new());
+                }
+            }
+        }
+        keep_going(texts.len());
         Some((
             out,
             EmbedRun {
@@ -319,20 +424,21 @@ impl Embedder {
 #[derive(Clone)]
 pub struct SharedEmbedder {
     info: ModelInfo,
-    remote: Option<remote::RemoteConfig>,
+    spec: EmbedSpec,
     loaded: std::sync::Arc<std::sync::OnceLock<Result<std::sync::Arc<Embedder>, String>>>,
 }
 
 impl SharedEmbedder {
     pub fn new(info: ModelInfo) -> SharedEmbedder {
-        SharedEmbedder::with_remote(info, None)
+        SharedEmbedder::with_spec(info, EmbedSpec::default())
     }
 
-    /// The embedder of `info`, or the server `remote` names (counted with `info`'s tokenizer).
-    pub fn with_remote(info: ModelInfo, remote: Option<remote::RemoteConfig>) -> SharedEmbedder {
+    /// The embedder `spec` asks for: `info` on a backend, or a server (counted with `info`'s
+    /// tokenizer).
+    pub fn with_spec(info: ModelInfo, spec: EmbedSpec) -> SharedEmbedder {
         SharedEmbedder {
             info,
-            remote,
+            spec,
             loaded: Default::default(),
         }
     }
@@ -341,12 +447,19 @@ impl SharedEmbedder {
     pub fn get(&self) -> Result<std::sync::Arc<Embedder>, String> {
         self.loaded
             .get_or_init(|| {
-                Embedder::open(&self.info, self.remote.as_ref())
+                Embedder::open(&self.info, &self.spec)
                     .map(std::sync::Arc::new)
                     .map_err(|e| format!("{e:#}"))
             })
             .clone()
     }
+}
+
+/// config.json's `model_type`, when it says.
+pub fn model_type(dir: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("config.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("model_type")?.as_str().map(str::to_string)
 }
 
 /// The cache key of a model: its id and the size of its weights, known without loading them.

@@ -217,3 +217,25 @@ fn candle_and_native_agree_on_bert() {
         }
     }
 }
+
+/// `chunkscope model show` describes a folder without loading its weights.
+#[test]
+fn model_show_names_architecture_backend_and_pooling() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chunkscope"))
+        .args(["model", "show"])
+        .arg(fixtures().join("qwen3-lasttoken"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "architecture qwen3",
+        "backend candle qwen3 f32",
+        "dimension 32",
+        "pooling lasttoken, normalized",
+        "positions 128",
+        "queries \"Instruct:",
+    ] {
+        assert!(text.contains(want), "{want} not in:\n{text}");
+    }
+}

@@ -83,7 +83,11 @@ pub fn run(
 
     let (tx, rx) = channel::<Msg>();
     // One model per process, shared by Max-Min's sentences and the chunks' vectors.
-    m.backend = format!("native f32 · {}", info.modules.describe());
+    m.backend = format!(
+        "{} · {}",
+        chunkscope_core::embed::backend_label(&info, &config.embed_spec()),
+        info.modules.describe()
+    );
     if !info.modules.declared {
         m.notes.push(format!(
             "{}: no modules.json: mean pooling without normalisation, as sentence-transformers does for a plain transformers folder",

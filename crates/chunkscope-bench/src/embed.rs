@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use chunkscope_core::corpus::{Corpus, CorpusRules};
-use chunkscope_core::embed::{cosine, Embedder};
+use chunkscope_core::embed::{cosine, BackendChoice, EmbedSpec, Embedder};
 use chunkscope_core::model::ModelInfo;
 
 use crate::common::{python_json, ST_EMBED};
@@ -29,6 +29,8 @@ pub struct BenchArgs<'a> {
     /// An embedding server to time with 1, 2, 4 and 8 requests in flight, and the model name
     /// it serves.
     pub endpoint: Option<(String, String)>,
+    /// Local backends to time, each in its own table.
+    pub backends: Vec<BackendChoice>,
 }
 
 /// Paragraphs of the corpus (blank-line separated, at least 40 characters), joined until each has
@@ -66,7 +68,39 @@ pub fn bench_texts(corpus: &Path, n: usize, min_chars: usize) -> Result<Vec<Stri
 }
 
 pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
-    let emb = Embedder::load(info)?;
+    let mut first = None;
+    for &backend in &args.backends {
+        let spec = EmbedSpec {
+            backend,
+            ..Default::default()
+        };
+        let emb = Embedder::open(info, &spec)?;
+        writeln!(out, "== backend {}", emb.backend_name())?;
+        run_backend(&emb, info, args, out)?;
+        writeln!(
+            out,
+            "peak resident memory so far: {} MB",
+            peak_rss_mb().map_or("?".into(), |m| m.to_string())
+        )?;
+        first.get_or_insert(emb);
+    }
+    if let (Some((url, model)), Some(emb)) = (&args.endpoint, &first) {
+        let texts = bench_texts(args.corpus, args.texts, args.min_chars)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        server(emb, &refs, url, model, args, out)?;
+    }
+    Ok(())
+}
+
+/// The process's peak resident set (VmHWM), in MB, where /proc says.
+fn peak_rss_mb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
+}
+
+fn run_backend(emb: &Embedder, info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
     let texts = bench_texts(args.corpus, args.texts, args.min_chars)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     writeln!(
@@ -138,9 +172,6 @@ pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()
     }
     if let Some(r) = &args.reference {
         writeln!(out, "reference: {r} (sentence-transformers, torch CPU)")?;
-    }
-    if let Some((url, model)) = &args.endpoint {
-        server(&emb, &refs, url, model, args, out)?;
     }
     Ok(())
 }

@@ -119,6 +119,9 @@ enum What {
         /// The model name the server serves (default: the model id).
         #[arg(long)]
         served_model: Option<String>,
+        /// Local backends to time (comma separated): native, candle, auto.
+        #[arg(long, value_delimiter = ',', default_value = "native,candle")]
+        backends: Vec<String>,
     },
 }
 
@@ -166,11 +169,17 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
             model,
             endpoint,
             served_model,
+            backends,
         } => {
+            let backends = backends
+                .iter()
+                .map(|b| b.parse().map_err(anyhow::Error::msg))
+                .collect::<anyhow::Result<Vec<_>>>()?;
             let served = served_model
                 .or_else(|| model.clone())
                 .unwrap_or_else(|| DEFAULT_MODEL.to_string());
             let args = embed::BenchArgs {
+                backends,
                 endpoint: endpoint.map(|e| (e, served)),
                 corpus: &corpus,
                 texts,

@@ -131,6 +131,47 @@ fn hub_offline() -> bool {
         .unwrap_or(false)
 }
 
+/// The models already on this machine: chunkscope's cache, and every snapshot in the hub cache
+/// that holds tokenizer.json and config.json. Folders that cannot be read are left out.
+pub fn cached_models() -> Vec<ModelInfo> {
+    let mut out = Vec::new();
+    if let Ok(entries) = fs::read_dir(cache_root().join("models")) {
+        let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        dirs.sort();
+        for d in dirs {
+            let id = d
+                .file_name()
+                .map(|n| n.to_string_lossy().replace("--", "/"))
+                .unwrap_or_default();
+            if let Ok(info) = ModelInfo::from_dir(&id, &d, "chunkscope cache") {
+                out.push(info);
+            }
+        }
+    }
+    let hub = hf_hub::Cache::from_env().path().clone();
+    if let Ok(entries) = fs::read_dir(&hub) {
+        let mut repos: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        repos.sort();
+        for r in repos {
+            let name = r.file_name().map(|n| n.to_string_lossy().into_owned());
+            let Some(id) = name.as_deref().and_then(|n| n.strip_prefix("models--")) else {
+                continue;
+            };
+            let Ok(snaps) = fs::read_dir(r.join("snapshots")) else {
+                continue;
+            };
+            for snap in snaps.flatten() {
+                if let Ok(info) =
+                    ModelInfo::from_dir(&id.replace("--", "/"), &snap.path(), "Hugging Face hub cache")
+                {
+                    out.push(info);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Find `model` (a folder or a hub id), downloading it if need be. `say` receives progress lines.
 pub fn locate(model: &str, say: &mut dyn FnMut(&str)) -> Result<ModelInfo> {
     let mut tried: Vec<String> = Vec::new();

@@ -455,6 +455,29 @@ impl SharedEmbedder {
     }
 }
 
+/// The backend `spec` runs `info` on, in words, known without loading anything (what the status
+/// line and `model list` show).
+pub fn backend_label(info: &ModelInfo, spec: &EmbedSpec) -> String {
+    if let Some(r) = &spec.remote {
+        return format!("remote {} ({})", r.endpoint, r.model);
+    }
+    let kind = model_type(&info.dir).unwrap_or_else(|| "bert".into());
+    let native = bert::NATIVE_TYPES.contains(&kind.as_str());
+    match (spec.backend, native) {
+        (BackendChoice::Native, _) | (BackendChoice::Auto, true) => "native f32".into(),
+        _ => format!("candle {kind} f32"),
+    }
+}
+
+/// The width of a model's vectors from its files: the transformer's hidden size through the
+/// pooling and dense layers.
+pub fn vector_dim(info: &ModelInfo) -> Option<usize> {
+    let text = std::fs::read_to_string(info.dir.join("config.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let hidden = v.get("hidden_size").or_else(|| v.get("dim"))?.as_u64()? as usize;
+    Some(info.modules.dim(hidden))
+}
+
 /// config.json's `model_type`, when it says.
 pub fn model_type(dir: &std::path::Path) -> Option<String> {
     let text = std::fs::read_to_string(dir.join("config.json")).ok()?;

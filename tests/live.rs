@@ -463,3 +463,70 @@ fn embedding_worker_embeds_only_changed_chunks() {
     assert_eq!(kept3, 0, "a new window keeps no vector");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The file on screen first: with 300 one-chunk files and the last one in focus, the first
+/// progress report (after one slice of 64) already says the focused file is fresh.
+#[test]
+fn focused_files_are_embedded_first() {
+    use chunkscope_core::chunk::ChunkSettings;
+    use chunkscope_core::jobs::embedder::EmbedWorker;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    let d = tmp("focus");
+    let nonce = format!("{}-{}", std::process::id(), line!());
+    for i in 0..300 {
+        std::fs::write(
+            d.join(format!("f{i:03}.txt")),
+            format!("Note {i} of run {nonce}: the gateway restarts after the drain finishes."),
+        )
+        .unwrap();
+    }
+    let engine = Arc::new(
+        Engine::new(
+            common::model().clone(),
+            common::tokenizer(),
+            Corpus::load(&d, &CorpusRules::default()).unwrap(),
+        )
+        .unwrap(),
+    );
+    let chunking = Arc::new(
+        engine
+            .chunk_all(&ChunkSettings::default(), &AtomicBool::new(false))
+            .unwrap(),
+    );
+    assert_eq!(chunking.files.len(), 300);
+    let last = chunking.files.len() - 1;
+    let (tx, rx) = channel();
+    let worker = EmbedWorker::spawn(
+        chunkscope_core::embed::SharedEmbedder::new(common::model().clone()),
+        tx,
+    );
+    worker.focus(vec![last]);
+    worker.embed(1, engine, chunking, 128);
+    let mut reports = Vec::new();
+    loop {
+        match rx
+            .recv_timeout(Duration::from_secs(300))
+            .expect("worker answers")
+        {
+            Event::EmbedProgress {
+                generation: 1,
+                done,
+                total,
+                focus_fresh,
+                ..
+            } => reports.push((done, total, focus_fresh)),
+            Event::Embedded { generation: 1, .. } => break,
+            Event::EmbedFailed(e) => panic!("{e}"),
+            _ => {}
+        }
+    }
+    let (done, total, fresh) = reports[0];
+    assert!(done < total, "{reports:?}");
+    assert!(
+        fresh,
+        "the focused file was not among the first chunks: {reports:?}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -96,8 +96,10 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
             embedded,
             per_second,
             requests,
+            focus_fresh,
         } => {
             if let Some(e) = m.embed.as_mut().filter(|e| e.generation == generation) {
+                e.focus_fresh = focus_fresh;
                 e.done = done;
                 e.total = total;
                 e.embedded = embedded;

@@ -24,6 +24,8 @@ pub struct EmbedStatus {
     pub per_second: f64,
     /// With an embedding server: requests in flight and retries so far.
     pub requests: Option<(usize, usize)>,
+    /// The files in focus (on screen, touched by the latest query) have all their vectors.
+    pub focus_fresh: bool,
     pub finished: bool,
     pub seconds: f64,
     /// Vectors kept from the previous chunking's index.
@@ -319,6 +321,20 @@ impl Model {
         }
     }
 
+    /// The files the user looks at, by position in the chunking on screen: the selected file,
+    /// then the files of the latest query's hits. Their chunks are embedded first.
+    pub fn focus_files(&self) -> Vec<usize> {
+        let mut files = vec![self.selected];
+        if let Some(r) = &self.query.results {
+            for h in r.bm25.iter().chain(&r.vector).chain(&r.hybrid) {
+                if !files.contains(&h.file_pos) {
+                    files.push(h.file_pos);
+                }
+            }
+        }
+        files
+    }
+
     pub fn window(&self) -> Window {
         let w = self.windows.resolve(self.window_spec);
         match &self.server {
@@ -464,6 +480,7 @@ impl Model {
             embedded: 0,
             per_second: 0.0,
             requests: None,
+            focus_fresh: false,
             finished: false,
             seconds: 0.0,
             kept: 0,

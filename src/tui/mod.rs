@@ -212,7 +212,16 @@ where
 {
     let mut dirty = true;
     let mut last_draw = Instant::now() - FRAME;
+    let mut focus: Vec<usize> = Vec::new();
     loop {
+        // What the user looks at is embedded first: tell the worker when that changes.
+        if let Some(w) = embedder {
+            let now = m.focus_files();
+            if now != focus {
+                w.focus(now.clone());
+                focus = now;
+            }
+        }
         if dirty && last_draw.elapsed() >= FRAME {
             let frame = terminal.draw(|f| ui::draw(f, m))?;
             if drawn(m, frame.buffer) {

@@ -121,9 +121,12 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
         } else {
             String::new()
         };
-        let server = e.requests.map_or(String::new(), |(flying, retries)| {
+        let mut server = e.requests.map_or(String::new(), |(flying, retries)| {
             format!(" · {flying} requests in flight · {retries} retries")
         });
+        if e.focus_fresh {
+            server.push_str(" · this file and the query's hits fresh");
+        }
         Span::styled(
             format!(
                 " chunked in {} ms · embedding {}/{} · {:.0} chunks/s{server}{eta} ",

@@ -100,7 +100,12 @@ fn peak_rss_mb() -> Option<u64> {
     Some(kb / 1024)
 }
 
-fn run_backend(emb: &Embedder, info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
+fn run_backend(
+    emb: &Embedder,
+    info: &ModelInfo,
+    args: &BenchArgs,
+    out: &mut dyn Write,
+) -> Result<()> {
     let texts = bench_texts(args.corpus, args.texts, args.min_chars)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     writeln!(

@@ -161,9 +161,11 @@ pub fn cached_models() -> Vec<ModelInfo> {
                 continue;
             };
             for snap in snaps.flatten() {
-                if let Ok(info) =
-                    ModelInfo::from_dir(&id.replace("--", "/"), &snap.path(), "Hugging Face hub cache")
-                {
+                if let Ok(info) = ModelInfo::from_dir(
+                    &id.replace("--", "/"),
+                    &snap.path(),
+                    "Hugging Face hub cache",
+                ) {
                     out.push(info);
                 }
             }

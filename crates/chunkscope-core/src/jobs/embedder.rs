@@ -43,6 +43,10 @@ enum Request {
     Eval {
         cases: PathBuf,
     },
+    /// The files the user looks at (by position in the chunking): their chunks go first.
+    Focus {
+        files: Vec<usize>,
+    },
 }
 
 pub struct EmbedWorker {
@@ -110,6 +114,12 @@ impl EmbedWorker {
     pub fn probe(&self, file_pos: usize, chunk: usize) {
         self.request(Request::Probe { file_pos, chunk });
     }
+
+    /// The files on screen and those the latest query touched (positions in the chunking on
+    /// screen): their chunks are embedded before the rest, also in a run already going.
+    pub fn focus(&self, files: Vec<usize>) {
+        self.request(Request::Focus { files });
+    }
 }
 
 impl Drop for EmbedWorker {
@@ -139,6 +149,9 @@ struct State<M> {
     current: Option<Current>,
     /// An evaluation waiting for the vectors of the current chunking.
     pending_eval: Option<PathBuf>,
+    /// Files whose chunks are embedded first, and whether that changed since the last look.
+    focus: Vec<usize>,
+    focus_changed: bool,
     rrf_k: usize,
     out: Emitter<M>,
 }
@@ -155,6 +168,8 @@ fn worker<M: From<Event>>(
         cache: None,
         current: None,
         pending_eval: None,
+        focus: Vec::new(),
+        focus_changed: false,
         rrf_k,
         out,
     };
@@ -199,6 +214,10 @@ impl<M: From<Event>> State<M> {
         while let Ok(r) = requests.try_recv() {
             match r {
                 Request::Eval { cases } => self.pending_eval = Some(cases),
+                Request::Focus { files } => {
+                    self.focus_changed |= files != self.focus;
+                    self.focus = files;
+                }
                 other => serve(self, other),
             }
         }
@@ -269,24 +288,17 @@ fn run_embed<M: From<Event>>(
         window,
         index: index.ok(),
     });
-    // Only the chunks without a vector are embedded (their embedded text: prefix + text).
-    let (todo, owned, all) = match st.current.as_ref().and_then(|c| c.index.as_ref()) {
-        Some(ix) => {
-            let todo = ix.missing_vectors();
-            let owned: Vec<std::borrow::Cow<str>> = todo
-                .iter()
-                .filter_map(|&id| ix.chunk_ref(id))
-                .map(|(fp, c)| {
-                    let f = &chunking.files[fp];
-                    f.chunks[c].embed_text(&engine.corpus.docs[f.doc].text)
-                })
-                .collect();
-            (todo, owned, ix.len())
-        }
-        None => (Vec::new(), Vec::new(), 0),
+    // Only the chunks without a vector are embedded (their embedded text: prefix + text), those
+    // of the files in focus first.
+    let (mut todo, all) = match st.current.as_ref().and_then(|c| c.index.as_ref()) {
+        Some(ix) => (ix.missing_vectors(), ix.len()),
+        None => (Vec::new(), 0),
     };
-    let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
-    let total = texts.len();
+    if let Some(ix) = st.current.as_ref().and_then(|c| c.index.as_ref()) {
+        focus_first(&mut todo, &st.focus, ix);
+    }
+    st.focus_changed = false;
+    let total = todo.len();
     let mut embedded = 0usize;
     let mut done = 0usize;
     let mut saved = Instant::now();
@@ -303,13 +315,35 @@ fn run_embed<M: From<Event>>(
             return;
         }
         st.serve_urgent(requests);
+        if st.focus_changed {
+            // The user looked elsewhere: what is left is reordered, their files first.
+            st.focus_changed = false;
+            if let Some(ix) = st.current.as_ref().and_then(|c| c.index.as_ref()) {
+                focus_first(&mut todo[done..], &st.focus, ix);
+            }
+        }
         let end = (done + slice).min(total);
+        let Some(ix) = st.current.as_ref().and_then(|c| c.index.as_ref()) else {
+            return;
+        };
+        let owned: Vec<std::borrow::Cow<str>> = todo[done..end]
+            .iter()
+            .filter_map(|&id| ix.chunk_ref(id))
+            .map(|(fp, c)| {
+                let f = &chunking.files[fp];
+                f.chunks[c].embed_text(&engine.corpus.docs[f.doc].text)
+            })
+            .collect();
+        let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
+        // The focused files are fresh once none of their chunks is left in the queue.
+        let fresh_from = |from: usize| todo[from..].iter().all(|&id| !in_focus(ix, id, &st.focus));
+        let (fresh_before, focus_fresh) = (fresh_from(done), fresh_from(end));
         let (Some(embedder), Some(cache)) = (st.embedder.as_ref(), st.cache.as_mut()) else {
             return;
         };
         let out = &st.out;
         let mut heard = Instant::now();
-        let Some((vs, new)) = embed_cached(embedder, cache, &texts[done..end], window, |d, _| {
+        let Some((vs, new)) = embed_cached(embedder, cache, &texts, window, |d, _| {
             // A server answers slowly: progress (with requests in flight and retries) goes out
             // as batches arrive and while waiting for them, not only per slice.
             if let Some(r) = embedder.remote() {
@@ -328,6 +362,7 @@ fn run_embed<M: From<Event>>(
                                 .load(std::sync::atomic::Ordering::Relaxed),
                             r.traffic.retries.load(std::sync::atomic::Ordering::Relaxed),
                         )),
+                        focus_fresh: fresh_before,
                     });
                 }
             }
@@ -378,6 +413,7 @@ fn run_embed<M: From<Event>>(
                 0.0
             },
             requests,
+            focus_fresh,
         });
     }
     if let Some(cache) = st.cache.as_mut() {
@@ -398,6 +434,16 @@ fn run_embed<M: From<Event>>(
     });
 }
 
+/// True when chunk `id` belongs to a file in `focus`.
+fn in_focus(ix: &SearchIndex, id: u64, focus: &[usize]) -> bool {
+    ix.chunk_ref(id).is_some_and(|(fp, _)| focus.contains(&fp))
+}
+
+/// Chunks of the files in `focus` first, the order otherwise kept.
+fn focus_first(todo: &mut [u64], focus: &[usize], ix: &SearchIndex) {
+    todo.sort_by_key(|&id| !in_focus(ix, id, focus));
+}
+
 fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
     let (Some(embedder), Some(cache), Some(cur)) =
         (st.embedder.as_ref(), st.cache.as_mut(), st.current.as_ref())
@@ -405,6 +451,8 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
         return;
     };
     match request {
+        // Taken by `serve_urgent` before anything is served.
+        Request::Focus { .. } => {}
         Request::Query { id, text, k } => {
             let result = match &cur.index {
                 Some(ix) => ix

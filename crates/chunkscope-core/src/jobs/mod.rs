@@ -58,6 +58,9 @@ pub enum Event {
         per_second: f64,
         /// With an embedding server: requests in flight and retries so far.
         requests: Option<(usize, usize)>,
+        /// Every chunk of the files in focus (on screen, touched by the latest query) has its
+        /// vector.
+        focus_fresh: bool,
     },
     /// Every chunk of a chunking has its vector; the vector index is ready.
     Embedded {

@@ -381,7 +381,43 @@ fn remote_backend_against_a_real_server() {
     assert_eq!(gate.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&gate.stderr).contains("rejected by the server"));
 
-    // 5. A slow server (3 s per answer) never freezes the workbench: while requests are in
+    // 5. A server with text-embeddings-inference's /tokenize route: counts that agree with the
+    //    model's tokenizer pass quietly; another tokenizer is called out.
+    for (tokenizer, differs) in [
+        (common::model().dir.join("tokenizer.json"), false),
+        (
+            common::repo().join("tests/fixtures/tiny/xlm-roberta-e5/tokenizer.json"),
+            true,
+        ),
+    ] {
+        let tok_arg = tokenizer.to_str().unwrap().to_string();
+        let (_front, url) = start_proxy(
+            &py,
+            &base,
+            &work.join("tokenize.log"),
+            None,
+            &["--tokenizer", &tok_arg],
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_chunkscope"))
+            .arg("audit")
+            .arg(common::repo().join("examples"))
+            .arg("--model")
+            .arg(&common::model().dir)
+            .args(["--endpoint", &url])
+            .env("CHUNKSCOPE_CACHE_DIR", work.join("audit"))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.contains("counts differently"),
+            differs,
+            "{}: {stderr}",
+            tokenizer.display()
+        );
+    }
+
+    // 6. A slow server (3 s per answer) never freezes the workbench: while requests are in
     //    flight the status line says so, a knob turn re-chunks at once and q quits at once.
     if !common::no_tmux() {
         let (_slow, url) = start_proxy(&py, &base, &work.join("slow.log"), None, &["--delay", "3"]);

@@ -38,7 +38,20 @@ pub(crate) fn prepare(corpus: &Path, knobs: &Knobs) -> Result<(Config, Engine, W
 pub(crate) fn window_for(engine: &Engine, config: &Config) -> Window {
     let w = engine.model.windows.resolve(config.window);
     match config.remote() {
-        Some(r) => chunkscope_core::embed::remote::ServerWindow::probe(&r).apply(config.window, w),
+        Some(r) => {
+            let count = |t: &str| {
+                engine
+                    .tok
+                    .tokenizer()
+                    .encode(t, true)
+                    .map_or(0, |e| e.len())
+            };
+            let server = chunkscope_core::embed::remote::ServerWindow::probe(&r, &count);
+            if let Some(note) = &server.tokenizer_mismatch {
+                say(&format!("warning: {note}"));
+            }
+            server.apply(config.window, w)
+        }
         None => w,
     }
 }

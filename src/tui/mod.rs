@@ -97,7 +97,14 @@ pub fn run(
     let remote = config.remote();
     if let Some(r) = &remote {
         m.backend = format!("remote {} {}", r.endpoint, r.model);
-        m.server = Some(chunkscope_core::embed::remote::ServerWindow::probe(r));
+        let count = |t: &str| tok.tokenizer().encode(t, true).map_or(0, |e| e.len());
+        let server = chunkscope_core::embed::remote::ServerWindow::probe(r, &count);
+        if let Some(note) = &server.tokenizer_mismatch {
+            log::warn!("{note}");
+            m.notes.push(note.clone());
+            m.error = Some(note.clone());
+        }
+        m.server = Some(server);
     }
     let mut spec = config.embed_spec();
     spec.remote = remote;

@@ -1,9 +1,11 @@
 """A front for an embedding server, for the remote-backend tests: it forwards POST .../embeddings
 to the real server and logs every input it got vectors for, and can misbehave on purpose:
 answer 429 with Retry-After to the first N requests, delay every answer, or stop dead (close
-its port, like a killed server) after K answered requests.
+its port, like a killed server) after K answered requests. With --tokenizer it also answers
+text-embeddings-inference's POST /tokenize with that tokenizer.json (the `tokenizers` library).
 
 usage: embed_proxy.py PORT UPSTREAM LOG [--throttle N] [--retry-after S] [--delay S] [--die-after K]
+                      [--tokenizer TOKENIZER_JSON]
 LOG gets one JSON line per request: {"t": time, "status": code, "inputs": [...]}.
 """
 import argparse
@@ -25,7 +27,14 @@ def main():
     ap.add_argument("--retry-after", type=float, default=1.0)
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--die-after", type=int, default=0)
+    ap.add_argument("--tokenizer")
     args = ap.parse_args()
+    tokenizer = None
+    if args.tokenizer:
+        from tokenizers import Tokenizer
+        tokenizer = Tokenizer.from_file(args.tokenizer)
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
     lock = threading.Lock()
     state = {"seen": 0, "answered": 0}
 
@@ -55,6 +64,20 @@ def main():
 
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if self.path.rstrip("/").endswith("/tokenize"):
+                if tokenizer is None:
+                    self.reply(404, b'{"error":"no tokenize route"}')
+                    return
+                req = json.loads(body)
+                texts = req["inputs"] if isinstance(req["inputs"], list) else [req["inputs"]]
+                out = []
+                for t in texts:
+                    enc = tokenizer.encode(t, add_special_tokens=req.get("add_special_tokens", True))
+                    out.append([{"id": i, "text": tok, "special": s == 1, "start": o[0], "stop": o[1]}
+                                for i, tok, s, o in zip(enc.ids, enc.tokens, enc.special_tokens_mask,
+                                                        enc.offsets)])
+                self.reply(200, json.dumps(out).encode())
+                return
             inputs = json.loads(body).get("input", [])
             with lock:
                 state["seen"] += 1

@@ -358,6 +358,42 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_secs_f64(base * jitter)
 }
 
+/// Texts whose token counts tell tokenizers apart (casing, accents, CJK, punctuation, numbers).
+const TOKENIZE_SAMPLES: &[&str] = &[
+    "Rotate the HMAC signing keys every 90 days; don't skip the verification step.",
+    "Zarządzanie kluczami: klucze są obracane co dziewięćdziesiąt dni.",
+    "密钥每九十天轮换一次。",
+];
+
+/// The server's token counts (text-embeddings-inference's `POST /tokenize`, specials added)
+/// compared with the local tokenizer's; `None` when they agree or the server has no such route.
+fn tokenizer_mismatch(
+    agent: &ureq::Agent,
+    config: &RemoteConfig,
+    local: &dyn Fn(&str) -> usize,
+) -> Option<String> {
+    let base = config.endpoint.trim_end_matches("/v1");
+    let body = serde_json::json!({ "inputs": TOKENIZE_SAMPLES, "add_special_tokens": true });
+    let resp = agent
+        .post(&format!("{base}/tokenize"))
+        .set("Content-Type", "application/json")
+        .send_string(&body.to_string())
+        .ok()?;
+    let tokens: Vec<Vec<serde_json::Value>> = serde_json::from_reader(resp.into_reader()).ok()?;
+    let differ: Vec<String> = TOKENIZE_SAMPLES
+        .iter()
+        .zip(&tokens)
+        .filter(|(t, server)| server.len() != local(t))
+        .map(|(t, server)| format!("{:?}: server {}, local {}", t, server.len(), local(t)))
+        .collect();
+    (!differ.is_empty()).then(|| {
+        format!(
+            "{base}/tokenize counts differently from the model's tokenizer ({}): the server runs another model or tokenizer, so tails and windows counted here may not be the server's",
+            differ.join("; ")
+        )
+    })
+}
+
 /// text-embeddings-inference's `/info` (beside the `/v1` base, or at it).
 fn server_info(agent: &ureq::Agent, config: &RemoteConfig) -> ServerInfo {
     #[derive(Deserialize)]
@@ -401,11 +437,16 @@ pub struct ServerWindow {
     pub endpoint: String,
     pub max_input_length: Option<usize>,
     pub rejects: bool,
+    /// When the server has a tokenize route (text-embeddings-inference's `POST /tokenize`) and
+    /// its counts differ from the local tokenizer's on sample texts: what differs.
+    pub tokenizer_mismatch: Option<String>,
 }
 
 impl ServerWindow {
-    /// Ask the server (its `/info`, a few seconds at most); nothing is embedded.
-    pub fn probe(config: &RemoteConfig) -> ServerWindow {
+    /// Ask the server (its `/info`, and its `/tokenize` on a few sample texts compared with
+    /// `local`, the model's tokenizer counting specials; a few seconds at most); nothing is
+    /// embedded.
+    pub fn probe(config: &RemoteConfig, local: &dyn Fn(&str) -> usize) -> ServerWindow {
         let agent = ureq::AgentBuilder::new()
             .timeout(config.timeout.min(Duration::from_secs(5)))
             .build();
@@ -414,6 +455,7 @@ impl ServerWindow {
             endpoint: config.endpoint.clone(),
             max_input_length: info.max_input_length,
             rejects: resolve_overflow(config, &info) == Overflow::Reject,
+            tokenizer_mismatch: tokenizer_mismatch(&agent, config, local),
         }
     }
 

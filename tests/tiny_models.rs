@@ -239,3 +239,62 @@ fn model_show_names_architecture_backend_and_pooling() {
         assert!(text.contains(want), "{want} not in:\n{text}");
     }
 }
+
+/// Weights stored in half precision (F16 or BF16 safetensors, as many hub folders ship them) are
+/// read by the native path, widened to f32 at load.
+#[test]
+fn half_precision_weights_load_natively() {
+    use safetensors::tensor::TensorView;
+    use safetensors::{Dtype, SafeTensors};
+    let src = fixtures().join("cls-normalized");
+    let bytes = std::fs::read(src.join("model.safetensors")).unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    for (dtype, min_cos) in [(Dtype::F16, 0.999), (Dtype::BF16, 0.99)] {
+        let dir =
+            std::env::temp_dir().join(format!("chunkscope-half-{dtype:?}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in std::fs::read_dir(&src).unwrap().flatten() {
+            if f.path().is_dir() {
+                // A module folder (1_Pooling, 2_Normalize): its files.
+                std::fs::create_dir_all(dir.join(f.file_name())).unwrap();
+                for g in std::fs::read_dir(f.path()).unwrap().flatten() {
+                    std::fs::copy(g.path(), dir.join(f.file_name()).join(g.file_name())).unwrap();
+                }
+            } else if f.file_name() != "model.safetensors" {
+                std::fs::copy(f.path(), dir.join(f.file_name())).unwrap();
+            }
+        }
+        let converted: Vec<(String, Vec<u8>, Vec<usize>)> = st
+            .tensors()
+            .into_iter()
+            .map(|(name, t)| {
+                let data: Vec<u8> = t
+                    .data()
+                    .chunks_exact(4)
+                    .flat_map(|b| {
+                        let x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                        match dtype {
+                            Dtype::F16 => half::f16::from_f32(x).to_le_bytes(),
+                            _ => half::bf16::from_f32(x).to_le_bytes(),
+                        }
+                    })
+                    .collect();
+                (name, data, t.shape().to_vec())
+            })
+            .collect();
+        let views: Vec<(String, TensorView)> = converted
+            .iter()
+            .map(|(n, d, s)| (n.clone(), TensorView::new(dtype, s.clone(), d).unwrap()))
+            .collect();
+        safetensors::serialize_to_file(views, None, &dir.join("model.safetensors")).unwrap();
+        let texts = strings(&record()["texts"]);
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let full = Embedder::load(&ModelInfo::from_dir("f32", &src, "fixture").unwrap()).unwrap();
+        let half = Embedder::load(&ModelInfo::from_dir("half", &dir, "test").unwrap()).unwrap();
+        for (a, b) in full.embed(&refs, 64).iter().zip(half.embed(&refs, 64)) {
+            let c = cosine(a, &b);
+            assert!(c >= min_cos, "{dtype:?}: cosine {c}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -136,20 +136,33 @@ fn tensor(st: &SafeTensors, prefix: &str, name: &str, len: usize) -> Result<Vec<
     let t = st
         .tensor(&full)
         .with_context(|| format!("weights: no tensor {full}"))?;
-    if t.dtype() != Dtype::F32 {
-        bail!("weights: {full} is {:?}, expected F32", t.dtype());
-    }
+    // Weights stored in half precision are widened to f32 once, at load.
+    let width = match t.dtype() {
+        Dtype::F32 => 4,
+        Dtype::F16 | Dtype::BF16 => 2,
+        other => bail!("weights: {full} is {other:?}, expected F32, F16 or BF16"),
+    };
     let data = t.data();
-    if data.len() != len * 4 {
+    if data.len() != len * width {
         bail!(
             "weights: {full} has {} values, expected {len}",
-            data.len() / 4
+            data.len() / width
         );
     }
-    Ok(data
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect())
+    Ok(match t.dtype() {
+        Dtype::F16 => data
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        Dtype::BF16 => data
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        _ => data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+    })
 }
 
 impl Bert {

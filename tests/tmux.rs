@@ -221,3 +221,55 @@ fn worst_chunks_view_matches_audit() {
     );
     let _ = common::tmux(&["kill-session", "-t", &session]);
 }
+
+/// `E` cycles through `[model] compare`: the top bar names the new model and its pooling, the
+/// corpus is chunked again with its tokenizer, and `E` comes back to the first model.
+#[test]
+fn next_model_in_tmux() {
+    if common::no_tmux() {
+        return;
+    }
+    common::model();
+    let session = format!("chunkscope-e2e-model-{}", std::process::id());
+    let dir = std::env::temp_dir().join(format!("chunkscope-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tiny = common::repo().join("tests/fixtures/tiny/cls-normalized");
+    let config = dir.join("workbench.toml");
+    std::fs::write(
+        &config,
+        format!("[model]\ncompare = [\"{}\"]\n", tiny.display()),
+    )
+    .unwrap();
+    let cmd = format!(
+        "HF_HUB_OFFLINE=1 {} {} --config {}; echo EXITED-$?; sleep 60",
+        env!("CARGO_BIN_EXE_chunkscope"),
+        common::repo().join("examples").display(),
+        config.display()
+    );
+    common::start_tmux(&session, 220, 40, &cmd);
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("chunked in") && s.contains("model all-MiniLM-L6-v2"),
+        "the first model",
+    );
+    common::tmux(&["send-keys", "-t", &session, "E"]);
+    let screen = common::wait_for_screen(
+        &session,
+        |s| {
+            s.contains("model cls-normalized (native f32 · cls, normalized)")
+                && s.contains("tail from token 63")
+        },
+        "the second model, its window on the chunks",
+    );
+    assert!(screen.contains("window 64"), "{screen}");
+    common::tmux(&["send-keys", "-t", &session, "E"]);
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("model all-MiniLM-L6-v2") && s.contains("tail from token 127"),
+        "back to the first model",
+    );
+    common::tmux(&["send-keys", "-t", &session, "q"]);
+    common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
+    let _ = common::tmux(&["kill-session", "-t", &session]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

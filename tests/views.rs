@@ -92,7 +92,7 @@ fn help_overlay_lists_every_binding() {
     let mut m = model(Theme::dark());
     m.show_help = true;
     // Tall enough for every binding of the chunks pane (shorter terminals scroll: see below).
-    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    let mut t = Terminal::new(TestBackend::new(120, 44)).unwrap();
     t.draw(|f| ui::draw(f, &m)).unwrap();
     let screen = t.backend().to_string();
     for b in m.keymap.active(chunkscope::app::keymap::Layer::Chunks) {

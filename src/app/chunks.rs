@@ -232,6 +232,7 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             }
         }
         Action::Rescan => return m.reload("rescan".into()),
+        Action::NextModel => return m.next_model(),
         Action::Window => {
             m.window_spec = ModelWindows::cycle(m.window_spec);
             m.error = None;

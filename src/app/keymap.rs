@@ -48,6 +48,7 @@ impl Layer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {
     // Global.
+    NextModel,
     Quit,
     Help,
     Strategy,
@@ -186,6 +187,7 @@ const ACTIONS: &[Row] = &[
     (Action::HelpDown, Layer::Help, "scroll_down", "scroll help down", &["down", "j", "pagedown", "J", "space"], false),
     (Action::HelpUp, Layer::Help, "scroll_up", "scroll help up", &["up", "k", "pageup", "K"], false),
     (Action::Help, Layer::Global, "help", "show or hide this help", &["?"], true),
+    (Action::NextModel, Layer::Global, "next_model", "next model of [model] compare (eval A stays pinned)", &["E"], false),
     (Action::Quit, Layer::Global, "quit", "quit", &["q", "ctrl-c"], true),
 ];
 

@@ -51,6 +51,11 @@ impl From<Event> for Msg {
 /// What update asks the outside world to do; each command carries what it needs.
 #[derive(Debug, Clone)]
 pub enum Cmd {
+    /// Switch to another model: the workers are started again for it (`m.models[m.model_index]`).
+    SwitchModel {
+        model: String,
+        generation: u64,
+    },
     /// Read and tokenize the corpus again.
     Load {
         generation: u64,

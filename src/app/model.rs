@@ -181,6 +181,9 @@ impl Highlight {
 pub struct Model {
     pub corpus_path: PathBuf,
     pub model_name: String,
+    /// The models `E` cycles through: the configured one, then `[model] compare`.
+    pub models: Vec<String>,
+    pub model_index: usize,
     /// Where vectors come from, in words ("native f32", or the server and its model).
     pub backend: String,
     /// The embedding server's window, when vectors come from one.
@@ -271,6 +274,8 @@ impl Model {
     ) -> Model {
         Model {
             corpus_path,
+            models: Vec::new(),
+            model_index: 0,
             model_name,
             backend: "native f32".into(),
             server: None,
@@ -506,6 +511,32 @@ impl Model {
     }
 
     /// Read the corpus again (a rescan key or the watcher).
+    /// The next model of `[model] compare`: everything that came from the old one is dropped
+    /// and the corpus is read again with the new tokenizer; knobs, view and a pinned eval A stay.
+    pub(super) fn next_model(&mut self) -> Vec<Cmd> {
+        if self.models.len() < 2 {
+            self.info = Some(
+                "one model: list others in workbench.toml [model] compare = [\"id or folder\", ...]"
+                    .into(),
+            );
+            return Vec::new();
+        }
+        self.model_index = (self.model_index + 1) % self.models.len();
+        let model = self.models[self.model_index].clone();
+        self.engine = None;
+        self.chunking = None;
+        self.embed = None;
+        self.probe = None;
+        self.query.results = None;
+        self.last_reload = Some(format!("model {model}"));
+        self.generation += 1;
+        self.loading = true;
+        vec![Cmd::SwitchModel {
+            model,
+            generation: self.generation,
+        }]
+    }
+
     pub(super) fn reload(&mut self, why: String) -> Vec<Cmd> {
         self.last_reload = Some(why);
         self.generation += 1;

@@ -74,43 +74,17 @@ pub fn run(
     for n in &m.notes {
         log::warn!("{n}");
     }
-    log::info!(
-        "model {} from {} ({})",
-        info.id,
-        info.dir.display(),
-        info.found_in
-    );
 
     let (tx, rx) = channel::<Msg>();
-    // One model per process, shared by Max-Min's sentences and the chunks' vectors.
-    m.backend = format!(
-        "{} · {}",
-        chunkscope_core::embed::backend_label(&info, &config.embed_spec()),
-        info.modules.describe()
-    );
-    if !info.modules.declared {
-        m.notes.push(format!(
-            "{}: no modules.json: mean pooling without normalisation, as sentence-transformers does for a plain transformers folder",
-            info.id
-        ));
-    }
-    let remote = config.remote();
-    if let Some(r) = &remote {
-        m.backend = format!("remote {} {}", r.endpoint, r.model);
-        let count = |t: &str| tok.tokenizer().encode(t, true).map_or(0, |e| e.len());
-        let server = chunkscope_core::embed::remote::ServerWindow::probe(r, &count);
-        if let Some(note) = &server.tokenizer_mismatch {
-            log::warn!("{note}");
-            m.notes.push(note.clone());
-            m.error = Some(note.clone());
-        }
-        m.server = Some(server);
-    }
-    let mut spec = config.embed_spec();
-    spec.remote = remote;
-    let shared = SharedEmbedder::with_spec(info.clone(), spec);
-    let embedder = EmbedWorker::spawn_with_rrf_k(shared.clone(), config.search_rrf_k, tx.clone());
     m.query.k = config.search_k;
+    m.models = std::iter::once(config.model.clone())
+        .chain(config.compare.iter().cloned())
+        .fold(Vec::new(), |mut v, id| {
+            if !v.contains(&id) {
+                v.push(id);
+            }
+            v
+        });
     // Evaluation cases: --cases, else CORPUS/cases.tsv, else the SQuAD JSON the corpus came from.
     let cases = cases.or_else(|| {
         let tsv = corpus.join("cases.tsv");
@@ -123,18 +97,8 @@ pub fn run(
         }
     });
     m.cases = cases;
-    let pipeline = Pipeline::spawn(
-        Source {
-            corpus: corpus.to_path_buf(),
-            rules: config.corpus.clone(),
-            model: info,
-            tok,
-        },
-        shared,
-        tx.clone(),
-    );
     m.generation = 1;
-    pipeline.load(1);
+    let mut session = Session::start(&mut m, &config, corpus, info, tok, &tx);
     let _watcher = match chunkscope_core::jobs::watcher::watch(corpus, tx.clone()) {
         Ok(w) => {
             m.watch = w.mode().to_string();
@@ -164,20 +128,113 @@ pub fn run(
         m.size = (size.width, size.height);
     }
     // Only now: the input thread holds crossterm's event reader, which clear() also needs.
-    spawn_input(tx);
-    let result = event_loop(
-        &mut terminal,
-        &mut m,
-        &rx,
-        &pipeline,
-        Some(&embedder),
-        |_, _| false,
-    );
+    spawn_input(tx.clone());
+    let result = loop {
+        let exit = event_loop(
+            &mut terminal,
+            &mut m,
+            &rx,
+            &session.pipeline,
+            Some(&session.embedder),
+            |_, _| false,
+        );
+        match exit {
+            Ok(Some(model)) => {
+                // Another model: its workers replace the old ones (whose late messages carry
+                // older generations and are dropped).
+                match model::locate(&model, &mut |l| log::info!("{l}")).and_then(|info| {
+                    let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
+                    Ok((info, Arc::new(tok)))
+                }) {
+                    Ok((info, tok)) => {
+                        drop(session);
+                        session = Session::start(&mut m, &config, corpus, info, tok, &tx);
+                    }
+                    Err(e) => {
+                        m.error = Some(format!("model {model}: {e:#}; the previous model stays"));
+                        session.pipeline.load(m.generation);
+                    }
+                }
+            }
+            other => break other.map(|_| ()),
+        }
+    };
     drop(guard);
     if let Some(p) = log_path {
         log::info!("exit; log at {}", p.display());
     }
     result
+}
+
+/// The workers of one model: the pipeline (corpus, tokens, chunks) and the embedder.
+struct Session {
+    pipeline: Pipeline,
+    embedder: EmbedWorker,
+}
+
+impl Session {
+    /// Start the workers for `info` and ask for the corpus at `m.generation`; the model's
+    /// name, windows, specials, backend and server go into `m`.
+    fn start(
+        m: &mut Model,
+        config: &Config,
+        corpus: &Path,
+        info: model::ModelInfo,
+        tok: Arc<EmbedTokenizer>,
+        tx: &Sender<Msg>,
+    ) -> Session {
+        log::info!(
+            "model {} from {} ({})",
+            info.id,
+            info.dir.display(),
+            info.found_in
+        );
+        m.model_name = info.short_name();
+        m.windows = info.windows;
+        m.specials = tok.specials();
+        m.backend = format!(
+            "{} · {}",
+            chunkscope_core::embed::backend_label(&info, &config.embed_spec()),
+            info.modules.describe()
+        );
+        if !info.modules.declared {
+            m.notes.push(format!(
+                "{}: no modules.json: mean pooling without normalisation, as sentence-transformers does for a plain transformers folder",
+                info.id
+            ));
+        }
+        let remote = config.remote();
+        m.server = None;
+        if let Some(r) = &remote {
+            m.backend = format!("remote {} {}", r.endpoint, r.model);
+            let count = |t: &str| tok.tokenizer().encode(t, true).map_or(0, |e| e.len());
+            let server = chunkscope_core::embed::remote::ServerWindow::probe(r, &count);
+            if let Some(note) = &server.tokenizer_mismatch {
+                log::warn!("{note}");
+                m.notes.push(note.clone());
+                m.error = Some(note.clone());
+            }
+            m.server = Some(server);
+        }
+        let mut spec = config.embed_spec();
+        spec.remote = remote;
+        // One model per session, shared by Max-Min's sentences and the chunks' vectors.
+        let shared = SharedEmbedder::with_spec(info.clone(), spec);
+        let embedder =
+            EmbedWorker::spawn_with_rrf_k(shared.clone(), config.search_rrf_k, tx.clone());
+        let pipeline = Pipeline::spawn(
+            Source {
+                corpus: corpus.to_path_buf(),
+                rules: config.corpus.clone(),
+                model: info,
+                tok,
+            },
+            shared,
+            tx.clone(),
+        );
+        pipeline.load(m.generation);
+        Session { pipeline, embedder }
+    }
 }
 
 fn spawn_input(tx: Sender<Msg>) {
@@ -213,7 +270,7 @@ pub fn event_loop<B: ratatui::backend::Backend>(
     pipeline: &Pipeline,
     embedder: Option<&EmbedWorker>,
     mut drawn: impl FnMut(&Model, &ratatui::buffer::Buffer) -> bool,
-) -> Result<()>
+) -> Result<Option<String>>
 where
     B::Error: Send + Sync + 'static,
 {
@@ -232,7 +289,7 @@ where
         if dirty && last_draw.elapsed() >= FRAME {
             let frame = terminal.draw(|f| ui::draw(f, m))?;
             if drawn(m, frame.buffer) {
-                return Ok(());
+                return Ok(None);
             }
             last_draw = Instant::now();
             dirty = false;
@@ -242,12 +299,12 @@ where
             match rx.recv_timeout(FRAME.saturating_sub(last_draw.elapsed())) {
                 Ok(msg) => Some(msg),
                 Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                Err(RecvTimeoutError::Disconnected) => return Ok(None),
             }
         } else {
             match rx.recv() {
                 Ok(msg) => Some(msg),
-                Err(_) => return Ok(()),
+                Err(_) => return Ok(None),
             }
         };
         let mut pending: Vec<Msg> = first.into_iter().collect();
@@ -256,7 +313,9 @@ where
             dirty = true;
             for cmd in update(m, msg) {
                 match cmd {
-                    Cmd::Quit => return Ok(()),
+                    Cmd::Quit => return Ok(None),
+                    // The caller starts the new model's workers and comes back.
+                    Cmd::SwitchModel { model, .. } => return Ok(Some(model)),
                     Cmd::Load { generation } => pipeline.load(generation),
                     Cmd::Rechunk {
                         generation,

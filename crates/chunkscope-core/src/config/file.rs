@@ -37,6 +37,7 @@ pub(super) struct RawModel {
     pub(super) overflow: Option<String>,
     pub(super) backend: Option<String>,
     pub(super) device: Option<String>,
+    pub(super) compare: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -194,6 +194,8 @@ pub struct Config {
     /// The local backend and candle's device.
     pub backend: BackendChoice,
     pub device: String,
+    /// Other models the workbench cycles through (`[model] compare`, the `E` key).
+    pub compare: Vec<String>,
     pub window: WindowSpec,
     pub chunking: ChunkSettings,
     pub corpus: CorpusRules,
@@ -217,6 +219,7 @@ impl Default for Config {
             remote: RemoteConfig::new("", ""),
             backend: BackendChoice::Auto,
             device: "cpu".into(),
+            compare: Vec::new(),
             window: WindowSpec::Auto,
             chunking: ChunkSettings::default(),
             corpus: CorpusRules::default(),
@@ -280,6 +283,9 @@ impl Config {
             .validate()
             .map_err(|e| located(ConfigProblem::Settings(e)))?;
         if let Some(m) = &raw.model {
+            if let Some(v) = &m.compare {
+                c.compare = v.clone();
+            }
             let r = &mut c.remote;
             if let Some(v) = &m.served_model {
                 r.model = v.clone();

@@ -31,7 +31,7 @@ pub struct Knobs {
     /// it; tokens are counted with --model's tokenizer.
     #[arg(long)]
     pub endpoint: Option<String>,
-    /// Local backend: auto (native for BERT, RoBERTa/XLM-R and DistilBERT, candle for the
+    /// Local backend: auto (native for BERT, RoBERTa/XLM-R, DistilBERT and MPNet, candle for the
     /// rest), native, candle.
     #[arg(long)]
     backend: Option<String>,

@@ -1,7 +1,7 @@
 """Build tiny random-weight sentence-transformers models (hidden 32, 2 layers, a vocabulary of a
 few hundred trained on the example corpus): BERT with each pooling mode, with and without
 Normalize, with a Dense layer and with prompts; XLM-RoBERTa with a SentencePiece (Unigram)
-vocabulary and e5-style prompts; DistilBERT. Record sentence-transformers' own vectors and token
+vocabulary and e5-style prompts; DistilBERT. MPNet (relative position bias). Record sentence-transformers' own vectors and token
 counts for varied texts at two windows. The folders and the record are
 committed under tests/fixtures/tiny/ and checked by tests/tiny_models.rs.
 
@@ -17,7 +17,8 @@ from sentence_transformers import SentenceTransformer, models
 from tokenizers import BertWordPieceTokenizer, SentencePieceUnigramTokenizer
 from tokenizers.processors import TemplateProcessing
 from transformers import (BertConfig, BertModel, BertTokenizerFast, DistilBertConfig,
-                          DistilBertModel, DistilBertTokenizerFast, ModernBertConfig,
+                          DistilBertModel, DistilBertTokenizerFast, MPNetConfig, MPNetModel,
+                          ModernBertConfig,
                           ModernBertModel, Qwen3Config, Qwen3Model, XLMRobertaConfig,
                           XLMRobertaModel, XLMRobertaTokenizerFast)
 
@@ -55,6 +56,7 @@ VARIANTS = {
                         None, False),
     "xlm-roberta-e5": ("mean", True, False, {"query": "query: ", "passage": "passage: "}, None, True),
     "distilbert-cls": ("cls", True, False, None, None, True),
+    "mpnet-mean": ("mean", True, False, None, None, True),
     # Run through candle-transformers.
     "modernbert-mean": ("mean", True, False, None, None, True),
     "qwen3-lasttoken": ("lasttoken", True, False,
@@ -112,6 +114,12 @@ def main():
             cfg = DistilBertConfig(vocab_size=distil_tok.vocab_size, dim=32, n_layers=2, n_heads=2,
                                    hidden_dim=64, max_position_embeddings=128)
             net, t = DistilBertModel(cfg), distil_tok
+        elif name.startswith("mpnet"):
+            cfg = MPNetConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+                              num_attention_heads=2, intermediate_size=64,
+                              max_position_embeddings=130, pad_token_id=0,
+                              relative_attention_num_buckets=32)
+            net, t = MPNetModel(cfg, add_pooling_layer=False), plain_tok
         elif name.startswith("modernbert"):
             cfg = ModernBertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=3,
                                    num_attention_heads=2, intermediate_size=64,

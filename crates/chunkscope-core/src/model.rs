@@ -99,6 +99,7 @@ pub fn read_windows(dir: &Path) -> Result<ModelWindows> {
         .and_then(|c| c.get("model_type"))
         .and_then(|t| t.as_str())
     {
+        Some("mpnet") => 2,
         Some("roberta" | "xlm-roberta" | "camembert") => {
             num(&config, "/pad_token_id").unwrap_or(1) + 1
         }

@@ -20,10 +20,20 @@ pub enum Family {
     Bert,
     Roberta,
     DistilBert,
+    /// MPNet (all-mpnet-base-v2): RoBERTa's positions plus a relative position bias in
+    /// attention.
+    MpNet,
 }
 
 /// `model_type`s read natively, for the error that names what is supported.
-pub const NATIVE_TYPES: &[&str] = &["bert", "roberta", "xlm-roberta", "camembert", "distilbert"];
+pub const NATIVE_TYPES: &[&str] = &[
+    "bert",
+    "roberta",
+    "xlm-roberta",
+    "camembert",
+    "distilbert",
+    "mpnet",
+];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BertConfig {
@@ -53,6 +63,7 @@ impl BertConfig {
             "bert" => Family::Bert,
             "roberta" | "xlm-roberta" | "camembert" => Family::Roberta,
             "distilbert" => Family::DistilBert,
+            "mpnet" => Family::MpNet,
             other => bail!(
                 "{}: model_type {other} is not supported by the native embedder (supported: {})",
                 path.display(),
@@ -78,6 +89,9 @@ impl BertConfig {
             );
         }
         let position_offset = match family {
+            // transformers' MPNet counts positions from its padding index 1 whatever the
+            // config says.
+            Family::MpNet => 2,
             Family::Roberta => {
                 v.get("pad_token_id").and_then(|n| n.as_u64()).unwrap_or(1) as usize + 1
             }
@@ -129,6 +143,27 @@ pub struct Bert {
     emb_ln_g: Vec<f32>,
     emb_ln_b: Vec<f32>,
     layers: Vec<Layer>,
+    /// MPNet's relative position bias: (buckets x heads, row-major) and the bucket count.
+    rel_bias: Option<(Vec<f32>, usize)>,
+}
+
+/// MPNet's bidirectional relative position bucket of `rel` = key position - query position:
+/// half the buckets for each direction, exact up to a quarter of them, logarithmic beyond, the
+/// last bucket of a direction from `max_distance` on.
+fn relative_bucket(rel: isize, buckets: usize, max_distance: usize) -> usize {
+    let half = buckets / 2;
+    let n = -rel;
+    let direction = if n < 0 { half } else { 0 };
+    let n = n.unsigned_abs();
+    let exact = half / 2;
+    let within = if n < exact {
+        n
+    } else {
+        let scaled = (n as f64 / exact as f64).ln() / (max_distance as f64 / exact as f64).ln()
+            * (half - exact) as f64;
+        (exact + scaled as usize).min(half - 1)
+    };
+    direction + within
 }
 
 fn tensor(st: &SafeTensors, prefix: &str, name: &str, len: usize) -> Result<Vec<f32>> {
@@ -178,7 +213,7 @@ impl Bert {
         let st = SafeTensors::deserialize(&map)
             .with_context(|| format!("{}: not a safetensors file", path.display()))?;
         let names = st.names();
-        let prefix = ["bert.", "roberta.", "distilbert.", "model."]
+        let prefix = ["bert.", "roberta.", "distilbert.", "mpnet.", "model."]
             .into_iter()
             .find(|p| {
                 names
@@ -202,6 +237,17 @@ impl Bert {
                 "ffn.lin1",
                 "ffn.lin2",
                 "output_layer_norm",
+            ],
+            Family::MpNet => [
+                "encoder.layer",
+                "attention.attn.q",
+                "attention.attn.k",
+                "attention.attn.v",
+                "attention.attn.o",
+                "attention.LayerNorm",
+                "intermediate.dense",
+                "output.dense",
+                "output.LayerNorm",
             ],
             _ => [
                 "encoder.layer",
@@ -250,7 +296,23 @@ impl Bert {
                 }
                 Err(_) => vec![0.0; h],
             };
+        // MPNet: one relative position bias table (buckets x heads) shared by every layer.
+        let rel_bias = match c.family {
+            Family::MpNet => {
+                let name = format!("{prefix}encoder.relative_attention_bias.weight");
+                let buckets = st
+                    .tensor(&name)
+                    .with_context(|| format!("weights: no tensor {name}"))?
+                    .shape()[0];
+                Some((
+                    g("encoder.relative_attention_bias.weight", buckets * c.heads)?,
+                    buckets,
+                ))
+            }
+            _ => None,
+        };
         Ok(Bert {
+            rel_bias,
             word: g("embeddings.word_embeddings.weight", c.vocab * h)?,
             position: g("embeddings.position_embeddings.weight", c.max_positions * h)?,
             token_type0,
@@ -422,6 +484,22 @@ impl Bert {
                         false,
                         Parallelism::None,
                     );
+                }
+                if let Some((bias, buckets)) = &self.rel_bias {
+                    // scores[i][j] += bias[bucket(j - i)][head]
+                    let by_distance: Vec<f32> = (0..2 * len - 1)
+                        .map(|k| {
+                            let rel = k as isize - (len as isize - 1);
+                            bias[relative_bucket(rel, *buckets, 128) * heads + hd]
+                        })
+                        .collect();
+                    for i in 0..len {
+                        let row = &mut scores[i * len..(i + 1) * len];
+                        let base = len - 1 - i;
+                        for (j, x) in row.iter_mut().enumerate() {
+                            *x += by_distance[base + j];
+                        }
+                    }
                 }
                 inv.clear();
                 inv.resize(len, 0.0);

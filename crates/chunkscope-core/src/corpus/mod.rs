@@ -288,14 +288,18 @@ impl Corpus {
             .follow_links(true)
             .sort_by_file_path(|a, b| a.cmp(b))
             .build();
+        let mut converted = 0;
+        let mut seen_docs = 0;
         for entry in walker {
+            // Documents converted so far, tallied as they are read.
+            converted += corpus.docs[seen_docs..]
+                .iter()
+                .filter(|d| d.source_format != "text")
+                .count();
+            seen_docs = corpus.docs.len();
             progress(ReadProgress {
                 files: corpus.docs.len() + corpus.skipped.len(),
-                converted: corpus
-                    .docs
-                    .iter()
-                    .filter(|d| d.source_format != "text")
-                    .count(),
+                converted,
             });
             match entry {
                 Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => {
@@ -345,26 +349,41 @@ impl Corpus {
     }
 
     fn read_one(&mut self, path: &Path, rel: String, rules: &CorpusRules) {
-        let head = head_bytes(path);
-        let read = match convert::format_of(path, &head) {
+        let document = |format: convert::Format, bytes: Vec<u8>| {
             // A converted document's offsets index its converted text.
-            Some(format) => read_bytes(path, rules.max_document_bytes, "max_document_bytes")
-                .and_then(|bytes| convert::convert(format, &bytes))
-                .map(|c| Document {
-                    path: rel.clone(),
-                    text: c.text.clone(),
-                    lossy: c.lossy,
-                    offsets: FileOffsets::default(),
-                    source_format: format.name(),
-                    pages: c.pages.clone(),
-                }),
-            None => {
-                read_document(path, rules.max_file_bytes).map(|(text, offsets, lossy)| Document {
-                    offsets,
-                    lossy,
-                    ..Document::plain(rel.clone(), text)
-                })
-            }
+            convert::convert(format, &bytes).map(|c| Document {
+                path: rel.clone(),
+                text: c.text.clone(),
+                lossy: c.lossy,
+                offsets: FileOffsets::default(),
+                source_format: format.name(),
+                pages: c.pages.clone(),
+            })
+        };
+        let from_disk = |format: convert::Format| {
+            read_bytes(path, rules.max_document_bytes, "max_document_bytes")
+                .and_then(|bytes| document(format, bytes))
+        };
+        // The format by extension; else the file is read once and its first bytes say whether
+        // it is a document after all (a PDF or DOCX without an extension).
+        let read = match convert::format_of(path, &[]) {
+            Some(format) => from_disk(format),
+            None => match read_bytes(path, rules.max_file_bytes, "max_file_bytes") {
+                Ok(bytes) => match convert::format_of(path, &bytes[..bytes.len().min(SNIFF_BYTES)])
+                {
+                    Some(format) => document(format, bytes),
+                    None => text_document(&bytes).map(|(text, offsets, lossy)| Document {
+                        offsets,
+                        lossy,
+                        ..Document::plain(rel.clone(), text)
+                    }),
+                },
+                // Over the text limit: a document may still be within its own.
+                Err(too_large) => match convert::format_of(path, &head_bytes(path)) {
+                    Some(format) => from_disk(format),
+                    None => Err(too_large),
+                },
+            },
         };
         match read {
             Ok(doc) => self.docs.push(doc),
@@ -391,11 +410,15 @@ impl Corpus {
 
 /// Read a file, refusing binary and oversized ones with a reason a user can act on.
 pub fn read_document(path: &Path, max_bytes: u64) -> Result<(String, FileOffsets, bool), String> {
-    let bytes = read_bytes(path, max_bytes, "max_file_bytes")?;
-    if utf16_units(&bytes).is_none() && bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
+    text_document(&read_bytes(path, max_bytes, "max_file_bytes")?)
+}
+
+/// A file's bytes as text, refused as binary when its first bytes hold a NUL (UTF-16 aside).
+fn text_document(bytes: &[u8]) -> Result<(String, FileOffsets, bool), String> {
+    if utf16_units(bytes).is_none() && bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
         return Err("binary: contains NUL bytes".into());
     }
-    Ok(decode(&bytes))
+    Ok(decode(bytes))
 }
 
 /// A file's bytes, up to `max_bytes` (the `corpus.KEY` limit named in the reason).
@@ -639,6 +662,20 @@ mod tests {
             .join(std::ffi::OsStr::from_bytes(&name_bytes(paths[1])))
             .is_file());
         assert_eq!(name_bytes(paths[0]), "caf\u{e9}.txt".as_bytes());
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_document_without_an_extension_is_found_by_its_bytes() {
+        let d = tmpdir("doc-by-bytes");
+        fs::write(d.join("manual"), b"%PDF-1.4\nnot really a PDF").unwrap();
+        fs::write(d.join("notes"), "plain text").unwrap();
+        let c = Corpus::load(&d, &CorpusRules::default()).unwrap();
+        let paths: Vec<_> = c.docs.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, vec!["notes"]);
+        assert_eq!(c.skipped.len(), 1, "{:?}", c.skipped);
+        assert_eq!(c.skipped[0].path, "manual");
+        assert!(c.skipped[0].reason.contains("PDF"), "{:?}", c.skipped);
         let _ = fs::remove_dir_all(&d);
     }
 

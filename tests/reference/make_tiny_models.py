@@ -1,5 +1,5 @@
 """Build tiny random-weight sentence-transformers models (hidden 32, 2 layers, a vocabulary of a
-few hundred trained on the example corpus): BERT with each pooling mode, with and without
+few hundred trained on the example corpus: WordPiece, SentencePiece Unigram, byte-level BPE): BERT with each pooling mode, with and without
 Normalize, with a Dense layer and with prompts; XLM-RoBERTa with a SentencePiece (Unigram)
 vocabulary and e5-style prompts; DistilBERT. MPNet (relative position bias). Record sentence-transformers' own vectors and token
 counts for varied texts at two windows. The folders and the record are
@@ -14,9 +14,9 @@ import sys
 
 import torch
 from sentence_transformers import SentenceTransformer, models
-from tokenizers import BertWordPieceTokenizer, SentencePieceUnigramTokenizer
+from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer, SentencePieceUnigramTokenizer
 from tokenizers.processors import TemplateProcessing
-from transformers import (BertConfig, BertModel, BertTokenizerFast, DistilBertConfig,
+from transformers import (BertConfig, PreTrainedTokenizerFast, BertModel, BertTokenizerFast, DistilBertConfig,
                           DistilBertModel, DistilBertTokenizerFast, MPNetConfig, MPNetModel,
                           ModernBertConfig,
                           ModernBertModel, Qwen3Config, Qwen3Model, XLMRobertaConfig,
@@ -98,6 +98,16 @@ def main():
                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], unk_token="<unk>")
     sp.post_processor = TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
                                            special_tokens=[("<s>", 0), ("</s>", 2)])
+    # Qwen3: a byte-level BPE vocabulary, an end-of-text token appended to every input (as
+    # Qwen3-Embedding's tokenizer does; last-token pooling reads it).
+    bl = ByteLevelBPETokenizer()
+    bl.train_from_iterator(corpus_texts(), vocab_size=400, special_tokens=["<|endoftext|>", "<|pad|>"])
+    eot = bl.token_to_id("<|endoftext|>")
+    bl.post_processor = TemplateProcessing(single="$A <|endoftext|>", pair="$A <|endoftext|> $B <|endoftext|>",
+                                           special_tokens=[("<|endoftext|>", eot)])
+    qtok = PreTrainedTokenizerFast(tokenizer_object=bl, eos_token="<|endoftext|>",
+                                   pad_token="<|pad|>", model_max_length=128,
+                                   model_input_names=["input_ids", "attention_mask"])
     xtok = XLMRobertaTokenizerFast(tokenizer_object=sp, bos_token="<s>", eos_token="</s>",
                                    sep_token="</s>", cls_token="<s>", unk_token="<unk>",
                                    pad_token="<pad>", mask_token="<mask>", model_max_length=128)
@@ -129,11 +139,11 @@ def main():
                                    attn_implementation="eager")
             net, t = ModernBertModel(cfg), plain_tok
         elif name.startswith("qwen3"):
-            cfg = Qwen3Config(vocab_size=tok.vocab_size, hidden_size=32, intermediate_size=64,
+            cfg = Qwen3Config(vocab_size=len(qtok), hidden_size=32, intermediate_size=64,
                               num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
                               head_dim=16, max_position_embeddings=128, rope_theta=10000.0,
                               tie_word_embeddings=False, attn_implementation="eager")
-            net, t = Qwen3Model(cfg), plain_tok
+            net, t = Qwen3Model(cfg), qtok
         else:
             cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
                              num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)

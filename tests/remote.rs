@@ -145,14 +145,15 @@ fn start_proxy(
 
 struct Run {
     ok: bool,
+    code: Option<i32>,
     stdout: String,
     stderr: String,
 }
 
-/// `chunkscope embed examples` with `flags`, its caches in `cache`.
-fn embed(cache: &Path, flags: &[&str]) -> Run {
+/// `chunkscope COMMAND examples --model MODEL` with `flags`, its caches in `cache`.
+fn chunkscope(command: &str, cache: &Path, flags: &[&str]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_chunkscope"))
-        .arg("embed")
+        .arg(command)
         .arg(common::repo().join("examples"))
         .arg("--model")
         .arg(&common::model().dir)
@@ -161,10 +162,16 @@ fn embed(cache: &Path, flags: &[&str]) -> Run {
         .output()
         .unwrap();
     Run {
+        code: out.status.code(),
         ok: out.status.success(),
         stdout: String::from_utf8_lossy(&out.stdout).into(),
         stderr: String::from_utf8_lossy(&out.stderr).into(),
     }
+}
+
+/// `chunkscope embed examples` with `flags`, its caches in `cache`.
+fn embed(cache: &Path, flags: &[&str]) -> Run {
+    chunkscope("embed", cache, flags)
 }
 
 fn vectors(jsonl: &str) -> Vec<(String, Vec<f32>)> {
@@ -339,23 +346,17 @@ fn remote_backend_against_a_real_server() {
     //    (not as tails), and --fail-on-tail fails on them.
     let cfg = work.join("reject.toml");
     std::fs::write(&cfg, "[model]\noverflow = \"reject\"\n").unwrap();
-    let audit = Command::new(env!("CARGO_BIN_EXE_chunkscope"))
-        .arg("audit")
-        .arg(common::repo().join("examples"))
-        .arg("--model")
-        .arg(&common::model().dir)
-        .args([
-            "--endpoint",
-            &base,
-            "--config",
-            cfg.to_str().unwrap(),
-            "--json",
-        ])
-        .env("CHUNKSCOPE_CACHE_DIR", work.join("audit"))
-        .output()
-        .unwrap();
-    assert!(audit.status.success());
-    let report: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let cfg_s = cfg.to_str().unwrap();
+    let audit_with = |extra: &str| {
+        chunkscope(
+            "audit",
+            &work.join("audit"),
+            &["--endpoint", &base, "--config", cfg_s, extra],
+        )
+    };
+    let audit = audit_with("--json");
+    assert!(audit.ok);
+    let report: serde_json::Value = serde_json::from_str(&audit.stdout).unwrap();
     let over = report["total"]["over_window"].as_u64().unwrap();
     assert!(over > 0);
     assert_eq!(report["rejected"].as_u64(), Some(over));
@@ -363,23 +364,9 @@ fn remote_backend_against_a_real_server() {
         .as_str()
         .unwrap()
         .contains("rejects longer inputs"));
-    let gate = Command::new(env!("CARGO_BIN_EXE_chunkscope"))
-        .arg("audit")
-        .arg(common::repo().join("examples"))
-        .arg("--model")
-        .arg(&common::model().dir)
-        .args([
-            "--endpoint",
-            &base,
-            "--config",
-            cfg.to_str().unwrap(),
-            "--fail-on-tail",
-        ])
-        .env("CHUNKSCOPE_CACHE_DIR", work.join("audit"))
-        .output()
-        .unwrap();
-    assert_eq!(gate.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&gate.stderr).contains("rejected by the server"));
+    let gate = audit_with("--fail-on-tail");
+    assert_eq!(gate.code, Some(1));
+    assert!(gate.stderr.contains("rejected by the server"));
 
     // 5. A server with text-embeddings-inference's /tokenize route: counts that agree with the
     //    model's tokenizer pass quietly; another tokenizer is called out.
@@ -398,17 +385,9 @@ fn remote_backend_against_a_real_server() {
             None,
             &["--tokenizer", &tok_arg],
         );
-        let out = Command::new(env!("CARGO_BIN_EXE_chunkscope"))
-            .arg("audit")
-            .arg(common::repo().join("examples"))
-            .arg("--model")
-            .arg(&common::model().dir)
-            .args(["--endpoint", &url])
-            .env("CHUNKSCOPE_CACHE_DIR", work.join("audit"))
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let out = chunkscope("audit", &work.join("audit"), &["--endpoint", &url]);
+        assert!(out.ok);
+        let stderr = out.stderr;
         assert_eq!(
             stderr.contains("counts differently"),
             differs,

@@ -207,21 +207,7 @@ fn html_made_from_markdown_keeps_its_headings() {
     let mut s = ChunkSettings::default();
     Preset::Markdown.apply(&mut s);
     let c = engine.chunk_all(&s, &AtomicBool::new(false)).unwrap();
-    let headings = |path: &str| -> Vec<String> {
-        let f = c
-            .files
-            .iter()
-            .find(|f| engine.corpus.docs[f.doc].path == path)
-            .unwrap_or_else(|| panic!("{path} was read"));
-        let mut out: Vec<String> = Vec::new();
-        for ch in f.chunks.iter() {
-            let h = ch.chunk.heading.clone().unwrap_or_default();
-            if out.last() != Some(&h) {
-                out.push(h);
-            }
-        }
-        out
-    };
+    let headings = |path: &str| common::heading_paths(&engine, &c, path);
     for (md, _) in &mds {
         let html = md.replace(".md", ".html");
         let doc = engine.corpus.docs.iter().find(|d| d.path == html).unwrap();

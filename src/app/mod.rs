@@ -25,6 +25,20 @@ pub use model::{
     Retriever, View,
 };
 
+/// A model made ready off the UI thread: found (or downloaded), its tokenizer loaded, its
+/// embedding server (if any) asked for its window.
+pub struct LoadedModel {
+    pub info: chunkscope_core::model::ModelInfo,
+    pub tok: Arc<chunkscope_core::tokenize::EmbedTokenizer>,
+    pub server: Option<chunkscope_core::embed::remote::ServerWindow>,
+}
+
+impl std::fmt::Debug for LoadedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LoadedModel({})", self.info.id)
+    }
+}
+
 /// Everything that can happen to the app.
 #[derive(Debug)]
 pub enum Msg {
@@ -40,6 +54,11 @@ pub enum Msg {
     Info(String),
     /// A worker reported.
     Job(Event),
+    /// The model asked for by `Cmd::SwitchModel` is ready (or could not be had).
+    ModelReady {
+        generation: u64,
+        result: Result<Arc<LoadedModel>, String>,
+    },
 }
 
 impl From<Event> for Msg {
@@ -51,7 +70,10 @@ impl From<Event> for Msg {
 /// What update asks the outside world to do; each command carries what it needs.
 #[derive(Debug, Clone)]
 pub enum Cmd {
-    /// Switch to another model: the workers are started again for it (`m.models[m.model_index]`).
+    /// Start the workers of a model made ready.
+    StartModel(Arc<LoadedModel>),
+    /// Make another model ready off the UI thread (`m.models[m.model_index]`); it answers
+    /// with `Msg::ModelReady`.
     SwitchModel {
         model: String,
         generation: u64,
@@ -128,6 +150,19 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             Vec::new()
         }
         Msg::Job(ev) => events::on_event(m, ev),
+        Msg::ModelReady { generation, result } => {
+            if generation != m.generation {
+                return Vec::new();
+            }
+            match result {
+                Ok(model) => vec![Cmd::StartModel(model)],
+                Err(e) => {
+                    // The previous model's workers are still there: read the corpus again.
+                    m.error = Some(format!("{e}; the previous model stays"));
+                    vec![Cmd::Load { generation }]
+                }
+            }
+        }
     }
 }
 

@@ -275,6 +275,42 @@ fn terminate_quits_like_q() {
     assert!(m.quit);
 }
 
+/// `E` asks for the next model of `[model] compare` off the UI thread; a model that cannot be
+/// had leaves the previous one, read again; an answer for an older switch is dropped.
+#[test]
+fn next_model_switches_or_keeps_the_previous_one() {
+    let mut m = model();
+    assert!(
+        update(&mut m, key('E')).is_empty(),
+        "one model: nothing to switch to"
+    );
+    assert!(m
+        .info
+        .as_deref()
+        .is_some_and(|i| i.contains("[model] compare")));
+    m.models = vec!["a".into(), "b".into()];
+    let cmds = update(&mut m, key('E'));
+    let generation = m.generation;
+    assert!(
+        matches!(&cmds[..], [Cmd::SwitchModel { model, generation: g }] if model == "b" && *g == generation)
+    );
+    let stale = Msg::ModelReady {
+        generation: generation - 1,
+        result: Err("late".into()),
+    };
+    assert!(update(&mut m, stale).is_empty());
+    let failed = Msg::ModelReady {
+        generation,
+        result: Err("model b: not found".into()),
+    };
+    let cmds = update(&mut m, failed);
+    assert!(matches!(cmds[..], [Cmd::Load { generation: g }] if g == generation));
+    assert!(m
+        .error
+        .as_deref()
+        .is_some_and(|e| e.contains("the previous model stays")));
+}
+
 /// + then - (and - then +) come back to the same size and overlap, whatever the steps rounded.
 #[test]
 fn knob_turns_retrace() {

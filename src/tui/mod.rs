@@ -16,7 +16,7 @@ use ratatui::crossterm::event::{self, Event};
 use ratatui::Terminal;
 
 use crate::app::keymap::Keymap;
-use crate::app::{update, Cmd, Model, Msg};
+use crate::app::{update, Cmd, LoadedModel, Model, Msg};
 use crate::ui;
 use crate::ui::theme::Theme;
 use chunkscope_core::config::Config;
@@ -42,8 +42,7 @@ pub fn run(
     if !corpus.exists() {
         anyhow::bail!("corpus {}: no such file or directory", corpus.display());
     }
-    let info = model::locate(&config.model, &mut |l| eprintln!("{l}"))?;
-    let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
+    let first = load_model(&config.model, &config, &mut |l| eprintln!("{l}"))?;
     let mut notes: Vec<String> = Vec::new();
     if let Some(e) = config_error {
         notes.push(format!("{e}; using defaults"));
@@ -60,9 +59,9 @@ pub fn run(
     notes.extend(key_errors.iter().map(ToString::to_string));
     let mut m = Model::new(
         corpus.to_path_buf(),
-        info.short_name(),
-        info.windows,
-        tok.specials(),
+        first.info.short_name(),
+        first.info.windows,
+        first.tok.specials(),
         config.chunking.clone(),
         config.window,
         theme,
@@ -98,7 +97,7 @@ pub fn run(
     });
     m.cases = cases;
     m.generation = 1;
-    let mut session = Session::start(&mut m, &config, corpus, info, tok, &tx);
+    let mut session = Session::start(&mut m, &config, corpus, &first, &tx);
     let _watcher = match chunkscope_core::jobs::watcher::watch(corpus, tx.clone()) {
         Ok(w) => {
             m.watch = w.mode().to_string();
@@ -139,22 +138,24 @@ pub fn run(
             |_, _| false,
         );
         match exit {
-            Ok(Some(model)) => {
-                // Another model: its workers replace the old ones (whose late messages carry
-                // older generations and are dropped).
-                match model::locate(&model, &mut |l| log::info!("{l}")).and_then(|info| {
-                    let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
-                    Ok((info, Arc::new(tok)))
-                }) {
-                    Ok((info, tok)) => {
-                        drop(session);
-                        session = Session::start(&mut m, &config, corpus, info, tok, &tx);
-                    }
-                    Err(e) => {
-                        m.error = Some(format!("model {model}: {e:#}; the previous model stays"));
-                        session.pipeline.load(m.generation);
-                    }
-                }
+            Ok(Some(Cmd::SwitchModel { model, generation })) => {
+                // Found (maybe downloaded), tokenizer and server read on a thread of its own;
+                // the screen keeps going and hears back through Msg::ModelReady.
+                let (tx, config) = (tx.clone(), config.clone());
+                std::thread::Builder::new()
+                    .name("model".into())
+                    .spawn(move || {
+                        let result = load_model(&model, &config, &mut |l| log::info!("{l}"))
+                            .map(Arc::new)
+                            .map_err(|e| format!("model {model}: {e:#}"));
+                        let _ = tx.send(Msg::ModelReady { generation, result });
+                    })?;
+            }
+            Ok(Some(Cmd::StartModel(loaded))) => {
+                // The new model's workers replace the old ones (whose late messages carry older
+                // generations and are dropped).
+                drop(session);
+                session = Session::start(&mut m, &config, corpus, &loaded, &tx);
             }
             other => break other.map(|_| ()),
         }
@@ -164,6 +165,18 @@ pub fn run(
         log::info!("exit; log at {}", p.display());
     }
     result
+}
+
+/// Find `model` (a folder or hub id, downloading it if need be), load its tokenizer, and ask
+/// the configured embedding server for its window. Progress goes to `say`.
+fn load_model(model: &str, config: &Config, say: &mut dyn FnMut(&str)) -> Result<LoadedModel> {
+    let info = model::locate(model, say)?;
+    let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
+    let server = config.remote().map(|r| {
+        let count = |t: &str| tok.tokenizer().encode(t, true).map_or(0, |e| e.len());
+        chunkscope_core::embed::remote::ServerWindow::probe(&r, &count)
+    });
+    Ok(LoadedModel { info, tok, server })
 }
 
 /// The workers of one model: the pipeline (corpus, tokens, chunks) and the embedder.
@@ -179,10 +192,10 @@ impl Session {
         m: &mut Model,
         config: &Config,
         corpus: &Path,
-        info: model::ModelInfo,
-        tok: Arc<EmbedTokenizer>,
+        loaded: &LoadedModel,
         tx: &Sender<Msg>,
     ) -> Session {
+        let (info, tok) = (&loaded.info, &loaded.tok);
         log::info!(
             "model {} from {} ({})",
             info.id,
@@ -194,7 +207,7 @@ impl Session {
         m.specials = tok.specials();
         m.backend = format!(
             "{} · {}",
-            chunkscope_core::embed::backend_label(&info, &config.embed_spec()),
+            chunkscope_core::embed::backend_label(info, &config.embed_spec()),
             info.modules.describe()
         );
         if !info.modules.declared {
@@ -203,21 +216,16 @@ impl Session {
                 info.id
             ));
         }
-        let remote = config.remote();
-        m.server = None;
-        if let Some(r) = &remote {
+        if let Some(r) = config.remote() {
             m.backend = format!("remote {} {}", r.endpoint, r.model);
-            let count = |t: &str| tok.tokenizer().encode(t, true).map_or(0, |e| e.len());
-            let server = chunkscope_core::embed::remote::ServerWindow::probe(r, &count);
-            if let Some(note) = &server.tokenizer_mismatch {
-                log::warn!("{note}");
-                m.notes.push(note.clone());
-                m.error = Some(note.clone());
-            }
-            m.server = Some(server);
         }
-        let mut spec = config.embed_spec();
-        spec.remote = remote;
+        m.server = loaded.server.clone();
+        if let Some(note) = m.server.as_ref().and_then(|s| s.tokenizer_mismatch.clone()) {
+            log::warn!("{note}");
+            m.notes.push(note.clone());
+            m.error = Some(note);
+        }
+        let spec = config.embed_spec();
         // One model per session, shared by Max-Min's sentences and the chunks' vectors.
         let shared = SharedEmbedder::with_spec(info.clone(), spec);
         let embedder =
@@ -226,8 +234,8 @@ impl Session {
             Source {
                 corpus: corpus.to_path_buf(),
                 rules: config.corpus.clone(),
-                model: info,
-                tok,
+                model: info.clone(),
+                tok: Arc::clone(tok),
             },
             shared,
             tx.clone(),
@@ -270,7 +278,7 @@ pub fn event_loop<B: ratatui::backend::Backend>(
     pipeline: &Pipeline,
     embedder: Option<&EmbedWorker>,
     mut drawn: impl FnMut(&Model, &ratatui::buffer::Buffer) -> bool,
-) -> Result<Option<String>>
+) -> Result<Option<Cmd>>
 where
     B::Error: Send + Sync + 'static,
 {
@@ -314,8 +322,8 @@ where
             for cmd in update(m, msg) {
                 match cmd {
                     Cmd::Quit => return Ok(None),
-                    // The caller starts the new model's workers and comes back.
-                    Cmd::SwitchModel { model, .. } => return Ok(Some(model)),
+                    // Only the caller can carry these out (threads, new workers); it comes back.
+                    c @ (Cmd::SwitchModel { .. } | Cmd::StartModel(_)) => return Ok(Some(c)),
                     Cmd::Load { generation } => pipeline.load(generation),
                     Cmd::Rechunk {
                         generation,

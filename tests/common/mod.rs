@@ -312,3 +312,24 @@ pub fn start_tmux(session: &str, width: u16, height: u16, cmd: &str) {
         cmd,
     ]);
 }
+
+/// The heading paths of a file's chunks in `chunking`, each path once per run of chunks.
+pub fn heading_paths(
+    engine: &chunkscope_core::engine::Engine,
+    chunking: &chunkscope_core::engine::Chunking,
+    path: &str,
+) -> Vec<String> {
+    let f = chunking
+        .files
+        .iter()
+        .find(|f| engine.corpus.docs[f.doc].path == path)
+        .unwrap_or_else(|| panic!("{path} was read"));
+    let mut out: Vec<String> = Vec::new();
+    for ch in f.chunks.iter() {
+        let h = ch.chunk.heading.clone().unwrap_or_default();
+        if out.last() != Some(&h) {
+            out.push(h);
+        }
+    }
+    out
+}

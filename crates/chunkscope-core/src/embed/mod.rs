@@ -157,6 +157,13 @@ impl Embedder {
         }
     }
 
+    /// Remember why a run failed, for the caller's `take_error`.
+    fn fail(&self, why: String) {
+        if let Ok(mut slot) = self.error.lock() {
+            *slot = Some(why);
+        }
+    }
+
     /// Why the last run stopped early, when a server failed; cleared by the call.
     pub fn take_error(&self) -> Option<String> {
         self.error.lock().ok().and_then(|mut e| e.take())
@@ -334,9 +341,7 @@ impl Embedder {
                 }
                 Ok(_) => out.push(vec![0.0; self.dim()]),
                 Err(e) => {
-                    if let Ok(mut slot) = self.error.lock() {
-                        *slot = Some(format!("candle {}: {e:#}", net.model_type));
-                    }
+                    self.fail(format!("candle {}: {e:#}", net.model_type));
                     out.push(Vec::new());
                 }
             }
@@ -404,9 +409,7 @@ impl Embedder {
             Err(e) => {
                 // What arrived is kept (empty vectors where nothing did), so the caller can
                 // store it before reporting the error from `take_error`.
-                if let Ok(mut slot) = self.error.lock() {
-                    *slot = Some(e.to_string());
-                }
+                self.fail(e.to_string());
                 Some((out, run))
             }
         }

@@ -89,7 +89,6 @@ pub struct ServerInfo {
 pub struct Traffic {
     pub in_flight: AtomicUsize,
     pub retries: AtomicUsize,
-    pub requests: AtomicUsize,
 }
 
 /// A connected server. Cloning is cheap (the connection pool and counters are shared), which
@@ -259,7 +258,6 @@ impl Remote {
         let mut attempt = 0u32;
         loop {
             self.traffic.in_flight.fetch_add(1, Ordering::Relaxed);
-            self.traffic.requests.fetch_add(1, Ordering::Relaxed);
             let result = self.request(inputs);
             self.traffic.in_flight.fetch_sub(1, Ordering::Relaxed);
             match result {

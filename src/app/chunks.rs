@@ -233,6 +233,7 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
         }
         Action::Rescan => return m.reload("rescan".into()),
         Action::NextModel => return m.next_model(),
+        Action::NextPrecision => return m.next_precision(),
         Action::Window => {
             m.window_spec = ModelWindows::cycle(m.window_spec);
             m.error = None;

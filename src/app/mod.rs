@@ -76,6 +76,7 @@ pub enum Cmd {
     /// with `Msg::ModelReady`.
     SwitchModel {
         model: String,
+        precision: chunkscope_core::embed::lowp::Precision,
         generation: u64,
     },
     /// Read and tokenize the corpus again.

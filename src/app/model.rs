@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chunkscope_core::chunk::ChunkSettings;
+use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::eval::{CaseResult, Report};
 use chunkscope_core::search::{Hit, Results};
@@ -184,6 +185,8 @@ pub struct Model {
     /// The models `E` cycles through: the configured one, then `[model] compare`.
     pub models: Vec<String>,
     pub model_index: usize,
+    /// The native backend's arithmetic (`B` cycles it).
+    pub precision: Precision,
     /// Where vectors come from, in words ("native f32", or the server and its model).
     pub backend: String,
     /// The embedding server's window, when vectors come from one.
@@ -276,6 +279,7 @@ impl Model {
             corpus_path,
             models: Vec::new(),
             model_index: 0,
+            precision: Precision::F32,
             model_name,
             backend: "native f32".into(),
             server: None,
@@ -522,17 +526,42 @@ impl Model {
             return Vec::new();
         }
         self.model_index = (self.model_index + 1) % self.models.len();
+        self.switch_model()
+    }
+
+    /// The next precision of the native backend (f32, bf16, int8), on the same model: its
+    /// workers are restarted as for another model, so a pinned eval A compares precisions.
+    pub(super) fn next_precision(&mut self) -> Vec<Cmd> {
+        if !self.backend.starts_with("native") {
+            self.info = Some(format!(
+                "precision: only the native backend has bf16 and int8 (vectors come from {})",
+                self.backend
+            ));
+            return Vec::new();
+        }
+        self.precision = match self.precision {
+            Precision::F32 => Precision::Bf16,
+            Precision::Bf16 => Precision::Int8,
+            Precision::Int8 => Precision::F32,
+        };
+        self.switch_model()
+    }
+
+    /// Drop everything that came from the model in force and ask for `models[model_index]` at
+    /// `precision`.
+    fn switch_model(&mut self) -> Vec<Cmd> {
         let model = self.models[self.model_index].clone();
         self.engine = None;
         self.chunking = None;
         self.embed = None;
         self.probe = None;
         self.query.results = None;
-        self.last_reload = Some(format!("model {model}"));
+        self.last_reload = Some(format!("model {model} {}", self.precision));
         self.generation += 1;
         self.loading = true;
         vec![Cmd::SwitchModel {
             model,
+            precision: self.precision,
             generation: self.generation,
         }]
     }

@@ -292,7 +292,7 @@ fn next_model_switches_or_keeps_the_previous_one() {
     let cmds = update(&mut m, key('E'));
     let generation = m.generation;
     assert!(
-        matches!(&cmds[..], [Cmd::SwitchModel { model, generation: g }] if model == "b" && *g == generation)
+        matches!(&cmds[..], [Cmd::SwitchModel { model, generation: g, .. }] if model == "b" && *g == generation)
     );
     let stale = Msg::ModelReady {
         generation: generation - 1,

@@ -54,9 +54,10 @@ pub fn chunks(a: ChunksArgs) -> Result<ExitCode> {
 
 pub fn embed(a: EmbedArgs) -> Result<ExitCode> {
     let (config, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
-    let (_, _, vectors) =
+    let (embedder, _, vectors) =
         chunk_vectors(&engine, &chunking, &window, &config.embed_spec(), &mut say)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
+    let vectors = (embedder.backend_name(), vectors);
     write_vectors_jsonl(&engine, &chunking, &window, &vectors, &mut out)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -125,7 +126,7 @@ fn write_vectors_jsonl(
     engine: &Engine,
     chunking: &Chunking,
     window: &Window,
-    vectors: &[Vec<f32>],
+    (embedder, vectors): &(String, Vec<Vec<f32>>),
     out: &mut dyn Write,
 ) -> Result<()> {
     let mut i = 0;
@@ -139,6 +140,7 @@ fn write_vectors_jsonl(
                 "end_byte": doc.offsets.file_byte(c.chunk.end),
                 "window": window.tokens,
                 "text": c.text(&doc.text),
+                "embedder": embedder,
                 "vector": vectors.get(i),
             });
             writeln!(out, "{line}")?;

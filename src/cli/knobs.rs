@@ -39,6 +39,9 @@ pub struct Knobs {
     /// feature).
     #[arg(long)]
     device: Option<String>,
+    /// Arithmetic of the native backend's dense layers: f32 (the reference), bf16 or int8.
+    #[arg(long)]
+    precision: Option<String>,
     /// Preset: spring-ai, langchain-chars (1500/150 chars), langchain-tokens (240/32 embed tokens),
     /// markdown (structure first, 120 embed tokens), maxmin (semantic, at most 120 embed tokens).
     #[arg(long)]
@@ -109,6 +112,7 @@ impl Knobs {
             endpoint: self.endpoint.clone(),
             backend: word("backend", &self.backend)?,
             device: self.device.clone(),
+            precision: word("precision", &self.precision)?,
             window: word("window", &self.window)?,
             preset: word("preset", &self.preset)?,
             strategy: word("strategy", &self.strategy)?,

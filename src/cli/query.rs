@@ -88,8 +88,8 @@ fn write_results(
     }
     writeln!(
         out,
-        "query {:?}  k {}  window {}",
-        results.query, k, window.tokens
+        "query {:?}  k {}  window {}  {}",
+        results.query, k, window.tokens, results.embedder
     )?;
     let hybrid = format!("hybrid (RRF k={})", results.rrf_k);
     for (name, hits) in [

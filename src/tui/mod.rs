@@ -33,7 +33,7 @@ const FRAME: Duration = Duration::from_millis(16);
 pub fn run(
     corpus: &Path,
     cases: Option<PathBuf>,
-    config: Config,
+    mut config: Config,
     config_error: Option<String>,
     mono: bool,
     log_level: log::Level,
@@ -76,6 +76,7 @@ pub fn run(
 
     let (tx, rx) = channel::<Msg>();
     m.query.k = config.search_k;
+    m.precision = config.precision;
     m.models = std::iter::once(config.model.clone())
         .chain(config.compare.iter().cloned())
         .fold(Vec::new(), |mut v, id| {
@@ -138,7 +139,12 @@ pub fn run(
             |_, _| false,
         );
         match exit {
-            Ok(Some(Cmd::SwitchModel { model, generation })) => {
+            Ok(Some(Cmd::SwitchModel {
+                model,
+                precision,
+                generation,
+            })) => {
+                config.precision = precision;
                 // Found (maybe downloaded), tokenizer and server read on a thread of its own;
                 // the screen keeps going and hears back through Msg::ModelReady.
                 let (tx, config) = (tx.clone(), config.clone());

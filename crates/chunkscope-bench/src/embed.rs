@@ -1,6 +1,7 @@
-//! `chunkscope-bench embed`: our embedder and sentence-transformers on the same texts in one run,
-//! printing tokens/s, texts/s and the ratio at each window and batch size, and the cosine between
-//! the two implementations' vectors.
+//! `chunkscope-bench embed`: our embedder (each backend, each precision) and sentence-transformers
+//! (fp32, and bf16 autocast) on the same texts in one run, printing tokens/s, texts/s and the
+//! ratios at each window and batch size, the minimum and median cosine of each precision to our
+//! f32 vectors and to sentence-transformers' fp32 ones, and each embedder's peak memory.
 
 use std::io::Write;
 use std::path::Path;
@@ -10,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use chunkscope_core::corpus::{Corpus, CorpusRules};
+use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::embed::{cosine, BackendChoice, EmbedSpec, Embedder};
 use chunkscope_core::model::ModelInfo;
 
@@ -31,6 +33,10 @@ pub struct BenchArgs<'a> {
     pub endpoint: Option<(String, String)>,
     /// Local backends to time, each in its own table.
     pub backends: Vec<BackendChoice>,
+    /// Precisions of the native backend to time (f32 first: the others are compared with it).
+    pub precisions: Vec<Precision>,
+    /// Also time sentence-transformers under bf16 autocast.
+    pub st_bf16: bool,
 }
 
 /// Paragraphs of the corpus (blank-line separated, at least 40 characters), joined until each has
@@ -68,25 +74,56 @@ pub fn bench_texts(corpus: &Path, n: usize, min_chars: usize) -> Result<Vec<Stri
 }
 
 pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
+    let texts = bench_texts(args.corpus, args.texts, args.min_chars)?;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    writeln!(
+        out,
+        "embedding benchmark: {} texts from {}, {} threads (ours), model {}",
+        texts.len(),
+        args.corpus.display(),
+        rayon::current_num_threads(),
+        info.id
+    )?;
+    // sentence-transformers once per window (fp32, and bf16 autocast when asked), shared by
+    // every backend and precision below.
+    let mut references = std::collections::HashMap::new();
+    if let Some(py) = &args.reference {
+        for &window in &args.windows {
+            let r = st_reference(py, info, &refs, window, args)?;
+            references.insert(window, r);
+        }
+        writeln!(out, "reference: {py} (sentence-transformers, torch CPU)")?;
+    }
+    // Our f32 vectors per window: what each reduced precision is compared with.
+    let mut ours_f32: std::collections::HashMap<usize, Vec<Vec<f32>>> = Default::default();
     let mut first = None;
     for &backend in &args.backends {
-        let spec = EmbedSpec {
-            backend,
-            ..Default::default()
+        let precisions: &[Precision] = if backend == BackendChoice::Candle {
+            &[Precision::F32]
+        } else {
+            &args.precisions
         };
-        let emb = Embedder::open(info, &spec)?;
-        writeln!(out, "== backend {}", emb.backend_name())?;
-        run_backend(&emb, info, args, out)?;
-        writeln!(
-            out,
-            "peak resident memory so far: {} MB",
-            peak_rss_mb().map_or("?".into(), |m| m.to_string())
-        )?;
-        first.get_or_insert(emb);
+        for &precision in precisions {
+            let spec = EmbedSpec {
+                backend,
+                precision,
+                ..Default::default()
+            };
+            // The peak is measured from here: the previous embedder is gone.
+            drop(first.take());
+            reset_peak_rss();
+            let emb = Embedder::open(info, &spec)?;
+            writeln!(out, "\n== backend {}", emb.backend_name())?;
+            run_backend(&emb, &refs, args, &references, &mut ours_f32, out)?;
+            writeln!(
+                out,
+                "peak resident memory of this embedder (load + runs): {} MB",
+                peak_rss_mb().map_or("?".into(), |m| m.to_string())
+            )?;
+            first = Some(emb);
+        }
     }
     if let (Some((url, model)), Some(emb)) = (&args.endpoint, &first) {
-        let texts = bench_texts(args.corpus, args.texts, args.min_chars)?;
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         server(emb, &refs, url, model, args, out)?;
     }
     Ok(())
@@ -100,52 +137,74 @@ fn peak_rss_mb() -> Option<u64> {
     Some(kb / 1024)
 }
 
+/// Start the peak resident set again from the current one (Linux: 5 into clear_refs).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Minimum and median of the cosines between two lists of vectors.
+fn cosines(a: &[Vec<f32>], b: &[Vec<f32>]) -> (f32, f32) {
+    let mut cos: Vec<f32> = a.iter().zip(b).map(|(x, y)| cosine(x, y)).collect();
+    cos.sort_by(f32::total_cmp);
+    let min = cos.first().copied().unwrap_or(f32::NAN);
+    let median = cos.get(cos.len() / 2).copied().unwrap_or(f32::NAN);
+    (min, median)
+}
+
 fn run_backend(
     emb: &Embedder,
-    info: &ModelInfo,
+    refs: &[&str],
     args: &BenchArgs,
+    references: &std::collections::HashMap<usize, Reference>,
+    ours_f32: &mut std::collections::HashMap<usize, Vec<Vec<f32>>>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let texts = bench_texts(args.corpus, args.texts, args.min_chars)?;
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     writeln!(
         out,
-        "embedding benchmark: {} texts from {}, {} threads (ours), model {}",
-        texts.len(),
-        args.corpus.display(),
-        rayon::current_num_threads(),
-        info.id
+        "{:>6} {:>5} {:>8} | {:>10} {:>8} | {:>12} {:>6} | {:>12} {:>6}",
+        "window",
+        "batch",
+        "tokens",
+        "ours tok/s",
+        "texts/s",
+        "st fp32 tok/s",
+        "ratio",
+        "st bf16 tok/s",
+        "ratio"
     )?;
-    writeln!(
-        out,
-        "{:>6} {:>5} {:>8} | {:>10} {:>8} | {:>10} {:>8} | {:>6}",
-        "window", "batch", "tokens", "ours tok/s", "texts/s", "st tok/s", "texts/s", "ratio"
-    )?;
+    let reduced = emb.backend_name().starts_with("native") && !emb.backend_name().contains("f32");
     for &window in &args.windows {
         let tokens: usize = refs.iter().map(|t| emb.ids(t, window).len()).sum();
         // One untimed pass warms caches and the thread pool.
         emb.embed(&refs[..refs.len().min(16)], window);
-        let reference = match &args.reference {
-            Some(py) => Some(st_reference(
-                py,
-                info,
-                &refs,
-                window,
-                &args.batches,
-                args.repeat,
-            )?),
-            None => None,
-        };
-        let ours_vectors = emb.embed(&refs, window);
-        if let Some(r) = &reference {
-            let cos: Vec<f32> = ours_vectors
-                .iter()
-                .zip(&r.vectors)
-                .map(|(a, b)| cosine(a, b))
-                .collect();
-            let min = cos.iter().copied().fold(f32::INFINITY, f32::min);
-            let mean = cos.iter().sum::<f32>() / cos.len().max(1) as f32;
-            writeln!(out, "window {window}: cosine to sentence-transformers min {min:.6} mean {mean:.6} over {} texts", cos.len())?;
+        let reference = references.get(&window);
+        let vectors = emb.embed(refs, window);
+        let mut said = Vec::new();
+        if reduced {
+            if let Some(f32s) = ours_f32.get(&window) {
+                let (min, median) = cosines(&vectors, f32s);
+                said.push(format!("to ours f32 min {min:.6} median {median:.6}"));
+            }
+        } else {
+            ours_f32.entry(window).or_insert_with(|| vectors.clone());
+        }
+        if let Some(r) = reference {
+            let (min, median) = cosines(&vectors, &r.vectors);
+            said.push(format!("to st fp32 min {min:.6} median {median:.6}"));
+            if let Some(b) = &r.bf16 {
+                let (min, median) = cosines(&b.vectors, &r.vectors);
+                said.push(format!(
+                    "(st bf16 to st fp32: min {min:.6} median {median:.6})"
+                ));
+            }
+        }
+        if !said.is_empty() {
+            writeln!(
+                out,
+                "window {window}, {} texts: cosine {}",
+                vectors.len(),
+                said.join(", ")
+            )?;
         }
         for &b in &args.batches {
             let mut best = f64::INFINITY;
@@ -158,25 +217,20 @@ fn run_backend(
             }
             let ours_tps = tokens as f64 / best;
             let ours_xps = refs.len() as f64 / best;
-            let (st_tps, st_xps, ratio) = match reference.as_ref().and_then(|r| r.timings.get(&b)) {
+            let versus = |t: Option<&Timings>| match t.and_then(|t| t.get(&b)) {
                 Some(&secs) => {
                     let tps = tokens as f64 / secs;
-                    (
-                        format!("{tps:.0}"),
-                        format!("{:.1}", refs.len() as f64 / secs),
-                        format!("{:.2}", ours_tps / tps),
-                    )
+                    (format!("{tps:.0}"), format!("{:.2}", ours_tps / tps))
                 }
-                None => ("-".into(), "-".into(), "-".into()),
+                None => ("-".into(), "-".into()),
             };
+            let (fp32, r32) = versus(reference.map(|r| &r.timings));
+            let (bf16, r16) = versus(reference.and_then(|r| r.bf16.as_ref()).map(|b| &b.timings));
             writeln!(
                 out,
-                "{window:>6} {b:>5} {tokens:>8} | {ours_tps:>10.0} {ours_xps:>8.1} | {st_tps:>10} {st_xps:>8} | {ratio:>6}"
+                "{window:>6} {b:>5} {tokens:>8} | {ours_tps:>10.0} {ours_xps:>8.1} | {fp32:>12} {r32:>6} | {bf16:>12} {r16:>6}"
             )?;
         }
-    }
-    if let Some(r) = &args.reference {
-        writeln!(out, "reference: {r} (sentence-transformers, torch CPU)")?;
     }
     Ok(())
 }
@@ -250,9 +304,14 @@ fn server(
     Ok(())
 }
 
+type Timings = std::collections::HashMap<usize, f64>;
+
+/// sentence-transformers' vectors and timings for one window.
 struct Reference {
     vectors: Vec<Vec<f32>>,
-    timings: std::collections::HashMap<usize, f64>,
+    timings: Timings,
+    /// The same under bf16 autocast, when asked.
+    bf16: Option<Box<Reference>>,
 }
 
 fn st_reference(
@@ -260,32 +319,43 @@ fn st_reference(
     info: &ModelInfo,
     texts: &[&str],
     window: usize,
-    batches: &[usize],
-    repeat: usize,
+    args: &BenchArgs,
 ) -> Result<Reference> {
     let req = json!({
         "model_dir": info.dir,
         "texts": texts,
         "window": window,
-        "batch_sizes": batches,
-        "repeat": repeat,
+        "batch_sizes": args.batches,
+        "repeat": args.repeat,
+        "bf16": args.st_bf16,
     });
     let v = python_json(py, &ST_EMBED, &req, "is sentence-transformers installed?")?;
-    let vectors = v["vectors"]
-        .as_array()
-        .context("no vectors")?
-        .iter()
-        .map(|r| {
-            r.as_array()
-                .map(|a| a.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect())
-                .unwrap_or_default()
+    let read = |vectors: &str, timings: &str| -> Result<Reference> {
+        let vectors = v[vectors]
+            .as_array()
+            .context("no vectors")?
+            .iter()
+            .map(|r| {
+                r.as_array()
+                    .map(|a| a.iter().map(|x| x.as_f64().unwrap_or(0.0) as f32).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let timings = v[timings]
+            .as_object()
+            .context("no timings")?
+            .iter()
+            .filter_map(|(k, s)| Some((k.parse().ok()?, s.as_f64()?)))
+            .collect();
+        Ok(Reference {
+            vectors,
+            timings,
+            bf16: None,
         })
-        .collect();
-    let timings = v["timings"]
-        .as_object()
-        .context("no timings")?
-        .iter()
-        .filter_map(|(k, s)| Some((k.parse().ok()?, s.as_f64()?)))
-        .collect();
-    Ok(Reference { vectors, timings })
+    };
+    let mut r = read("vectors", "timings")?;
+    if args.st_bf16 {
+        r.bf16 = Some(Box::new(read("vectors_bf16", "timings_bf16")?));
+    }
+    Ok(r)
 }

@@ -122,6 +122,14 @@ enum What {
         /// Local backends to time (comma separated): native, candle, auto.
         #[arg(long, value_delimiter = ',', default_value = "native,candle")]
         backends: Vec<String>,
+        /// Precisions of the native backend (comma separated): f32, bf16, int8. f32 runs first
+        /// whatever the order: the others are compared with its vectors.
+        #[arg(long, value_delimiter = ',', default_value = "f32")]
+        precisions: Vec<String>,
+        /// Also time sentence-transformers under torch.autocast("cpu", bfloat16) (with
+        /// --reference).
+        #[arg(long)]
+        st_bf16: bool,
     },
 }
 
@@ -170,7 +178,15 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
             endpoint,
             served_model,
             backends,
+            precisions,
+            st_bf16,
         } => {
+            let mut precisions = precisions
+                .iter()
+                .map(|p| p.parse().map_err(anyhow::Error::msg))
+                .collect::<anyhow::Result<Vec<chunkscope_core::embed::lowp::Precision>>>()?;
+            precisions.sort_by_key(|p| *p != chunkscope_core::embed::lowp::Precision::F32);
+            precisions.dedup();
             let backends = backends
                 .iter()
                 .map(|b| b.parse().map_err(anyhow::Error::msg))
@@ -180,6 +196,8 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
                 .unwrap_or_else(|| DEFAULT_MODEL.to_string());
             let args = embed::BenchArgs {
                 backends,
+                precisions,
+                st_bf16,
                 endpoint: endpoint.map(|e| (e, served)),
                 corpus: &corpus,
                 texts,

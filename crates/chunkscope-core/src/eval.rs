@@ -168,6 +168,8 @@ pub struct Breakdown<T> {
 pub struct Report {
     pub cases_file: String,
     pub settings: String,
+    /// The embedder's backend and precision, e.g. `native int8`.
+    pub embedder: String,
     pub window: usize,
     /// Chunks (= vectors) this configuration needs.
     pub vectors: usize,
@@ -412,6 +414,7 @@ pub fn evaluate(
     Ok(Report {
         cases_file: cases.file.clone(),
         settings: chunking.settings.label(),
+        embedder: embedder.backend_name(),
         window,
         vectors: index.len(),
         ks: ks.to_vec(),
@@ -437,13 +440,14 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
         }
     };
     let mut s = format!(
-        "cases {} ({} usable, {} unusable lines)  {}  window {}  {} vectors\n\n",
+        "cases {} ({} usable, {} unusable lines)  {}  window {}  {} vectors  {}\n\n",
         r.cases_file,
         r.results.len(),
         r.bad_lines.len(),
         r.settings,
         r.window,
-        r.vectors
+        r.vectors,
+        r.embedder
     );
     s.push_str("| retriever |");
     for k in &r.ks {

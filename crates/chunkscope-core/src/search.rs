@@ -97,6 +97,8 @@ pub struct Results {
     /// BM25 and vector fused by reciprocal rank fusion (`rrf_k`), over their full rankings.
     pub hybrid: Vec<Hit>,
     pub rrf_k: usize,
+    /// The embedder's backend and precision the vector column came from.
+    pub embedder: String,
 }
 
 /// Both indexes over one chunking. Inside the indexes a chunk is known by a key made of its file,
@@ -534,6 +536,7 @@ impl SearchIndex {
             vector,
             hybrid,
             rrf_k: self.rrf_k,
+            embedder: embedder.backend_name(),
         })
     }
 }

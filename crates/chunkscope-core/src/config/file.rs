@@ -37,6 +37,7 @@ pub(super) struct RawModel {
     pub(super) overflow: Option<String>,
     pub(super) backend: Option<String>,
     pub(super) device: Option<String>,
+    pub(super) precision: Option<String>,
     pub(super) compare: Option<Vec<String>>,
 }
 
@@ -122,6 +123,7 @@ impl RawFile {
             o.endpoint = m.endpoint.clone();
             o.backend = parsed(&m.backend, "model", "backend")?;
             o.device = m.device.clone();
+            o.precision = parsed(&m.precision, "model", "precision")?;
             if let Some(w) = &m.window {
                 let s = match w {
                     toml::Value::String(s) => s.clone(),

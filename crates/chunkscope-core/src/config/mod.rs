@@ -12,6 +12,7 @@ use super::chunk::{ChunkSettings, Preset, SpringAiParams, Strategy};
 use super::metadata::Use;
 
 use super::corpus::CorpusRules;
+use super::embed::lowp::Precision;
 use super::embed::remote::RemoteConfig;
 use super::embed::{BackendChoice, EmbedSpec};
 use super::model::DEFAULT_MODEL;
@@ -105,6 +106,8 @@ pub struct Overrides {
     /// The local backend (`[model] backend`, `--backend`) and candle's device.
     pub backend: Option<BackendChoice>,
     pub device: Option<String>,
+    /// The dense layers' arithmetic (`[model] precision`, `--precision`).
+    pub precision: Option<Precision>,
     pub window: Option<WindowSpec>,
     pub preset: Option<Preset>,
     pub strategy: Option<Strategy>,
@@ -135,6 +138,9 @@ impl Overrides {
         }
         if let Some(d) = &self.device {
             c.device = d.clone();
+        }
+        if let Some(p) = self.precision {
+            c.precision = p;
         }
         if let Some(w) = self.window {
             c.window = w;
@@ -194,6 +200,8 @@ pub struct Config {
     /// The local backend and candle's device.
     pub backend: BackendChoice,
     pub device: String,
+    /// The native backend's arithmetic: f32 (the reference), bf16 or int8.
+    pub precision: Precision,
     /// Other models the workbench cycles through (`[model] compare`, the `E` key).
     pub compare: Vec<String>,
     pub window: WindowSpec,
@@ -219,6 +227,7 @@ impl Default for Config {
             remote: RemoteConfig::new("", ""),
             backend: BackendChoice::Auto,
             device: "cpu".into(),
+            precision: Precision::F32,
             compare: Vec::new(),
             window: WindowSpec::Auto,
             chunking: ChunkSettings::default(),
@@ -254,6 +263,7 @@ impl Config {
             remote: self.remote(),
             backend: self.backend,
             device: self.device.clone(),
+            precision: self.precision,
         }
     }
 

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 
 use super::kernels::{add_layer_norm_rows, exp_rows, gelu_bias, layer_norm_rows};
+use super::lowp::{Packed, Precision};
 
 /// The encoder families the native embedder runs: BERT's layout, RoBERTa's (positions counted
 /// from the padding id + 1, as XLM-RoBERTa and multilingual-e5 have it) and DistilBERT's.
@@ -119,17 +120,39 @@ impl BertConfig {
     }
 }
 
+/// A Linear layer's weight (n x k): f32 as read, or packed for a reduced precision.
+enum Dense {
+    F32(Vec<f32>),
+    Packed(Packed),
+}
+
+impl Dense {
+    fn new(w: Vec<f32>, n: usize, k: usize, precision: Precision) -> Dense {
+        match precision {
+            Precision::F32 => Dense::F32(w),
+            p => Dense::Packed(Packed::new(&w, n, k, p)),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Dense::F32(w) => w.len() * 4,
+            Dense::Packed(p) => p.bytes(),
+        }
+    }
+}
+
 struct Layer {
     /// Query, key and value projections stacked: (3 hidden) x hidden, and their biases.
-    qkv_w: Vec<f32>,
+    qkv_w: Dense,
     qkv_b: Vec<f32>,
-    out_w: Vec<f32>,
+    out_w: Dense,
     out_b: Vec<f32>,
     ln1_g: Vec<f32>,
     ln1_b: Vec<f32>,
-    inter_w: Vec<f32>,
+    inter_w: Dense,
     inter_b: Vec<f32>,
-    down_w: Vec<f32>,
+    down_w: Dense,
     down_b: Vec<f32>,
     ln2_g: Vec<f32>,
     ln2_b: Vec<f32>,
@@ -137,6 +160,8 @@ struct Layer {
 
 pub struct Bert {
     pub config: BertConfig,
+    /// The arithmetic of the dense layers.
+    pub precision: Precision,
     word: Vec<f32>,
     position: Vec<f32>,
     token_type0: Vec<f32>,
@@ -201,8 +226,14 @@ fn tensor(st: &SafeTensors, prefix: &str, name: &str, len: usize) -> Result<Vec<
 }
 
 impl Bert {
-    /// Load from a model folder holding config.json and model.safetensors.
+    /// Load from a model folder holding config.json and model.safetensors, in f32.
     pub fn load(dir: &Path) -> Result<Bert> {
+        Bert::load_with(dir, Precision::F32)
+    }
+
+    /// Load with the dense layers in `precision` (their f32 weights are packed and dropped
+    /// layer by layer, so the f32 copy of the whole model never exists beside the packed one).
+    pub fn load_with(dir: &Path, precision: Precision) -> Result<Bert> {
         let config = BertConfig::from_file(&dir.join("config.json"))?;
         let path = dir.join("model.safetensors");
         let file = File::open(&path)
@@ -271,16 +302,17 @@ impl Bert {
             let mut qkv_b = g(&format!("{p}{q}.bias"), h)?;
             qkv_b.extend(g(&format!("{p}{k}.bias"), h)?);
             qkv_b.extend(g(&format!("{p}{v}.bias"), h)?);
+            let dense = |w, n, k| Dense::new(w, n, k, precision);
             layers.push(Layer {
-                qkv_w,
+                qkv_w: dense(qkv_w, 3 * h, h),
                 qkv_b,
-                out_w: g(&format!("{p}{out}.weight"), h * h)?,
+                out_w: dense(g(&format!("{p}{out}.weight"), h * h)?, h, h),
                 out_b: g(&format!("{p}{out}.bias"), h)?,
                 ln1_g: g(&format!("{p}{ln1}.weight"), h)?,
                 ln1_b: g(&format!("{p}{ln1}.bias"), h)?,
-                inter_w: g(&format!("{p}{up}.weight"), i * h)?,
+                inter_w: dense(g(&format!("{p}{up}.weight"), i * h)?, i, h),
                 inter_b: g(&format!("{p}{up}.bias"), i)?,
-                down_w: g(&format!("{p}{down}.weight"), h * i)?,
+                down_w: dense(g(&format!("{p}{down}.weight"), h * i)?, h, i),
                 down_b: g(&format!("{p}{down}.bias"), h)?,
                 ln2_g: g(&format!("{p}{ln2}.weight"), h)?,
                 ln2_b: g(&format!("{p}{ln2}.bias"), h)?,
@@ -312,6 +344,7 @@ impl Bert {
             _ => None,
         };
         Ok(Bert {
+            precision,
             rel_bias,
             word: g("embeddings.word_embeddings.weight", c.vocab * h)?,
             position: g("embeddings.position_embeddings.weight", c.max_positions * h)?,
@@ -321,6 +354,14 @@ impl Bert {
             layers,
             config,
         })
+    }
+
+    /// Bytes the dense layers' weights take in the precision in force.
+    pub fn dense_bytes(&self) -> usize {
+        self.layers
+            .iter()
+            .map(|l| l.qkv_w.bytes() + l.out_w.bytes() + l.inter_w.bytes() + l.down_w.bytes())
+            .sum()
     }
 
     /// Mean-pooled, L2-normalised embeddings of token id sequences (specials included).
@@ -556,11 +597,15 @@ fn linear(
     x: &[f32],
     rows: usize,
     k: usize,
-    w: &[f32],
+    w: &Dense,
     b: Option<&[f32]>,
     n: usize,
     out: &mut [f32],
 ) {
+    let w = match w {
+        Dense::F32(w) => w,
+        Dense::Packed(p) => return p.matmul(x, rows, b, out),
+    };
     let out = &mut out[..rows * n];
     if let Some(b) = b {
         for row in out.chunks_exact_mut(n) {

@@ -59,6 +59,8 @@ macro_rules! multiversion {
     };
 }
 
+pub(crate) use multiversion;
+
 /// Clamp without NaN bookkeeping, which would keep the loop scalar.
 #[inline(always)]
 fn clamp(x: f32, lo: f32, hi: f32) -> f32 {

@@ -6,6 +6,7 @@ pub mod bert;
 pub mod cache;
 pub mod candle;
 pub mod kernels;
+pub mod lowp;
 pub mod remote;
 pub mod st;
 
@@ -53,6 +54,8 @@ pub struct EmbedSpec {
     pub backend: BackendChoice,
     /// candle's device: cpu (default), cuda or metal.
     pub device: String,
+    /// The arithmetic of the native backend's dense layers (f32, the reference, by default).
+    pub precision: lowp::Precision,
 }
 
 /// Where vectors come from.
@@ -102,8 +105,14 @@ impl Embedder {
                         spec.device
                     );
                 }
-                Backend::Native(Bert::load(&info.dir)?)
+                Backend::Native(Bert::load_with(&info.dir, spec.precision)?)
             }
+            _ if spec.precision != lowp::Precision::F32 => anyhow::bail!(
+                "precision {}: only the native backend (BERT, RoBERTa/XLM-R, DistilBERT, MPNet) runs \
+                 bf16 and int8; {} runs on candle in f32",
+                spec.precision,
+                info.id
+            ),
             _ => Backend::Candle(candle::CandleEncoder::load(
                 &info.dir,
                 candle::device(&spec.device)?,
@@ -112,6 +121,10 @@ impl Embedder {
         let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
         let model_key = match &backend {
             Backend::Candle(_) => format!("{}#candle", model_key(info)),
+            // f32 keeps the key it always had; the reduced precisions have their own vectors.
+            Backend::Native(b) if b.precision != lowp::Precision::F32 => {
+                format!("{}#{}", model_key(info), b.precision)
+            }
             _ => model_key(info),
         };
         Ok(Embedder {
@@ -129,6 +142,13 @@ impl Embedder {
         let Some(config) = &spec.remote else {
             return Embedder::local(info, spec);
         };
+        if spec.precision != lowp::Precision::F32 {
+            anyhow::bail!(
+                "precision {}: an embedding server computes in its own precision; drop --precision \
+                 or the endpoint",
+                spec.precision
+            );
+        }
         let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
         let server = remote::Remote::connect(config.clone())?;
         Ok(Embedder {
@@ -143,7 +163,7 @@ impl Embedder {
     /// The backend in words, for the status line and exports (never a key).
     pub fn backend_name(&self) -> String {
         match &self.backend {
-            Backend::Native(_) => "native f32".into(),
+            Backend::Native(b) => format!("native {}", b.precision.label()),
             Backend::Candle(c) => format!("candle {} f32", c.model_type),
             Backend::Remote(r) => format!("remote {} ({})", r.config.endpoint, r.config.model),
         }
@@ -467,7 +487,9 @@ pub fn backend_label(info: &ModelInfo, spec: &EmbedSpec) -> String {
     let kind = model_type(&info.dir).unwrap_or_else(|| "bert".into());
     let native = bert::NATIVE_TYPES.contains(&kind.as_str());
     match (spec.backend, native) {
-        (BackendChoice::Native, _) | (BackendChoice::Auto, true) => "native f32".into(),
+        (BackendChoice::Native, _) | (BackendChoice::Auto, true) => {
+            format!("native {}", spec.precision.label())
+        }
         _ => format!("candle {kind} f32"),
     }
 }

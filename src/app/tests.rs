@@ -311,6 +311,33 @@ fn next_model_switches_or_keeps_the_previous_one() {
         .is_some_and(|e| e.contains("the previous model stays")));
 }
 
+/// `B` cycles the native backend's precision on the same model (f32, bf16, int8, f32), through
+/// the same switch as `E`, so a pinned eval A compares precisions; a server has none to cycle.
+#[test]
+fn next_precision_cycles_on_the_same_model() {
+    use chunkscope_core::embed::lowp::Precision;
+    let mut m = model();
+    m.models = vec!["a".into(), "b".into()];
+    m.model_index = 1;
+    m.backend = "native f32 · mean".into();
+    for want in [Precision::Bf16, Precision::Int8, Precision::F32] {
+        let cmds = update(&mut m, key('B'));
+        let generation = m.generation;
+        assert!(
+            matches!(&cmds[..], [Cmd::SwitchModel { model, precision, generation: g }]
+                if model == "b" && *precision == want && *g == generation),
+            "{cmds:?}"
+        );
+        assert_eq!(m.precision, want);
+    }
+    m.backend = "remote http://127.0.0.1:8080/v1 m".into();
+    assert!(update(&mut m, key('B')).is_empty());
+    assert!(m
+        .info
+        .as_deref()
+        .is_some_and(|i| i.contains("only the native backend")));
+}
+
 /// + then - (and - then +) come back to the same size and overlap, whatever the steps rounded.
 #[test]
 fn knob_turns_retrace() {

@@ -263,6 +263,7 @@ fn prefix_parent_and_query_panes() {
         vector: vec![hit.clone()],
         hybrid: vec![hit],
         rrf_k: 60,
+        embedder: "native f32".into(),
     });
     let t = render(&m);
     let screen = t.backend().to_string();

@@ -63,7 +63,7 @@ pub(crate) use multiversion;
 
 /// Clamp without NaN bookkeeping, which would keep the loop scalar.
 #[inline(always)]
-fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
+pub(crate) fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
     let x = if x < lo { lo } else { x };
     if x > hi {
         hi

@@ -392,7 +392,7 @@ pub fn quantize_rows(src: &[f32], k: usize, dst: &mut [u8], stride: usize, scale
         *zp = z as i32;
         for (o, &v) in d.iter_mut().zip(s) {
             let t = v * inv + z;
-            let t = if t < 0.0 { 0.0 } else if t > 255.0 { 255.0 } else { t };
+            let t = super::kernels::clamp(t, 0.0, 255.0);
             *o = ((t + ROUND).to_bits() - ROUND.to_bits()) as u8;
         }
     }

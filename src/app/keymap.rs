@@ -189,7 +189,7 @@ const ACTIONS: &[Row] = &[
     (Action::HelpUp, Layer::Help, "scroll_up", "scroll help up", &["up", "k", "pageup", "K"], false),
     (Action::Help, Layer::Global, "help", "show or hide this help", &["?"], true),
     (Action::NextModel, Layer::Global, "next_model", "next model of [model] compare (eval A stays pinned)", &["E"], false),
-    (Action::NextPrecision, Layer::Global, "next_precision", "next precision of the native backend: f32, bf16, int8 (eval A stays pinned)", &["B"], false),
+    (Action::NextPrecision, Layer::Global, "next_precision", "next precision: f32, bf16, int8 (eval A stays pinned)", &["B"], false),
     (Action::Quit, Layer::Global, "quit", "quit", &["q", "ctrl-c"], true),
 ];
 

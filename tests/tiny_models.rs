@@ -188,6 +188,20 @@ fn positions_and_unsupported_types() {
         err.contains("xlm-roberta") && err.contains("distilbert"),
         "{err}"
     );
+    // JinaBERT's config says "bert" with ALiBi positions: refused by name, not by a missing tensor.
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"model_type": "bert", "position_embedding_type": "alibi", "hidden_size": 32,
+            "num_attention_heads": 2, "num_hidden_layers": 2, "intermediate_size": 64,
+            "max_position_embeddings": 64, "vocab_size": 400}"#,
+    )
+    .unwrap();
+    let info = ModelInfo::from_dir("jina", &dir, "test").unwrap();
+    let err = Embedder::load(&info).err().unwrap().to_string();
+    assert!(
+        err.contains("config.json") && err.contains("alibi"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -71,6 +71,17 @@ impl BertConfig {
                 NATIVE_TYPES.join(", ")
             ),
         };
+        // JinaBERT (jina-embeddings-v2) says model_type "bert" but has ALiBi attention and no
+        // position table: say so instead of failing on a missing tensor.
+        if let Some(kind) = v.get("position_embedding_type").and_then(|t| t.as_str()) {
+            if kind != "absolute" {
+                bail!(
+                    "{}: position_embedding_type {kind} (JinaBERT's ALiBi or relative positions) is \
+                     not supported yet; BERT with absolute positions is",
+                    path.display()
+                );
+            }
+        }
         let distil = family == Family::DistilBert;
         let num = |k: &str, distil_key: &str| -> Result<usize> {
             let key = if distil { distil_key } else { k };

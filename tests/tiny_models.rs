@@ -52,12 +52,15 @@ fn tiny_models_agree_with_sentence_transformers() {
     let texts = strings(&rec["texts"]);
     let queries = strings(&rec["queries"]);
     let models = rec["models"].as_object().unwrap();
-    assert!(models.len() >= 14);
+    assert!(models.len() >= 16);
     for (name, entry) in models {
         let info = ModelInfo::from_dir(name, &fixtures().join(name), "fixture").unwrap();
         let e = Embedder::load(&info).unwrap();
-        // BERT-family folders run natively under auto; ModernBERT and Qwen3 through candle.
-        let native = ["modernbert", "qwen3"].iter().all(|p| !name.starts_with(p));
+        // BERT-family folders run natively under auto; ModernBERT, NomicBERT, JinaBERT and Qwen3
+        // through candle.
+        let native = ["modernbert", "qwen3", "nomic", "jina"]
+            .iter()
+            .all(|p| !name.starts_with(p));
         assert_eq!(
             e.backend_name() == "native f32",
             native,
@@ -188,20 +191,42 @@ fn positions_and_unsupported_types() {
         err.contains("xlm-roberta") && err.contains("distilbert"),
         "{err}"
     );
-    // JinaBERT's config says "bert" with ALiBi positions: refused by name, not by a missing tensor.
-    std::fs::write(
-        dir.join("config.json"),
-        r#"{"model_type": "bert", "position_embedding_type": "alibi", "hidden_size": 32,
-            "num_attention_heads": 2, "num_hidden_layers": 2, "intermediate_size": 64,
-            "max_position_embeddings": 64, "vocab_size": 400}"#,
-    )
-    .unwrap();
+    // JinaBERT's config says "bert" with ALiBi positions: it goes to candle, which runs the
+    // gated-GELU feed-forward only; other feed-forwards are refused by name, and the native
+    // backend refuses ALiBi by name (not by a missing tensor).
+    let jina = std::fs::read_to_string(fixtures().join("jina-bert-alibi/config.json")).unwrap();
+    std::fs::write(dir.join("config.json"), jina.replace("geglu", "reglu")).unwrap();
     let info = ModelInfo::from_dir("jina", &dir, "test").unwrap();
-    let err = Embedder::load(&info).err().unwrap().to_string();
+    let err = format!("{:#}", Embedder::load(&info).err().unwrap());
+    assert!(
+        err.contains("config.json") && err.contains("feed_forward_type reglu"),
+        "{err}"
+    );
+    let native = chunkscope_core::embed::EmbedSpec {
+        backend: chunkscope_core::embed::BackendChoice::Native,
+        ..Default::default()
+    };
+    let err = format!("{:#}", Embedder::open(&info, &native).err().unwrap());
     assert!(
         err.contains("config.json") && err.contains("alibi"),
         "{err}"
     );
+    // NomicBERT variants candle does not run (partial rotary, xPos scaling) are refused by name.
+    let nomic = std::fs::read_to_string(fixtures().join("nomic-bert-prompts/config.json")).unwrap();
+    for (from, to, says) in [
+        (
+            r#""rotary_emb_fraction": 1.0"#,
+            r#""rotary_emb_fraction": 0.5"#,
+            "rotary_emb_fraction",
+        ),
+        (r#""prenorm": false"#, r#""prenorm": true"#, "prenorm"),
+    ] {
+        assert!(nomic.contains(from));
+        std::fs::write(dir.join("config.json"), nomic.replace(from, to)).unwrap();
+        let info = ModelInfo::from_dir("nomic", &dir, "test").unwrap();
+        let err = format!("{:#}", Embedder::load(&info).err().unwrap());
+        assert!(err.contains("config.json") && err.contains(says), "{err}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -230,6 +255,28 @@ fn candle_and_native_agree_on_bert() {
             }
         }
     }
+}
+
+/// NomicBERT declares its positions as `n_positions` and its width as `n_embd`; with dynamic NTK
+/// scaling on, positions past `max_trained_positions` are not run, so that is the limit.
+#[test]
+fn nomic_positions_and_width() {
+    let dir = fixtures().join("nomic-bert-prompts");
+    let info = ModelInfo::from_dir("nomic", &dir, "fixture").unwrap();
+    assert_eq!(info.windows.max_positions, Some(128));
+    assert_eq!(chunkscope_core::embed::vector_dim(&info), Some(32));
+    let tmp = std::env::temp_dir().join(format!("chunkscope-ntk-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let config = std::fs::read_to_string(dir.join("config.json"))
+        .unwrap()
+        .replace(
+            r#""rotary_scaling_factor": null"#,
+            r#""rotary_scaling_factor": 2.0, "max_trained_positions": 96"#,
+        );
+    std::fs::write(tmp.join("config.json"), config).unwrap();
+    let w = chunkscope_core::model::read_windows(&tmp).unwrap();
+    assert_eq!(w.max_positions, Some(96));
+    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 /// `chunkscope model show` describes a folder without loading its weights.
@@ -311,4 +358,44 @@ fn half_precision_weights_load_natively() {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// JinaBERT's ALiBi table grows with the longest sequence seen (candle builds it for every
+/// position the config names otherwise): a long text after a short one gets the vector it gets
+/// alone, past the first table's 512 positions.
+#[test]
+fn jina_alibi_table_grows_without_changing_vectors() {
+    let src = fixtures().join("jina-bert-alibi");
+    let dir = std::env::temp_dir().join(format!("chunkscope-jina-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&src).unwrap().flatten() {
+        if entry.path().is_file() {
+            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+        }
+    }
+    let config = std::fs::read_to_string(src.join("config.json"))
+        .unwrap()
+        .replace(
+            r#""max_position_embeddings": 128"#,
+            r#""max_position_embeddings": 2048"#,
+        );
+    std::fs::write(dir.join("config.json"), config).unwrap();
+    for sub in ["1_Pooling", "2_Normalize"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for f in std::fs::read_dir(src.join(sub)).unwrap().flatten() {
+            std::fs::copy(f.path(), dir.join(sub).join(f.file_name())).unwrap();
+        }
+    }
+    let info = ModelInfo::from_dir("jina-long", &dir, "test").unwrap();
+    let long = "restart the payments stack: drain the queue, stop the workers. ".repeat(70);
+    let grown = Embedder::load(&info).unwrap();
+    let short = grown.embed(&["Rotate the signing keys."], 2048);
+    assert_eq!(short.len(), 1);
+    let after = grown.embed(&[long.as_str()], 2048);
+    let alone = Embedder::load(&info).unwrap().embed(&[long.as_str()], 2048);
+    let c = cosine(&after[0], &alone[0]);
+    assert!(c >= 0.99999, "cosine {c}");
+    let tok = EmbedTokenizer::from_file(&info.tokenizer_path()).unwrap();
+    assert!(tok.spans(&long).unwrap().len() > 600);
+    let _ = std::fs::remove_dir_all(&dir);
 }

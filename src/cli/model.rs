@@ -70,7 +70,7 @@ fn describe(info: &model::ModelInfo) {
     println!("{}  ({})", info.id, info.dir.display());
     println!(
         "  architecture {}  backend {}  dimension {}",
-        embed::model_type(&info.dir).unwrap_or_else(|| "bert".into()),
+        embed::architecture(&info.dir).unwrap_or_else(|| "bert".into()),
         embed::backend_label(info, &embed::EmbedSpec::default()),
         embed::vector_dim(info).map_or("?".into(), |d| d.to_string())
     );

@@ -1,7 +1,8 @@
 """Build tiny random-weight sentence-transformers models (hidden 32, 2 layers, a vocabulary of a
 few hundred trained on the example corpus: WordPiece, SentencePiece Unigram, byte-level BPE): BERT with each pooling mode, with and without
 Normalize, with a Dense layer and with prompts; XLM-RoBERTa with a SentencePiece (Unigram)
-vocabulary and e5-style prompts; DistilBERT. MPNet (relative position bias). Record sentence-transformers' own vectors and token
+vocabulary and e5-style prompts; DistilBERT; MPNet (relative position bias); ModernBERT and
+Qwen3 (candle); NomicBERT and JinaBERT through tiny_arch_ref.py (candle). Record sentence-transformers' own vectors and token
 counts for varied texts at two windows. The folders and the record are
 committed under tests/fixtures/tiny/ and checked by tests/tiny_models.rs.
 
@@ -21,6 +22,9 @@ from transformers import (BertConfig, PreTrainedTokenizerFast, BertModel, BertTo
                           ModernBertConfig,
                           ModernBertModel, Qwen3Config, Qwen3Model, XLMRobertaConfig,
                           XLMRobertaModel, XLMRobertaTokenizerFast)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tiny_arch_ref import JinaRefConfig, JinaRefModel, NomicRefConfig, NomicRefModel  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "examples")
@@ -62,6 +66,12 @@ VARIANTS = {
     "qwen3-lasttoken": ("lasttoken", True, False,
                         {"query": "Instruct: find the passage that answers the question\nQuery: "},
                         None, True),
+    # Architectures whose hub code is not installable: tiny_arch_ref.py's own forward passes,
+    # loaded by sentence-transformers with trust_remote_code, as users load the real ones.
+    "nomic-bert-prompts": ("mean", True, False,
+                           {"query": "search_query: ", "document": "search_document: "},
+                           None, True),
+    "jina-bert-alibi": ("mean", True, False, None, None, True),
 }
 
 
@@ -144,18 +154,47 @@ def main():
                               head_dim=16, max_position_embeddings=128, rope_theta=10000.0,
                               tie_word_embeddings=False, attn_implementation="eager")
             net, t = Qwen3Model(cfg), qtok
+        elif name.startswith("nomic"):
+            cfg = NomicRefConfig(vocab_size=tok.vocab_size, n_embd=32, n_head=2, n_layer=2,
+                                 n_inner=64, n_positions=128)
+            net, t = NomicRefModel(cfg), tok
+        elif name.startswith("jina"):
+            # Six heads: ALiBi's slopes for a head count that is not a power of two.
+            cfg = JinaRefConfig(vocab_size=tok.vocab_size, hidden_size=48, num_attention_heads=6,
+                                intermediate_size=64, max_position_embeddings=128)
+            net, t = JinaRefModel(cfg), tok
         else:
             cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
                              num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
             net, t = BertModel(cfg), tok
+        remote = isinstance(net, (NomicRefModel, JinaRefModel))
+        if remote:
+            # Weights at the scale of trained ones (unit-variance outputs), so attention and
+            # positions move the vectors (at 0.02 they barely do), and norms away from 1 and 0,
+            # so a swapped or skipped norm shows.
+            for m in net.modules():
+                if isinstance(m, torch.nn.Linear):
+                    m.weight.data.normal_(0.0, m.in_features ** -0.5)
+                    if m.bias is not None:
+                        m.bias.data.normal_(0.0, 0.1)
+                elif isinstance(m, torch.nn.Embedding):
+                    m.weight.data.normal_(0.0, 1.0)
+                elif isinstance(m, torch.nn.LayerNorm):
+                    m.weight.data = 1.0 + 0.2 * torch.randn_like(m.weight)
+                    m.bias.data = 0.2 * torch.randn_like(m.bias)
+            type(net).register_for_auto_class("AutoModel")
+            type(net.config).register_for_auto_class()
         hf_dir = os.path.join(base, name)
         net.save_pretrained(hf_dir, safe_serialization=True)
         t.save_pretrained(hf_dir)
-        transformer = models.Transformer(hf_dir, max_seq_length=64)
-        pooling = models.Pooling(32, pooling_mode=mode, include_prompt=include)
+        trust = {"trust_remote_code": True} if remote else {}
+        transformer = models.Transformer(hf_dir, max_seq_length=64, model_args=trust,
+                                         config_args=trust)
+        width = transformer.get_word_embedding_dimension()
+        pooling = models.Pooling(width, pooling_mode=mode, include_prompt=include)
         mods = [transformer, pooling]
         if dense:
-            mods.append(models.Dense(32, 16, activation_function=torch.nn.Tanh()))
+            mods.append(models.Dense(width, 16, activation_function=torch.nn.Tanh()))
         if normalize:
             mods.append(models.Normalize())
         st = SentenceTransformer(modules=mods, device="cpu",

@@ -108,8 +108,29 @@ pub fn read_windows(dir: &Path) -> Result<ModelWindows> {
     Ok(ModelWindows {
         tokenizer_json: num(&json("tokenizer.json")?, "/truncation/max_length"),
         sentence_transformers: num(&json("sentence_bert_config.json")?, "/max_seq_length"),
-        max_positions: num(&config, "/max_position_embeddings").map(|n| n.saturating_sub(offset)),
+        max_positions: config
+            .as_ref()
+            .and_then(positions_of)
+            .map(|n| n.saturating_sub(offset)),
     })
+}
+
+/// The positions a config.json declares: `max_position_embeddings`, or NomicBERT's `n_positions`
+/// (its `max_trained_positions` when dynamic NTK scaling is on, since positions past it change
+/// the rotary base and are not run).
+pub(crate) fn positions_of(config: &serde_json::Value) -> Option<usize> {
+    let num = |k: &str| config.get(k)?.as_u64().map(|n| n as usize);
+    let scaled = config
+        .get("rotary_scaling_factor")
+        .is_some_and(|f| !f.is_null());
+    let trained = if scaled {
+        num("max_trained_positions")
+    } else {
+        None
+    };
+    trained
+        .or_else(|| num("max_position_embeddings"))
+        .or_else(|| num("n_positions"))
 }
 
 /// Where chunkscope keeps models it unpacked from pip wheels.

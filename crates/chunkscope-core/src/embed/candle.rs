@@ -1,23 +1,61 @@
 //! Transformers run through candle-transformers: BERT (for comparison with the native path),
-//! ModernBERT and Qwen3 (a decoder embedder, as in Qwen3-Embedding, pooled on its last token).
-//! Weights are memory-mapped; each sequence runs alone (no padding), and the token states go
-//! to the same sentence-transformers pooling as the native path's.
+//! ModernBERT, NomicBERT (nomic-embed-text: rotary positions, SwiGLU), JinaBERT
+//! (jina-embeddings-v2: ALiBi positions, gated GELU) and Qwen3 (a decoder embedder, as in
+//! Qwen3-Embedding, pooled on its last token). Weights are memory-mapped; each sequence runs
+//! alone (no padding), and the token states go to the same sentence-transformers pooling as the
+//! native path's.
 
 use std::path::Path;
+use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
+use candle_nn::Module;
 use candle_nn::VarBuilder;
-use candle_transformers::models::{bert, modernbert, qwen3};
+use candle_transformers::models::{bert, jina_bert, modernbert, nomic_bert, qwen3};
 
-/// `model_type`s run through candle.
-pub const CANDLE_TYPES: &[&str] = &["bert", "modernbert", "qwen3"];
+/// Architectures run through candle (`jina_bert` is a `bert` config with ALiBi positions).
+pub const CANDLE_TYPES: &[&str] = &["bert", "modernbert", "nomic_bert", "jina_bert", "qwen3"];
 
 enum Net {
     Bert(bert::BertModel),
     ModernBert(modernbert::ModernBert),
+    NomicBert(nomic_bert::NomicBertModel),
+    JinaBert(Box<Jina>),
     /// Cloned per sequence: a clone starts with an empty key/value cache.
     Qwen3(qwen3::Model),
+}
+
+/// candle's JinaBERT keeps an ALiBi table of heads x n x n for the n positions its config names
+/// (8,192 in the released models: 3 GiB at 12 heads), so it is built for the longest sequence
+/// seen so far, from 512 up, doubling; the weights stay mapped for a rebuild.
+struct Jina {
+    config: jina_bert::Config,
+    positions: usize,
+    vb: VarBuilder<'static>,
+    built: Mutex<Option<(usize, jina_bert::BertModel)>>,
+}
+
+impl Jina {
+    fn forward(&self, input: &Tensor, n: usize) -> Result<Tensor> {
+        let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());
+        if built.as_ref().is_none_or(|(cap, _)| *cap < n) {
+            let old = built.as_ref().map_or(0, |(cap, _)| *cap);
+            let cap = n
+                .next_power_of_two()
+                .max(512)
+                .max(old * 2)
+                .min(self.positions)
+                .max(n);
+            // The old table and weights go before the new ones are made.
+            *built = None;
+            let mut config = self.config.clone();
+            config.max_position_embeddings = cap;
+            *built = Some((cap, jina_bert::BertModel::new(self.vb.clone(), &config)?));
+        }
+        let (_, model) = built.as_ref().expect("built above");
+        Ok(model.forward(input)?)
+    }
 }
 
 pub struct CandleEncoder {
@@ -49,11 +87,7 @@ impl CandleEncoder {
             .with_context(|| config_path.display().to_string())?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{}: not valid JSON", config_path.display()))?;
-        let model_type = v
-            .get("model_type")
-            .and_then(|t| t.as_str())
-            .unwrap_or("bert")
-            .to_string();
+        let model_type = super::architecture_of(&v).unwrap_or("bert").to_string();
         let weights = dir.join("model.safetensors");
         if !weights.is_file() {
             bail!(
@@ -87,8 +121,16 @@ impl CandleEncoder {
         }
         let parse = |what: &str| format!("{}: not a {what} configuration", config_path.display());
         let num = |k: &str| v.get(k).and_then(|n| n.as_u64()).map(|n| n as usize);
-        let hidden = num("hidden_size").with_context(|| parse(&model_type))?;
-        let max_positions = num("max_position_embeddings").unwrap_or(512);
+        let hidden = num("hidden_size")
+            .or_else(|| num("n_embd"))
+            .with_context(|| parse(&model_type))?;
+        let max_positions = crate::model::positions_of(&v).unwrap_or(512);
+        let refuse = |why: &str| -> Result<Net> {
+            bail!(
+                "{}: {model_type} with {why} is not supported",
+                config_path.display()
+            )
+        };
         let net = match model_type.as_str() {
             "bert" => {
                 let c: bert::Config =
@@ -108,6 +150,38 @@ impl CandleEncoder {
                 let c: modernbert::Config =
                     serde_json::from_value(v).with_context(|| parse("ModernBERT"))?;
                 Net::ModernBert(modernbert::ModernBert::load(vb, &c)?)
+            }
+            "nomic_bert" => {
+                let c: nomic_bert::Config =
+                    serde_json::from_value(v.clone()).with_context(|| parse("NomicBERT"))?;
+                let flag = |k: &str| v.get(k).and_then(|b| b.as_bool()).unwrap_or(false);
+                if c.activation_function != "swiglu" {
+                    refuse(&format!("activation_function {}", c.activation_function))?
+                } else if c.rotary_emb_fraction != 1.0 {
+                    refuse("rotary_emb_fraction below 1 (partial rotary)")?
+                } else if flag("prenorm") || flag("causal") || flag("rotary_head_dim") {
+                    refuse("prenorm, causal or rotary_head_dim set")?
+                } else if v.get("rotary_emb_scale_base").is_some_and(|b| !b.is_null()) {
+                    refuse("rotary_emb_scale_base (xPos)")?
+                } else {
+                    Net::NomicBert(nomic_bert::NomicBertModel::load(vb, &c)?)
+                }
+            }
+            "jina_bert" => {
+                let c: jina_bert::Config =
+                    serde_json::from_value(v.clone()).with_context(|| parse("JinaBERT"))?;
+                match v.get("feed_forward_type").and_then(|f| f.as_str()) {
+                    Some("geglu") => Net::JinaBert(Box::new(Jina {
+                        positions: c.max_position_embeddings,
+                        config: c,
+                        vb,
+                        built: Mutex::new(None),
+                    })),
+                    other => refuse(&format!(
+                        "feed_forward_type {} (candle runs geglu)",
+                        other.unwrap_or("unset")
+                    ))?,
+                }
             }
             "qwen3" => {
                 let c: qwen3::Config =
@@ -146,6 +220,11 @@ impl CandleEncoder {
                 let mask = input.ones_like()?;
                 m.forward(&input, &mask)?
             }
+            Net::NomicBert(m) => {
+                let types = input.zeros_like()?;
+                m.forward(&input, Some(&types), None)?
+            }
+            Net::JinaBert(m) => m.forward(&input, ids.len())?,
             Net::Qwen3(m) => m.clone().forward(&input, 0)?,
         };
         Ok(out

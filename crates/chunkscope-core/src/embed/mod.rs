@@ -96,7 +96,8 @@ impl Embedder {
     }
 
     fn local(info: &ModelInfo, spec: &EmbedSpec) -> Result<Embedder> {
-        let native = model_type(&info.dir).is_none_or(|t| bert::NATIVE_TYPES.contains(&t.as_str()));
+        let native =
+            architecture(&info.dir).is_none_or(|t| bert::NATIVE_TYPES.contains(&t.as_str()));
         let backend = match (spec.backend, native) {
             (BackendChoice::Native, _) | (BackendChoice::Auto, true) => {
                 if !spec.device.is_empty() && spec.device != "cpu" {
@@ -484,7 +485,7 @@ pub fn backend_label(info: &ModelInfo, spec: &EmbedSpec) -> String {
     if let Some(r) = &spec.remote {
         return format!("remote {} ({})", r.endpoint, r.model);
     }
-    let kind = model_type(&info.dir).unwrap_or_else(|| "bert".into());
+    let kind = architecture(&info.dir).unwrap_or_else(|| "bert".into());
     let native = bert::NATIVE_TYPES.contains(&kind.as_str());
     match (spec.backend, native) {
         (BackendChoice::Native, _) | (BackendChoice::Auto, true) => {
@@ -499,15 +500,31 @@ pub fn backend_label(info: &ModelInfo, spec: &EmbedSpec) -> String {
 pub fn vector_dim(info: &ModelInfo) -> Option<usize> {
     let text = std::fs::read_to_string(info.dir.join("config.json")).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let hidden = v.get("hidden_size").or_else(|| v.get("dim"))?.as_u64()? as usize;
+    let hidden = ["hidden_size", "dim", "n_embd"]
+        .iter()
+        .find_map(|k| v.get(*k)?.as_u64())? as usize;
     Some(info.modules.dim(hidden))
 }
 
-/// config.json's `model_type`, when it says.
-pub fn model_type(dir: &std::path::Path) -> Option<String> {
+/// The architecture config.json describes: its `model_type`, except that JinaBERT (which says
+/// `bert` with ALiBi positions) is `jina_bert`.
+pub fn architecture(dir: &std::path::Path) -> Option<String> {
     let text = std::fs::read_to_string(dir.join("config.json")).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v.get("model_type")?.as_str().map(str::to_string)
+    Some(architecture_of(&v)?.to_string())
+}
+
+pub(crate) fn architecture_of(config: &serde_json::Value) -> Option<&str> {
+    let kind = config.get("model_type")?.as_str()?;
+    let alibi = config
+        .get("position_embedding_type")
+        .and_then(|p| p.as_str())
+        == Some("alibi");
+    Some(if kind == "bert" && alibi {
+        "jina_bert"
+    } else {
+        kind
+    })
 }
 
 /// The cache key of a model: its id and the size of its weights, known without loading them.

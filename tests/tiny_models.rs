@@ -136,6 +136,18 @@ fn tiny_models_agree_with_sentence_transformers() {
     }
 }
 
+/// A model folder copied with its module folders (1_Pooling, 2_Normalize), but for `except`.
+fn copy_folder(src: &std::path::Path, dst: &std::path::Path, except: &str) {
+    std::fs::create_dir_all(dst).unwrap();
+    for f in std::fs::read_dir(src).unwrap().flatten() {
+        if f.path().is_dir() {
+            copy_folder(&f.path(), &dst.join(f.file_name()), except);
+        } else if f.file_name() != except {
+            std::fs::copy(f.path(), dst.join(f.file_name())).unwrap();
+        }
+    }
+}
+
 fn norm(v: &[f32]) -> f32 {
     v.iter().map(|x| x * x).sum::<f32>().sqrt()
 }
@@ -313,18 +325,7 @@ fn half_precision_weights_load_natively() {
     for (dtype, min_cos) in [(Dtype::F16, 0.999), (Dtype::BF16, 0.99)] {
         let dir =
             std::env::temp_dir().join(format!("chunkscope-half-{dtype:?}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        for f in std::fs::read_dir(&src).unwrap().flatten() {
-            if f.path().is_dir() {
-                // A module folder (1_Pooling, 2_Normalize): its files.
-                std::fs::create_dir_all(dir.join(f.file_name())).unwrap();
-                for g in std::fs::read_dir(f.path()).unwrap().flatten() {
-                    std::fs::copy(g.path(), dir.join(f.file_name()).join(g.file_name())).unwrap();
-                }
-            } else if f.file_name() != "model.safetensors" {
-                std::fs::copy(f.path(), dir.join(f.file_name())).unwrap();
-            }
-        }
+        copy_folder(&src, &dir, "model.safetensors");
         let converted: Vec<(String, Vec<u8>, Vec<usize>)> = st
             .tensors()
             .into_iter()
@@ -367,12 +368,7 @@ fn half_precision_weights_load_natively() {
 fn jina_alibi_table_grows_without_changing_vectors() {
     let src = fixtures().join("jina-bert-alibi");
     let dir = std::env::temp_dir().join(format!("chunkscope-jina-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for entry in std::fs::read_dir(&src).unwrap().flatten() {
-        if entry.path().is_file() {
-            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
-        }
-    }
+    copy_folder(&src, &dir, "");
     let config = std::fs::read_to_string(src.join("config.json"))
         .unwrap()
         .replace(
@@ -380,12 +376,6 @@ fn jina_alibi_table_grows_without_changing_vectors() {
             r#""max_position_embeddings": 2048"#,
         );
     std::fs::write(dir.join("config.json"), config).unwrap();
-    for sub in ["1_Pooling", "2_Normalize"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-        for f in std::fs::read_dir(src.join(sub)).unwrap().flatten() {
-            std::fs::copy(f.path(), dir.join(sub).join(f.file_name())).unwrap();
-        }
-    }
     let info = ModelInfo::from_dir("jina-long", &dir, "test").unwrap();
     let long = "restart the payments stack: drain the queue, stop the workers. ".repeat(70);
     let grown = Embedder::load(&info).unwrap();
@@ -397,5 +387,53 @@ fn jina_alibi_table_grows_without_changing_vectors() {
     assert!(c >= 0.99999, "cosine {c}");
     let tok = EmbedTokenizer::from_file(&info.tokenizer_path()).unwrap();
     assert!(tok.spans(&long).unwrap().len() > 600);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// NomicBERT checkpoints as they may be saved: tensors under a prefix ("bert.") and the word
+/// table padded to a multiple of 64 rows while config.json keeps the tokenizer's count. The
+/// vectors are the folder's own.
+#[test]
+fn nomic_prefixed_and_padded_weights() {
+    use safetensors::tensor::TensorView;
+    use safetensors::SafeTensors;
+    let src = fixtures().join("nomic-bert-prompts");
+    let dir = std::env::temp_dir().join(format!("chunkscope-nomic-pad-{}", std::process::id()));
+    copy_folder(&src, &dir, "model.safetensors");
+    let bytes = std::fs::read(src.join("model.safetensors")).unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    let tensors: Vec<(String, Vec<u8>, Vec<usize>)> = st
+        .tensors()
+        .into_iter()
+        .map(|(name, t)| {
+            let mut data = t.data().to_vec();
+            let mut shape = t.shape().to_vec();
+            if name == "embeddings.word_embeddings.weight" {
+                let rows = shape[0].div_ceil(64) * 64;
+                data.resize(rows * shape[1] * 4, 0);
+                shape[0] = rows;
+            }
+            (format!("bert.{name}"), data, shape)
+        })
+        .collect();
+    let views: Vec<(String, TensorView)> = tensors
+        .iter()
+        .map(|(n, d, s)| {
+            let view = TensorView::new(safetensors::Dtype::F32, s.clone(), d).unwrap();
+            (n.clone(), view)
+        })
+        .collect();
+    safetensors::serialize_to_file(views, None, &dir.join("model.safetensors")).unwrap();
+    let texts = strings(&record()["texts"]);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let want = Embedder::load(&ModelInfo::from_dir("n", &src, "fixture").unwrap())
+        .unwrap()
+        .embed(&refs, 64);
+    let got = Embedder::load(&ModelInfo::from_dir("p", &dir, "test").unwrap())
+        .unwrap()
+        .embed(&refs, 64);
+    for (a, b) in want.iter().zip(&got) {
+        assert!(cosine(a, b) >= 0.99999);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

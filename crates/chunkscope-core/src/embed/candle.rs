@@ -99,17 +99,50 @@ impl CandleEncoder {
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
             .with_context(|| format!("{}: cannot map the weights", weights.display()))?;
         // A bare model saved by transformers has no "model." prefix; candle's modules ask for it.
-        let bare = {
+        // The word table says where an encoder's tensors start ("", "bert.", ...) and how many
+        // rows it has (NomicBERT pads its vocabulary to a multiple of 64).
+        let (bare, words) = {
             let file = std::fs::File::open(&weights)?;
             // SAFETY: as above.
             let map = unsafe { memmap2::Mmap::map(&file) }?;
             let st = safetensors::SafeTensors::deserialize(&map)?;
-            !st.names().iter().any(|n| n.starts_with("model."))
+            let words = st.tensors().into_iter().find_map(|(name, t)| {
+                let prefix = name.strip_suffix("embeddings.word_embeddings.weight")?;
+                Some((
+                    prefix.trim_end_matches('.').to_string(),
+                    *t.shape().first()?,
+                ))
+            });
+            (!st.names().iter().any(|n| n.starts_with("model.")), words)
         };
+        let mut v = v;
+        let (prefix, rows) = words.unwrap_or_default();
+        if rows > 0 && matches!(model_type.as_str(), "nomic_bert" | "jina_bert") {
+            v["vocab_size"] = rows.into();
+        }
+        // What the released JinaBERT configs always carry, for configs saved without them.
+        if model_type == "jina_bert" {
+            for (k, d) in [
+                ("hidden_act", serde_json::json!("gelu")),
+                ("initializer_range", serde_json::json!(0.02)),
+                ("layer_norm_eps", serde_json::json!(1e-12)),
+                ("pad_token_id", serde_json::json!(0)),
+                ("type_vocab_size", serde_json::json!(2)),
+            ] {
+                if v.get(k).is_none_or(|x| x.is_null()) {
+                    v[k] = d;
+                }
+            }
+        }
         let vb = if bare {
             vb.rename_f(|n| n.strip_prefix("model.").unwrap_or(n).to_string())
         } else {
             vb
+        };
+        let encoder_vb = if prefix.is_empty() {
+            vb.clone()
+        } else {
+            vb.pp(&prefix)
         };
         if !CANDLE_TYPES.contains(&model_type.as_str()) {
             bail!(
@@ -164,7 +197,7 @@ impl CandleEncoder {
                 } else if v.get("rotary_emb_scale_base").is_some_and(|b| !b.is_null()) {
                     refuse("rotary_emb_scale_base (xPos)")?
                 } else {
-                    Net::NomicBert(nomic_bert::NomicBertModel::load(vb, &c)?)
+                    Net::NomicBert(nomic_bert::NomicBertModel::load(encoder_vb, &c)?)
                 }
             }
             "jina_bert" => {
@@ -174,7 +207,7 @@ impl CandleEncoder {
                     Some("geglu") => Net::JinaBert(Box::new(Jina {
                         positions: c.max_position_embeddings,
                         config: c,
-                        vb,
+                        vb: encoder_vb,
                         built: Mutex::new(None),
                     })),
                     other => refuse(&format!(

@@ -115,7 +115,25 @@ class _NomicEncoder(nn.Module):
         self.layers = nn.ModuleList(_NomicBlock(c) for _ in range(c.n_layer))
 
 
-class NomicRefModel(PreTrainedModel):
+class _RefModel(PreTrainedModel):
+    """What both models share: transformers' weight init, and the inputs sentence-transformers
+    may leave out."""
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            module.weight.data.normal_(0.0, 0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            module.bias.data.zero_()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, **_):
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        return self.encode(input_ids, attention_mask, token_type_ids)
+
+
+class NomicRefModel(_RefModel):
     config_class = NomicRefConfig
     base_model_prefix = "nomic_ref"
 
@@ -126,18 +144,8 @@ class NomicRefModel(PreTrainedModel):
         self.encoder = _NomicEncoder(config)
         self.post_init()
 
-    def _init_weights(self, module):
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            module.weight.data.normal_(0.0, 0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            module.bias.data.zero_()
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, **_):
+    def encode(self, input_ids, attention_mask, token_type_ids):
         c = self.config
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
         x = self.embeddings.word_embeddings(input_ids)
         x = x + self.embeddings.token_type_embeddings(token_type_ids)
         x = self.emb_ln(x)
@@ -263,7 +271,7 @@ class _JinaEncoder(nn.Module):
         self.layer = nn.ModuleList(_JinaLayer(c) for _ in range(c.num_hidden_layers))
 
 
-class JinaRefModel(PreTrainedModel):
+class JinaRefModel(_RefModel):
     config_class = JinaRefConfig
     base_model_prefix = "jina_ref"
 
@@ -273,18 +281,8 @@ class JinaRefModel(PreTrainedModel):
         self.encoder = _JinaEncoder(config)
         self.post_init()
 
-    def _init_weights(self, module):
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            module.weight.data.normal_(0.0, 0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            module.bias.data.zero_()
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, **_):
+    def encode(self, input_ids, attention_mask, token_type_ids):
         c = self.config
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
         e = self.embeddings
         x = e.LayerNorm(e.word_embeddings(input_ids) + e.token_type_embeddings(token_type_ids))
         n = input_ids.shape[1]

@@ -167,21 +167,22 @@ def main():
             cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
                              num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
             net, t = BertModel(cfg), tok
+        # Weights at the scale of trained ones (unit-variance outputs), so attention and
+        # positions move the vectors (at transformers' 0.02 they barely do: dropping ALiBi left
+        # the cosine at 1.0000), and norms away from 1 and 0, so a swapped or skipped norm shows.
+        for m in net.modules():
+            if isinstance(m, torch.nn.Linear):
+                m.weight.data.normal_(0.0, m.in_features ** -0.5)
+                if m.bias is not None:
+                    m.bias.data.normal_(0.0, 0.1)
+            elif isinstance(m, torch.nn.Embedding):
+                m.weight.data.normal_(0.0, 1.0)
+            elif isinstance(m, torch.nn.LayerNorm):
+                m.weight.data = 1.0 + 0.2 * torch.randn_like(m.weight)
+                if m.bias is not None:
+                    m.bias.data = 0.2 * torch.randn_like(m.bias)
         remote = isinstance(net, (NomicRefModel, JinaRefModel))
         if remote:
-            # Weights at the scale of trained ones (unit-variance outputs), so attention and
-            # positions move the vectors (at 0.02 they barely do), and norms away from 1 and 0,
-            # so a swapped or skipped norm shows.
-            for m in net.modules():
-                if isinstance(m, torch.nn.Linear):
-                    m.weight.data.normal_(0.0, m.in_features ** -0.5)
-                    if m.bias is not None:
-                        m.bias.data.normal_(0.0, 0.1)
-                elif isinstance(m, torch.nn.Embedding):
-                    m.weight.data.normal_(0.0, 1.0)
-                elif isinstance(m, torch.nn.LayerNorm):
-                    m.weight.data = 1.0 + 0.2 * torch.randn_like(m.weight)
-                    m.bias.data = 0.2 * torch.randn_like(m.bias)
             type(net).register_for_auto_class("AutoModel")
             type(net.config).register_for_auto_class()
         hf_dir = os.path.join(base, name)

@@ -55,46 +55,59 @@ fn tiny_models_agree_with_sentence_transformers() {
     assert!(models.len() >= 16);
     for (name, entry) in models {
         let info = ModelInfo::from_dir(name, &fixtures().join(name), "fixture").unwrap();
-        let e = Embedder::load(&info).unwrap();
-        // BERT-family folders run natively under auto; ModernBERT, NomicBERT, JinaBERT and Qwen3
-        // through candle.
-        let native = ["modernbert", "qwen3", "nomic", "jina"]
-            .iter()
-            .all(|p| !name.starts_with(p));
+        let auto = Embedder::load(&info).unwrap();
+        // BERT-family folders (NomicBERT and JinaBERT too) run natively under auto; ModernBERT
+        // and Qwen3 through candle. NomicBERT and JinaBERT are checked on both backends.
+        let native = ["modernbert", "qwen3"].iter().all(|p| !name.starts_with(p));
         assert_eq!(
-            e.backend_name() == "native f32",
+            auto.backend_name() == "native f32",
             native,
             "{name}: {}",
-            e.backend_name()
+            auto.backend_name()
         );
-        let prompt = info.modules.document_prompt().to_string();
-        let docs: Vec<String> = texts.iter().map(|t| format!("{prompt}{t}")).collect();
-        let doc_refs: Vec<&str> = docs.iter().map(String::as_str).collect();
-        let qs: Vec<String> = queries
-            .iter()
-            .map(|q| e.query_text(q).into_owned())
-            .collect();
-        let q_refs: Vec<&str> = qs.iter().map(String::as_str).collect();
-        for (window, want) in entry["windows"].as_object().unwrap() {
-            let w: usize = window.parse().unwrap();
-            for (ours, theirs, what) in [
-                (e.embed(&doc_refs, w), vectors(&want["docs"]), "docs"),
-                (e.embed(&q_refs, w), vectors(&want["queries"]), "queries"),
-            ] {
-                assert_eq!(ours.len(), theirs.len());
-                for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
-                    assert_eq!(a.len(), b.len(), "{name} {what}: dimension");
-                    let c = cosine(a, b);
-                    assert!(c >= 0.9999, "{name} window {w} {what} {i}: cosine {c}");
-                    // Without Normalize the vectors are not unit length, as in ST.
-                    let (na, nb) = (norm(a), norm(b));
-                    assert!(
-                        (na - nb).abs() <= 1e-3 * nb.max(1.0),
-                        "{name}: norm {na} vs {nb}"
-                    );
+        let mut embedders = vec![auto];
+        if name.starts_with("nomic") || name.starts_with("jina") {
+            let spec = chunkscope_core::embed::EmbedSpec {
+                backend: chunkscope_core::embed::BackendChoice::Candle,
+                ..Default::default()
+            };
+            embedders.push(Embedder::open(&info, &spec).unwrap());
+        }
+        for e in &embedders {
+            let prompt = info.modules.document_prompt().to_string();
+            let docs: Vec<String> = texts.iter().map(|t| format!("{prompt}{t}")).collect();
+            let doc_refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+            let qs: Vec<String> = queries
+                .iter()
+                .map(|q| e.query_text(q).into_owned())
+                .collect();
+            let q_refs: Vec<&str> = qs.iter().map(String::as_str).collect();
+            for (window, want) in entry["windows"].as_object().unwrap() {
+                let w: usize = window.parse().unwrap();
+                for (ours, theirs, what) in [
+                    (e.embed(&doc_refs, w), vectors(&want["docs"]), "docs"),
+                    (e.embed(&q_refs, w), vectors(&want["queries"]), "queries"),
+                ] {
+                    assert_eq!(ours.len(), theirs.len());
+                    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+                        assert_eq!(a.len(), b.len(), "{name} {what}: dimension");
+                        let c = cosine(a, b);
+                        let backend = e.backend_name();
+                        assert!(
+                            c >= 0.9999,
+                            "{name} {backend} window {w} {what} {i}: cosine {c}"
+                        );
+                        // Without Normalize the vectors are not unit length, as in ST.
+                        let (na, nb) = (norm(a), norm(b));
+                        assert!(
+                            (na - nb).abs() <= 1e-3 * nb.max(1.0),
+                            "{name}: norm {na} vs {nb}"
+                        );
+                    }
                 }
             }
         }
+        let prompt = info.modules.document_prompt().to_string();
         // Token counts: the engine's chunk of each text, the document prompt ahead of it, counts
         // what the model's tokenizer makes of prompt + text, specials included.
         let corpus = Corpus {
@@ -203,24 +216,32 @@ fn positions_and_unsupported_types() {
         err.contains("xlm-roberta") && err.contains("distilbert"),
         "{err}"
     );
-    // JinaBERT's config says "bert" with ALiBi positions: it goes to candle, which runs the
-    // gated-GELU feed-forward only; other feed-forwards are refused by name, and the native
-    // backend refuses ALiBi by name (not by a missing tensor).
+    // JinaBERT's config says "bert" with ALiBi positions; both backends run the gated-GELU
+    // feed-forward only, and refuse another by name.
     let jina = std::fs::read_to_string(fixtures().join("jina-bert-alibi/config.json")).unwrap();
     std::fs::write(dir.join("config.json"), jina.replace("geglu", "reglu")).unwrap();
     let info = ModelInfo::from_dir("jina", &dir, "test").unwrap();
-    let err = format!("{:#}", Embedder::load(&info).err().unwrap());
-    assert!(
-        err.contains("config.json") && err.contains("feed_forward_type reglu"),
-        "{err}"
-    );
-    let native = chunkscope_core::embed::EmbedSpec {
-        backend: chunkscope_core::embed::BackendChoice::Native,
+    let candle = chunkscope_core::embed::EmbedSpec {
+        backend: chunkscope_core::embed::BackendChoice::Candle,
         ..Default::default()
     };
-    let err = format!("{:#}", Embedder::open(&info, &native).err().unwrap());
+    for spec in [Default::default(), candle] {
+        let err = format!("{:#}", Embedder::open(&info, &spec).err().unwrap());
+        assert!(
+            err.contains("config.json") && err.contains("feed_forward_type reglu"),
+            "{err}"
+        );
+    }
+    // Relative positions BERT's other variants use are refused by name, not by a missing tensor.
+    std::fs::write(
+        dir.join("config.json"),
+        jina.replace(r#""alibi""#, r#""relative_key""#),
+    )
+    .unwrap();
+    let info = ModelInfo::from_dir("rel", &dir, "test").unwrap();
+    let err = format!("{:#}", Embedder::load(&info).err().unwrap());
     assert!(
-        err.contains("config.json") && err.contains("alibi"),
+        err.contains("config.json") && err.contains("relative_key"),
         "{err}"
     );
     // NomicBERT variants candle does not run (partial rotary, xPos scaling) are refused by name.
@@ -361,9 +382,9 @@ fn half_precision_weights_load_natively() {
     }
 }
 
-/// JinaBERT's ALiBi table grows with the longest sequence seen (candle builds it for every
+/// candle's JinaBERT ALiBi table grows with the longest sequence seen (candle builds it for every
 /// position the config names otherwise): a long text after a short one gets the vector it gets
-/// alone, past the first table's 512 positions.
+/// alone, past the first table's 512 positions; the native path agrees there.
 #[test]
 fn jina_alibi_table_grows_without_changing_vectors() {
     let src = fixtures().join("jina-bert-alibi");
@@ -378,13 +399,23 @@ fn jina_alibi_table_grows_without_changing_vectors() {
     std::fs::write(dir.join("config.json"), config).unwrap();
     let info = ModelInfo::from_dir("jina-long", &dir, "test").unwrap();
     let long = "restart the payments stack: drain the queue, stop the workers. ".repeat(70);
-    let grown = Embedder::load(&info).unwrap();
+    let candle = chunkscope_core::embed::EmbedSpec {
+        backend: chunkscope_core::embed::BackendChoice::Candle,
+        ..Default::default()
+    };
+    let grown = Embedder::open(&info, &candle).unwrap();
     let short = grown.embed(&["Rotate the signing keys."], 2048);
     assert_eq!(short.len(), 1);
     let after = grown.embed(&[long.as_str()], 2048);
-    let alone = Embedder::load(&info).unwrap().embed(&[long.as_str()], 2048);
+    let alone = Embedder::open(&info, &candle)
+        .unwrap()
+        .embed(&[long.as_str()], 2048);
     let c = cosine(&after[0], &alone[0]);
     assert!(c >= 0.99999, "cosine {c}");
+    // The native path (ALiBi computed per sequence) agrees at that length.
+    let native = Embedder::load(&info).unwrap().embed(&[long.as_str()], 2048);
+    let c = cosine(&native[0], &alone[0]);
+    assert!(c >= 0.9999, "native vs candle at 600+ tokens: cosine {c}");
     let tok = EmbedTokenizer::from_file(&info.tokenizer_path()).unwrap();
     assert!(tok.spans(&long).unwrap().len() > 600);
     let _ = std::fs::remove_dir_all(&dir);
@@ -429,11 +460,16 @@ fn nomic_prefixed_and_padded_weights() {
     let want = Embedder::load(&ModelInfo::from_dir("n", &src, "fixture").unwrap())
         .unwrap()
         .embed(&refs, 64);
-    let got = Embedder::load(&ModelInfo::from_dir("p", &dir, "test").unwrap())
-        .unwrap()
-        .embed(&refs, 64);
-    for (a, b) in want.iter().zip(&got) {
-        assert!(cosine(a, b) >= 0.99999);
+    let padded = ModelInfo::from_dir("p", &dir, "test").unwrap();
+    let candle = chunkscope_core::embed::EmbedSpec {
+        backend: chunkscope_core::embed::BackendChoice::Candle,
+        ..Default::default()
+    };
+    for spec in [Default::default(), candle] {
+        let got = Embedder::open(&padded, &spec).unwrap().embed(&refs, 64);
+        for (a, b) in want.iter().zip(&got) {
+            assert!(cosine(a, b) >= 0.99999);
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,5 +1,7 @@
 //! A BERT encoder forward pass over the model's safetensors weights (memory-mapped, read once),
-//! with matrix products by the gemm crate. Sequences are packed without padding: the dense layers
+//! with matrix products by the gemm crate. The same pass runs the BERT family's variants: RoBERTa's
+//! and MPNet's positions, DistilBERT's names, NomicBERT (rotary positions, SwiGLU) and JinaBERT
+//! (ALiBi, gated GELU). Sequences are packed without padding: the dense layers
 //! run on all real tokens of a batch at once and attention runs per sequence and head, so no work
 //! is spent on pad tokens and no attention mask is needed.
 
@@ -24,6 +26,12 @@ pub enum Family {
     /// MPNet (all-mpnet-base-v2): RoBERTa's positions plus a relative position bias in
     /// attention.
     MpNet,
+    /// NomicBERT (nomic-embed-text): no position table, rotary positions on queries and keys,
+    /// a fused q|k|v projection, a SwiGLU feed-forward.
+    Nomic,
+    /// JinaBERT (jina-embeddings-v2): no position table, ALiBi in attention, a gated GELU
+    /// feed-forward.
+    Jina,
 }
 
 /// `model_type`s read natively, for the error that names what is supported.
@@ -34,7 +42,34 @@ pub const NATIVE_TYPES: &[&str] = &[
     "camembert",
     "distilbert",
     "mpnet",
+    "nomic_bert",
+    "jina_bert",
 ];
+
+/// Why a NomicBERT config describes a variant neither backend runs (checked against our
+/// reference forward pass only for the released models' settings), or None.
+pub fn nomic_unsupported(v: &serde_json::Value) -> Option<String> {
+    let flag = |k: &str| v.get(k).and_then(|b| b.as_bool()).unwrap_or(false);
+    let act = v
+        .get("activation_function")
+        .and_then(|a| a.as_str())
+        .unwrap_or("swiglu");
+    let fraction = v
+        .get("rotary_emb_fraction")
+        .and_then(|f| f.as_f64())
+        .unwrap_or(1.0);
+    if act != "swiglu" {
+        Some(format!("activation_function {act}"))
+    } else if fraction != 1.0 {
+        Some("rotary_emb_fraction below 1 (partial rotary)".into())
+    } else if flag("prenorm") || flag("causal") || flag("rotary_head_dim") {
+        Some("prenorm, causal or rotary_head_dim set".into())
+    } else if v.get("rotary_emb_scale_base").is_some_and(|b| !b.is_null()) {
+        Some("rotary_emb_scale_base (xPos)".into())
+    } else {
+        None
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BertConfig {
@@ -48,7 +83,12 @@ pub struct BertConfig {
     pub max_positions: usize,
     /// The position of a sequence's first token (RoBERTa: padding id + 1).
     pub position_offset: usize,
+    /// Rows of the word table (from the weights: NomicBERT pads it past `vocab_size`).
     pub vocab: usize,
+    /// NomicBERT's rotary base.
+    pub rotary_base: f32,
+    /// Biases NomicBERT may leave out: q|k|v and output, first feed-forward, second.
+    pub biases: [bool; 3],
 }
 
 impl BertConfig {
@@ -56,31 +96,80 @@ impl BertConfig {
         let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{}: not valid JSON", path.display()))?;
-        let model_type = v
-            .get("model_type")
-            .and_then(|t| t.as_str())
-            .unwrap_or("bert");
+        let model_type = super::architecture_of(&v).unwrap_or("bert");
         let family = match model_type {
             "bert" => Family::Bert,
             "roberta" | "xlm-roberta" | "camembert" => Family::Roberta,
             "distilbert" => Family::DistilBert,
             "mpnet" => Family::MpNet,
+            "nomic_bert" => Family::Nomic,
+            "jina_bert" => Family::Jina,
             other => bail!(
                 "{}: model_type {other} is not supported by the native embedder (supported: {})",
                 path.display(),
                 NATIVE_TYPES.join(", ")
             ),
         };
-        // JinaBERT (jina-embeddings-v2) says model_type "bert" but has ALiBi attention and no
-        // position table: say so instead of failing on a missing tensor.
+        let refuse = |why: &str| -> Result<BertConfig> {
+            bail!(
+                "{}: {model_type} with {why} is not supported",
+                path.display()
+            )
+        };
+        // Relative positions other than JinaBERT's ALiBi: said by name, not by a missing tensor.
         if let Some(kind) = v.get("position_embedding_type").and_then(|t| t.as_str()) {
-            if kind != "absolute" {
-                bail!(
-                    "{}: position_embedding_type {kind} (JinaBERT's ALiBi or relative positions) is \
-                     not supported yet; BERT with absolute positions is",
-                    path.display()
-                );
+            if kind != "absolute" && kind != "alibi" {
+                return refuse(&format!("position_embedding_type {kind}"));
             }
+        }
+        if family == Family::Nomic {
+            if let Some(why) = nomic_unsupported(&v) {
+                return refuse(&why);
+            }
+            if v.get("rotary_emb_interleaved").and_then(|b| b.as_bool()) == Some(true) {
+                return refuse("rotary_emb_interleaved (the candle backend runs it)");
+            }
+        }
+        if family == Family::Jina {
+            let ff = v.get("feed_forward_type").and_then(|f| f.as_str());
+            if ff != Some("geglu") {
+                return refuse(&format!(
+                    "feed_forward_type {} (geglu is run)",
+                    ff.unwrap_or("unset")
+                ));
+            }
+        }
+        if family == Family::Nomic {
+            let num = |k: &str| -> Result<usize> {
+                v.get(k)
+                    .and_then(|n| n.as_u64())
+                    .map(|n| n as usize)
+                    .with_context(|| format!("{}: no {k}", path.display()))
+            };
+            let flag = |k: &str| v.get(k).and_then(|b| b.as_bool()).unwrap_or(false);
+            return Ok(BertConfig {
+                family,
+                hidden: num("n_embd")?,
+                heads: num("n_head")?,
+                layers: num("n_layer")?,
+                intermediate: num("n_inner")?,
+                eps: v
+                    .get("layer_norm_epsilon")
+                    .and_then(|e| e.as_f64())
+                    .unwrap_or(1e-12) as f32,
+                max_positions: crate::model::positions_of(&v).unwrap_or(2048),
+                position_offset: 0,
+                vocab: v.get("vocab_size").and_then(|n| n.as_u64()).unwrap_or(0) as usize,
+                rotary_base: v
+                    .get("rotary_emb_base")
+                    .and_then(|b| b.as_f64())
+                    .unwrap_or(10_000.0) as f32,
+                biases: [
+                    flag("qkv_proj_bias"),
+                    flag("mlp_fc1_bias"),
+                    flag("mlp_fc2_bias"),
+                ],
+            });
         }
         let distil = family == Family::DistilBert;
         let num = |k: &str, distil_key: &str| -> Result<usize> {
@@ -94,7 +183,7 @@ impl BertConfig {
             .get(if distil { "activation" } else { "hidden_act" })
             .and_then(|a| a.as_str())
             .unwrap_or("gelu");
-        if act != "gelu" {
+        if act != "gelu" && family != Family::Jina {
             bail!(
                 "{}: activation {act} is not supported (gelu only)",
                 path.display()
@@ -121,13 +210,20 @@ impl BertConfig {
                 .unwrap_or(1e-12) as f32,
             max_positions: num("max_position_embeddings", "max_position_embeddings")?,
             position_offset,
-            vocab: num("vocab_size", "vocab_size")?,
+            vocab: v.get("vocab_size").and_then(|n| n.as_u64()).unwrap_or(0) as usize,
+            rotary_base: 0.0,
+            biases: [true, true, true],
         })
     }
 
     /// Tokens a sequence may hold: the position table less RoBERTa's offset.
     pub fn usable_positions(&self) -> usize {
         self.max_positions.saturating_sub(self.position_offset)
+    }
+
+    /// A gated feed-forward (NomicBERT's SwiGLU, JinaBERT's GEGLU).
+    pub fn gated(&self) -> bool {
+        matches!(self.family, Family::Nomic | Family::Jina)
     }
 }
 
@@ -245,7 +341,7 @@ impl Bert {
     /// Load with the dense layers in `precision` (their f32 weights are packed and dropped
     /// layer by layer, so the f32 copy of the whole model never exists beside the packed one).
     pub fn load_with(dir: &Path, precision: Precision) -> Result<Bert> {
-        let config = BertConfig::from_file(&dir.join("config.json"))?;
+        let mut config = BertConfig::from_file(&dir.join("config.json"))?;
         let path = dir.join("model.safetensors");
         let file = File::open(&path)
             .with_context(|| format!("{}: cannot open the weights", path.display()))?;
@@ -254,15 +350,20 @@ impl Bert {
             unsafe { memmap2::Mmap::map(&file) }.with_context(|| path.display().to_string())?;
         let st = SafeTensors::deserialize(&map)
             .with_context(|| format!("{}: not a safetensors file", path.display()))?;
-        let names = st.names();
-        let prefix = ["bert.", "roberta.", "distilbert.", "mpnet.", "model."]
-            .into_iter()
-            .find(|p| {
-                names
-                    .iter()
-                    .any(|n| n.starts_with(p) && n.contains("embeddings.word_embeddings"))
-            })
-            .unwrap_or("");
+        // The word table says where the encoder's tensors start ("", "bert.", "roberta.", ...)
+        // and how many rows it has.
+        let words = st.tensors().into_iter().find_map(|(name, t)| {
+            let prefix = name.strip_suffix("embeddings.word_embeddings.weight")?;
+            Some((prefix.to_string(), t.shape().first().copied().unwrap_or(0)))
+        });
+        let Some((prefix, rows)) = words else {
+            bail!(
+                "{}: no tensor embeddings.word_embeddings.weight",
+                path.display()
+            );
+        };
+        let prefix = prefix.as_str();
+        config.vocab = rows;
         let c = &config;
         let (h, i) = (c.hidden, c.intermediate);
         let g = |name: &str, len: usize| tensor(&st, prefix, name, len);
@@ -291,6 +392,28 @@ impl Bert {
                 "output.dense",
                 "output.LayerNorm",
             ],
+            Family::Nomic => [
+                "encoder.layers",
+                "attn.Wqkv",
+                "",
+                "",
+                "attn.out_proj",
+                "norm1",
+                "mlp.fc12",
+                "mlp.fc2",
+                "norm2",
+            ],
+            Family::Jina => [
+                "encoder.layer",
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+                "attention.output.dense",
+                "attention.output.LayerNorm",
+                "mlp.gated_layers",
+                "mlp.wo",
+                "mlp.layernorm",
+            ],
             _ => [
                 "encoder.layer",
                 "attention.self.query",
@@ -304,27 +427,62 @@ impl Bert {
             ],
         };
         let [layer, q, k, v, out, ln1, up, down, ln2] = names;
+        // A gated feed-forward projects to 2 x intermediate: the half its activation reads first,
+        // the half it multiplies by second.
+        let up_n = if c.gated() { 2 * i } else { i };
+        // A bias the config says is absent (NomicBERT) is zeros.
+        let bias = |name: String, len: usize, present: bool| -> Result<Vec<f32>> {
+            if present {
+                g(&name, len)
+            } else {
+                Ok(vec![0.0; len])
+            }
+        };
+        let [qkv_bias, up_bias, down_bias] = c.biases;
         let mut layers = Vec::with_capacity(c.layers);
         for l in 0..c.layers {
             let p = format!("{layer}.{l}.");
-            let mut qkv_w = g(&format!("{p}{q}.weight"), h * h)?;
-            qkv_w.extend(g(&format!("{p}{k}.weight"), h * h)?);
-            qkv_w.extend(g(&format!("{p}{v}.weight"), h * h)?);
-            let mut qkv_b = g(&format!("{p}{q}.bias"), h)?;
-            qkv_b.extend(g(&format!("{p}{k}.bias"), h)?);
-            qkv_b.extend(g(&format!("{p}{v}.bias"), h)?);
+            let (qkv_w, qkv_b) = if c.family == Family::Nomic {
+                (
+                    g(&format!("{p}{q}.weight"), 3 * h * h)?,
+                    bias(format!("{p}{q}.bias"), 3 * h, qkv_bias)?,
+                )
+            } else {
+                let mut w = g(&format!("{p}{q}.weight"), h * h)?;
+                w.extend(g(&format!("{p}{k}.weight"), h * h)?);
+                w.extend(g(&format!("{p}{v}.weight"), h * h)?);
+                let mut b = g(&format!("{p}{q}.bias"), h)?;
+                b.extend(g(&format!("{p}{k}.bias"), h)?);
+                b.extend(g(&format!("{p}{v}.bias"), h)?);
+                (w, b)
+            };
+            let (inter_w, inter_b) = match c.family {
+                // fc12 is the gate (through SiLU), fc11 the value.
+                Family::Nomic => {
+                    let mut w = g(&format!("{p}mlp.fc12.weight"), i * h)?;
+                    w.extend(g(&format!("{p}mlp.fc11.weight"), i * h)?);
+                    let mut b = bias(format!("{p}mlp.fc12.bias"), i, up_bias)?;
+                    b.extend(bias(format!("{p}mlp.fc11.bias"), i, up_bias)?);
+                    (w, b)
+                }
+                Family::Jina => (g(&format!("{p}{up}.weight"), up_n * h)?, vec![0.0; up_n]),
+                _ => (
+                    g(&format!("{p}{up}.weight"), i * h)?,
+                    g(&format!("{p}{up}.bias"), i)?,
+                ),
+            };
             let dense = |w, n, k| Dense::new(w, n, k, precision);
             layers.push(Layer {
                 qkv_w: dense(qkv_w, 3 * h, h),
                 qkv_b,
                 out_w: dense(g(&format!("{p}{out}.weight"), h * h)?, h, h),
-                out_b: g(&format!("{p}{out}.bias"), h)?,
+                out_b: bias(format!("{p}{out}.bias"), h, qkv_bias)?,
                 ln1_g: g(&format!("{p}{ln1}.weight"), h)?,
                 ln1_b: g(&format!("{p}{ln1}.bias"), h)?,
-                inter_w: dense(g(&format!("{p}{up}.weight"), i * h)?, i, h),
-                inter_b: g(&format!("{p}{up}.bias"), i)?,
+                inter_w: dense(inter_w, up_n, h),
+                inter_b,
                 down_w: dense(g(&format!("{p}{down}.weight"), h * i)?, h, i),
-                down_b: g(&format!("{p}{down}.bias"), h)?,
+                down_b: bias(format!("{p}{down}.bias"), h, down_bias)?,
                 ln2_g: g(&format!("{p}{ln2}.weight"), h)?,
                 ln2_b: g(&format!("{p}{ln2}.bias"), h)?,
             });
@@ -354,14 +512,24 @@ impl Bert {
             }
             _ => None,
         };
+        let positional = !matches!(c.family, Family::Nomic | Family::Jina);
+        let emb_ln = if c.family == Family::Nomic {
+            "emb_ln"
+        } else {
+            "embeddings.LayerNorm"
+        };
         Ok(Bert {
             precision,
             rel_bias,
             word: g("embeddings.word_embeddings.weight", c.vocab * h)?,
-            position: g("embeddings.position_embeddings.weight", c.max_positions * h)?,
+            position: if positional {
+                g("embeddings.position_embeddings.weight", c.max_positions * h)?
+            } else {
+                Vec::new()
+            },
             token_type0,
-            emb_ln_g: g("embeddings.LayerNorm.weight", h)?,
-            emb_ln_b: g("embeddings.LayerNorm.bias", h)?,
+            emb_ln_g: g(&format!("{emb_ln}.weight"), h)?,
+            emb_ln_b: g(&format!("{emb_ln}.bias"), h)?,
             layers,
             config,
         })
@@ -418,10 +586,14 @@ impl Bert {
                 let row = &mut x[(starts[s] + p) * h..][..h];
                 let id = (id as usize).min(c.vocab - 1);
                 let w = &self.word[id * h..][..h];
-                let pos =
-                    &self.position[(p + c.position_offset).min(c.max_positions - 1) * h..][..h];
                 for k in 0..h {
-                    row[k] = w[k] + pos[k] + self.token_type0[k];
+                    row[k] = w[k] + self.token_type0[k];
+                }
+                if !self.position.is_empty() {
+                    let at = (p + c.position_offset).min(c.max_positions - 1);
+                    for (x, pos) in row.iter_mut().zip(&self.position[at * h..][..h]) {
+                        *x += pos;
+                    }
                 }
             }
         }
@@ -430,6 +602,15 @@ impl Bert {
         let mut ctx = vec![0.0f32; total * h];
         let mut tmp = vec![0.0f32; total * h];
         let mut inter = vec![0.0f32; total * c.intermediate];
+        let mut gates = if c.gated() {
+            vec![0.0f32; total * 2 * c.intermediate]
+        } else {
+            Vec::new()
+        };
+        let rotary = (c.family == Family::Nomic).then(|| {
+            let longest = seqs.iter().map(Vec::len).max().unwrap_or(0);
+            Rotary::new(h / c.heads, c.rotary_base, longest)
+        });
         for layer in &self.layers {
             linear(
                 &x,
@@ -440,6 +621,9 @@ impl Bert {
                 3 * h,
                 &mut qkv,
             );
+            if let Some(r) = &rotary {
+                r.apply(&mut qkv, seqs, &starts, h, c.heads);
+            }
             self.attention(&qkv, seqs, &starts, &mut ctx);
             linear(&ctx, total, h, &layer.out_w, None, h, &mut tmp);
             residual_norm(
@@ -452,18 +636,28 @@ impl Bert {
                 c.eps,
             );
             std::mem::swap(&mut x, &mut tmp);
-            linear(
-                &x,
-                total,
-                h,
-                &layer.inter_w,
-                None,
-                c.intermediate,
-                &mut inter,
-            );
-            inter
-                .par_chunks_mut(c.intermediate * 64)
-                .for_each(|rows| gelu_bias(rows, &layer.inter_b));
+            if c.gated() {
+                let i = c.intermediate;
+                linear(&x, total, h, &layer.inter_w, None, 2 * i, &mut gates);
+                let silu = c.family == Family::Nomic;
+                inter
+                    .par_chunks_mut(i * 64)
+                    .zip(gates.par_chunks(2 * i * 64))
+                    .for_each(|(out, g)| gate_rows(out, g, &layer.inter_b, silu));
+            } else {
+                linear(
+                    &x,
+                    total,
+                    h,
+                    &layer.inter_w,
+                    None,
+                    c.intermediate,
+                    &mut inter,
+                );
+                inter
+                    .par_chunks_mut(c.intermediate * 64)
+                    .for_each(|rows| gelu_bias(rows, &layer.inter_b));
+            }
             linear(
                 &inter,
                 total,
@@ -537,14 +731,23 @@ impl Bert {
                         Parallelism::None,
                     );
                 }
-                if let Some((bias, buckets)) = &self.rel_bias {
-                    // scores[i][j] += bias[bucket(j - i)][head]
-                    let by_distance: Vec<f32> = (0..2 * len - 1)
-                        .map(|k| {
-                            let rel = k as isize - (len as isize - 1);
-                            bias[relative_bucket(rel, *buckets, 128) * heads + hd]
-                        })
-                        .collect();
+                // MPNet's relative bias or JinaBERT's ALiBi: scores[i][j] += f(j - i).
+                let by_offset = |f: &dyn Fn(isize) -> f32| -> Vec<f32> {
+                    (0..2 * len - 1)
+                        .map(|k| f(k as isize - (len as isize - 1)))
+                        .collect()
+                };
+                let by_distance = match (&self.rel_bias, self.config.family) {
+                    (Some((bias, buckets)), _) => Some(by_offset(&|rel| {
+                        bias[relative_bucket(rel, *buckets, 128) * heads + hd]
+                    })),
+                    (None, Family::Jina) => {
+                        let slope = alibi_slopes(heads)[hd];
+                        Some(by_offset(&|rel| -slope * rel.unsigned_abs() as f32))
+                    }
+                    _ => None,
+                };
+                if let Some(by_distance) = by_distance {
                     for i in 0..len {
                         let row = &mut scores[i * len..(i + 1) * len];
                         let base = len - 1 - i;
@@ -588,6 +791,95 @@ impl Bert {
                 }
             },
         );
+    }
+}
+
+/// ALiBi's head slopes: the geometric series from 2^(-8/n) for n heads; for a head count that is
+/// not a power of two, the series of the power below, then every other slope of the power above.
+fn alibi_slopes(heads: usize) -> Vec<f32> {
+    let series = |n: usize| -> Vec<f64> {
+        let first = 2f64.powf(-8.0 / n as f64);
+        (1..=n).map(|k| first.powi(k as i32)).collect()
+    };
+    let below = 1usize << heads.ilog2();
+    let mut slopes = series(below);
+    if below != heads {
+        slopes.extend(series(2 * below).into_iter().step_by(2).take(heads - below));
+    }
+    slopes.into_iter().map(|s| s as f32).collect()
+}
+
+/// Rotary positions (NomicBERT): each head's query and key are turned pairwise, element j with
+/// element j + d/2, by the angle position x base^(-2j/d).
+struct Rotary {
+    half: usize,
+    /// cos and sin per position and pair: (positions x half).
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+}
+
+impl Rotary {
+    fn new(d: usize, base: f32, positions: usize) -> Rotary {
+        let half = d / 2;
+        let freq: Vec<f32> = (0..half)
+            .map(|j| 1.0 / base.powf((2 * j) as f32 / d as f32))
+            .collect();
+        let mut cos = Vec::with_capacity(positions * half);
+        let mut sin = Vec::with_capacity(positions * half);
+        for p in 0..positions {
+            for f in &freq {
+                let angle = p as f32 * f;
+                cos.push(angle.cos());
+                sin.push(angle.sin());
+            }
+        }
+        Rotary { half, cos, sin }
+    }
+
+    /// Turns the query and key parts of every packed q|k|v row by its position in its sequence.
+    fn apply(&self, qkv: &mut [f32], seqs: &[Vec<u32>], starts: &[usize], h: usize, heads: usize) {
+        let half = self.half;
+        let d = 2 * half;
+        let mut rows: Vec<(usize, &mut [f32])> = Vec::with_capacity(starts.len());
+        let mut rest = &mut qkv[..];
+        for seq in seqs {
+            let (mine, tail) = rest.split_at_mut(seq.len() * 3 * h);
+            rows.push((seq.len(), mine));
+            rest = tail;
+        }
+        rows.into_par_iter().for_each(|(len, block)| {
+            for p in 0..len {
+                let row = &mut block[p * 3 * h..][..2 * h];
+                let (cos, sin) = (&self.cos[p * half..][..half], &self.sin[p * half..][..half]);
+                for head in row.chunks_exact_mut(d).take(2 * heads) {
+                    let (lo, hi) = head.split_at_mut(half);
+                    for j in 0..half {
+                        let (a, b) = (lo[j], hi[j]);
+                        lo[j] = a * cos[j] - b * sin[j];
+                        hi[j] = b * cos[j] + a * sin[j];
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// A gated feed-forward's activation, row by row: out = act(gate + b) * (value + b'), where each
+/// row of `gates` holds the gate half then the value half and `bias` both halves' biases. SiLU
+/// (NomicBERT) or the erf GELU (JinaBERT).
+fn gate_rows(out: &mut [f32], gates: &[f32], bias: &[f32], silu: bool) {
+    let i = bias.len() / 2;
+    for (o, g) in out.chunks_exact_mut(i).zip(gates.chunks_exact(2 * i)) {
+        for j in 0..i {
+            let a = g[j] + bias[j];
+            let v = g[i + j] + bias[i + j];
+            let act = if silu {
+                a / (1.0 + (-a).exp())
+            } else {
+                0.5 * a * (1.0 + super::kernels::erf(a * std::f32::consts::FRAC_1_SQRT_2))
+            };
+            o[j] = act * v;
+        }
     }
 }
 
@@ -668,4 +960,36 @@ fn residual_norm(
     out.par_chunks_mut(h * 64)
         .zip(residual.par_chunks(h * 64))
         .for_each(|(o, r)| add_layer_norm_rows(o, r, bias, g, b, eps));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ALiBi paper's slopes: 1/2 .. 1/256 for 8 heads; for 12, those 8 then 2^-0.5,
+    /// 2^-1.5, 2^-2.5, 2^-3.5 (every other slope of the 16-head series).
+    #[test]
+    fn alibi_slopes_follow_the_paper() {
+        let eight: Vec<f32> = (1..=8).map(|k| 0.5f32.powi(k)).collect();
+        assert_eq!(alibi_slopes(8), eight);
+        let twelve = alibi_slopes(12);
+        assert_eq!(&twelve[..8], &eight[..]);
+        for (got, e) in twelve[8..].iter().zip([0.5f32, 1.5, 2.5, 3.5]) {
+            assert!((got - 2f32.powf(-e)).abs() < 1e-7, "{got}");
+        }
+    }
+
+    /// A gated row: SiLU(gate) x value and GELU(gate) x value, biases added to both halves.
+    #[test]
+    fn gates_multiply_the_activated_half_by_the_other() {
+        let gates = [1.0f32, -2.0, 3.0, 0.5];
+        let bias = [0.0f32, 1.0, 0.0, 0.5];
+        let mut out = [0.0f32; 2];
+        gate_rows(&mut out, &gates, &bias, true);
+        let silu = |x: f32| x / (1.0 + (-x).exp());
+        assert!((out[0] - silu(1.0) * 3.0).abs() < 1e-6);
+        assert!((out[1] - silu(-1.0) * 1.0).abs() < 1e-6);
+        gate_rows(&mut out, &gates, &bias, false);
+        assert!((out[0] - 0.841_344_7 * 3.0).abs() < 1e-5, "{}", out[0]);
+    }
 }

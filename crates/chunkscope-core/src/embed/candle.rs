@@ -187,15 +187,8 @@ impl CandleEncoder {
             "nomic_bert" => {
                 let c: nomic_bert::Config =
                     serde_json::from_value(v.clone()).with_context(|| parse("NomicBERT"))?;
-                let flag = |k: &str| v.get(k).and_then(|b| b.as_bool()).unwrap_or(false);
-                if c.activation_function != "swiglu" {
-                    refuse(&format!("activation_function {}", c.activation_function))?
-                } else if c.rotary_emb_fraction != 1.0 {
-                    refuse("rotary_emb_fraction below 1 (partial rotary)")?
-                } else if flag("prenorm") || flag("causal") || flag("rotary_head_dim") {
-                    refuse("prenorm, causal or rotary_head_dim set")?
-                } else if v.get("rotary_emb_scale_base").is_some_and(|b| !b.is_null()) {
-                    refuse("rotary_emb_scale_base (xPos)")?
+                if let Some(why) = super::bert::nomic_unsupported(&v) {
+                    refuse(&why)?
                 } else {
                     Net::NomicBert(nomic_bert::NomicBertModel::load(encoder_vb, &c)?)
                 }

@@ -109,7 +109,7 @@ impl Embedder {
                 Backend::Native(Bert::load_with(&info.dir, spec.precision)?)
             }
             _ if spec.precision != lowp::Precision::F32 => anyhow::bail!(
-                "precision {}: only the native backend (BERT, RoBERTa/XLM-R, DistilBERT, MPNet) runs \
+                "precision {}: only the native backend (the BERT family, NomicBERT, JinaBERT) runs \
                  bf16 and int8; {} runs on candle in f32",
                 spec.precision,
                 info.id

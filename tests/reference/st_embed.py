@@ -17,6 +17,7 @@ that many tokens, [CLS] and [SEP] included.
 """
 
 import json
+import os
 import sys
 import time
 
@@ -27,7 +28,15 @@ import sentence_transformers
 
 def main():
     req = json.load(sys.stdin)
-    model = SentenceTransformer(req["model_dir"], device="cpu")
+    # Folders whose architecture lives in code beside the weights (config.json's auto_map, as
+    # nomic-embed-text and jina-embeddings-v2 ship) load only with trust_remote_code, as users
+    # load them.
+    try:
+        with open(os.path.join(req["model_dir"], "config.json"), encoding="utf-8") as f:
+            remote = "auto_map" in json.load(f)
+    except OSError:
+        remote = False
+    model = SentenceTransformer(req["model_dir"], device="cpu", trust_remote_code=remote)
     model.max_seq_length = int(req["window"])
     texts = req["texts"]
 

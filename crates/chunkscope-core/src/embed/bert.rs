@@ -403,28 +403,24 @@ impl Bert {
                 "mlp.fc2",
                 "norm2",
             ],
-            Family::Jina => [
-                "encoder.layer",
-                "attention.self.query",
-                "attention.self.key",
-                "attention.self.value",
-                "attention.output.dense",
-                "attention.output.LayerNorm",
-                "mlp.gated_layers",
-                "mlp.wo",
-                "mlp.layernorm",
-            ],
-            _ => [
-                "encoder.layer",
-                "attention.self.query",
-                "attention.self.key",
-                "attention.self.value",
-                "attention.output.dense",
-                "attention.output.LayerNorm",
-                "intermediate.dense",
-                "output.dense",
-                "output.LayerNorm",
-            ],
+            family => {
+                let mut names = [
+                    "encoder.layer",
+                    "attention.self.query",
+                    "attention.self.key",
+                    "attention.self.value",
+                    "attention.output.dense",
+                    "attention.output.LayerNorm",
+                    "intermediate.dense",
+                    "output.dense",
+                    "output.LayerNorm",
+                ];
+                // JinaBERT: BERT's attention, its own gated feed-forward.
+                if family == Family::Jina {
+                    names[6..].copy_from_slice(&["mlp.gated_layers", "mlp.wo", "mlp.layernorm"]);
+                }
+                names
+            }
         };
         let [layer, q, k, v, out, ln1, up, down, ln2] = names;
         // A gated feed-forward projects to 2 x intermediate: the half its activation reads first,

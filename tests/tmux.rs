@@ -223,7 +223,8 @@ fn worst_chunks_view_matches_audit() {
 }
 
 /// `E` cycles through `[model] compare`: the top bar names the new model and its pooling, the
-/// corpus is chunked again with its tokenizer, and `E` comes back to the first model.
+/// corpus is chunked again with its tokenizer, an eval report pinned as A stays beside the new
+/// model's report, and `E` comes back to the first model.
 #[test]
 fn next_model_in_tmux() {
     if common::no_tmux() {
@@ -252,7 +253,37 @@ fn next_model_in_tmux() {
         |s| s.contains("chunked in") && s.contains("model all-MiniLM-L6-v2"),
         "the first model",
     );
+    // Eval A/B by model: pin the first model's report, switch, and the pane compares the
+    // second model's report with it, bucket by bucket.
+    common::tmux(&["send-keys", "-t", &session, "e"]);
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("B (now): all-MiniLM-L6-v2 (native f32)") && !s.contains("re-evaluating"),
+        "the first model's eval report",
+    );
+    common::tmux(&["send-keys", "-t", &session, "a"]);
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("A (pinned): all-MiniLM-L6-v2 (native f32)"),
+        "the first model pinned as A",
+    );
     common::tmux(&["send-keys", "-t", &session, "E"]);
+    let screen = common::wait_for_screen(
+        &session,
+        |s| {
+            s.contains("B (now): cls-normalized (native f32)")
+                && s.contains("window 64")
+                && !s.contains("re-evaluating")
+        },
+        "the second model's eval report beside A",
+    );
+    assert!(
+        screen.contains("A (pinned): all-MiniLM-L6-v2 (native f32)"),
+        "{screen}"
+    );
+    assert!(screen.contains("|  A: n  BM25  vector"), "{screen}");
+    assert!(screen.contains("flipped A -> B at k"), "{screen}");
+    common::tmux(&["send-keys", "-t", &session, "Escape"]);
     let screen = common::wait_for_screen(
         &session,
         |s| {

@@ -58,16 +58,16 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         };
     let mut lines = vec![Line::from(vec![Span::styled(
         format!(
-            "B (now): {} · window {} · {} vectors",
-            r.settings, r.window, r.vectors
+            "B (now): {} ({}) · {} · window {} · {} vectors",
+            r.model, r.embedder, r.settings, r.window, r.vectors
         ),
         t.title,
     )])];
     if let Some(a) = a {
         lines.push(Line::styled(
             format!(
-                "A (pinned): {} · window {} · {} vectors",
-                a.settings, a.window, a.vectors
+                "A (pinned): {} ({}) · {} · window {} · {} vectors",
+                a.model, a.embedder, a.settings, a.window, a.vectors
             ),
             t.dim,
         ));

@@ -168,6 +168,8 @@ pub struct Breakdown<T> {
 pub struct Report {
     pub cases_file: String,
     pub settings: String,
+    /// The model whose tokenizer counted the windows and whose vectors ranked (its short name).
+    pub model: String,
     /// The embedder's backend and precision, e.g. `native int8`.
     pub embedder: String,
     pub window: usize,
@@ -414,6 +416,7 @@ pub fn evaluate(
     Ok(Report {
         cases_file: cases.file.clone(),
         settings: chunking.settings.label(),
+        model: engine.model.short_name(),
         embedder: embedder.backend_name(),
         window,
         vectors: index.len(),
@@ -440,13 +443,14 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
         }
     };
     let mut s = format!(
-        "cases {} ({} usable, {} unusable lines)  {}  window {}  {} vectors  {}\n\n",
+        "cases {} ({} usable, {} unusable lines)  {}  window {}  {} vectors  model {} ({})\n\n",
         r.cases_file,
         r.results.len(),
         r.bad_lines.len(),
         r.settings,
         r.window,
         r.vectors,
+        r.model,
         r.embedder
     );
     s.push_str("| retriever |");

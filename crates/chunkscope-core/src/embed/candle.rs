@@ -1,9 +1,9 @@
 //! Transformers run through candle-transformers: BERT (for comparison with the native path),
 //! ModernBERT, NomicBERT (nomic-embed-text: rotary positions, SwiGLU), JinaBERT
 //! (jina-embeddings-v2: ALiBi positions, gated GELU) and Qwen3 (a decoder embedder, as in
-//! Qwen3-Embedding, pooled on its last token). Weights are memory-mapped; each sequence runs
-//! alone (no padding), and the token states go to the same sentence-transformers pooling as the
-//! native path's.
+//! Qwen3-Embedding, pooled on its last token). Weights are memory-mapped; sequences of similar
+//! length run as one padded, masked batch, and the token states go to the same
+//! sentence-transformers pooling as the native path's.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -230,33 +230,63 @@ impl CandleEncoder {
         })
     }
 
-    /// The last layer's states of one sequence: `ids.len()` rows of `hidden`.
-    pub fn hidden_states(&self, ids: &[u32]) -> Result<Vec<f32>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
+    /// The last layer's states of a pass of sequences, as the native path gives them: rows of
+    /// `hidden`, and the row each sequence starts at. The sequences run as one batch, padded on
+    /// the right to the longest and masked (BERT, ModernBERT, NomicBERT), or causal so that the
+    /// padding after a sequence cannot reach it (Qwen3); candle's JinaBERT takes no mask, so its
+    /// sequences run one by one.
+    pub fn hidden_states(&self, seqs: &[Vec<u32>]) -> Result<(Vec<f32>, Vec<usize>)> {
+        let longest = seqs.iter().map(Vec::len).max().unwrap_or(0);
+        if longest == 0 {
+            return Ok((Vec::new(), vec![0; seqs.len()]));
         }
-        let input = Tensor::new(ids, &self.device)?.unsqueeze(0)?;
-        let out = match &self.net {
-            Net::Bert(m) => {
-                let types = input.zeros_like()?;
-                let mask = input.ones_like()?;
-                m.forward(&input, &types, Some(&mask))?
+        if seqs.len() == 1 || matches!(self.net, Net::JinaBert(_)) {
+            let mut states = Vec::new();
+            let mut starts = Vec::with_capacity(seqs.len());
+            for ids in seqs {
+                starts.push(states.len() / self.hidden);
+                if !ids.is_empty() {
+                    let input = Tensor::new(ids.as_slice(), &self.device)?.unsqueeze(0)?;
+                    states.extend(Self::rows(self.forward(&input, None, ids.len())?)?);
+                }
             }
-            Net::ModernBert(m) => {
-                let mask = input.ones_like()?;
-                m.forward(&input, &mask)?
+            return Ok((states, starts));
+        }
+        let mut ids = vec![0u32; seqs.len() * longest];
+        let mut mask = vec![0u32; seqs.len() * longest];
+        for (i, seq) in seqs.iter().enumerate() {
+            ids[i * longest..i * longest + seq.len()].copy_from_slice(seq);
+            mask[i * longest..i * longest + seq.len()].fill(1);
+        }
+        let shape = (seqs.len(), longest);
+        let input = Tensor::from_vec(ids, shape, &self.device)?;
+        let mask = Tensor::from_vec(mask, shape, &self.device)?;
+        let states = Self::rows(self.forward(&input, Some(&mask), longest)?)?;
+        Ok((states, (0..seqs.len()).map(|i| i * longest).collect()))
+    }
+
+    /// One forward pass over `input` (batch x `n`); `mask` marks the real tokens of a padded
+    /// batch (1) and its padding (0).
+    fn forward(&self, input: &Tensor, mask: Option<&Tensor>, n: usize) -> Result<Tensor> {
+        let ones;
+        let mask = match mask {
+            Some(m) => m,
+            None => {
+                ones = input.ones_like()?;
+                &ones
             }
-            Net::NomicBert(m) => {
-                let types = input.zeros_like()?;
-                m.forward(&input, Some(&types), None)?
-            }
-            Net::JinaBert(m) => m.forward(&input, ids.len())?,
-            Net::Qwen3(m) => m.clone().forward(&input, 0)?,
         };
-        Ok(out
-            .squeeze(0)?
-            .to_dtype(DType::F32)?
-            .flatten_all()?
-            .to_vec1::<f32>()?)
+        Ok(match &self.net {
+            Net::Bert(m) => m.forward(input, &input.zeros_like()?, Some(mask))?,
+            Net::ModernBert(m) => m.forward(input, mask)?,
+            Net::NomicBert(m) => m.forward(input, Some(&input.zeros_like()?), Some(mask))?,
+            Net::JinaBert(m) => m.forward(input, n)?,
+            Net::Qwen3(m) => m.clone().forward(input, 0)?,
+        })
+    }
+
+    /// A batch x n x hidden tensor as f32 rows.
+    fn rows(out: Tensor) -> Result<Vec<f32>> {
+        Ok(out.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?)
     }
 }

@@ -2,10 +2,13 @@
 //! rounded to bfloat16, products summed in f32. int8: weights quantised per output channel
 //! (symmetric), activations per token (asymmetric, 8 bits), products summed in int32 and scaled
 //! back. Weights are packed once at load into panels the kernels read in order; the kernels use
-//! AVX-512 BF16 and AVX-512 VNNI where the CPU has them and plain loops elsewhere (same numbers,
-//! slower). Attention, LayerNorm, GELU and pooling stay in f32.
+//! AMX tiles where the CPU has them (`amx`), else AVX-512 BF16 and AVX-512 VNNI, else plain loops
+//! (same numbers, slower). Attention, LayerNorm, GELU and pooling stay in f32.
 
 use rayon::prelude::*;
+
+#[cfg(target_arch = "x86_64")]
+mod amx;
 
 /// The arithmetic of the dense layers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -28,21 +31,59 @@ impl Precision {
 
     /// Whether this CPU has the instructions the precision's fast kernel needs (f32: always).
     pub fn accelerated(self) -> bool {
-        match self {
-            Precision::F32 => true,
-            Precision::Bf16 => has_bf16(),
-            Precision::Int8 => has_vnni(),
-        }
+        self == Precision::F32 || Kernel::best(self) != Kernel::Portable
     }
 
-    /// The precision in words for the status line and exports: `int8`, or `int8 (portable)`
-    /// where the CPU lacks the instructions (the same numbers, computed by plain loops).
+    /// The precision in words for the status line and exports: `int8`, `int8 (AMX)` where AMX
+    /// tiles compute it, or `int8 (portable)` where the CPU lacks the instructions (the same
+    /// numbers, computed by plain loops).
     pub fn label(self) -> String {
-        if self.accelerated() {
-            self.as_str().to_string()
-        } else {
-            format!("{} (portable)", self.as_str())
+        if self == Precision::F32 {
+            return self.as_str().to_string();
         }
+        match Kernel::best(self) {
+            Kernel::Amx => format!("{} (AMX)", self.as_str()),
+            Kernel::Avx512 => self.as_str().to_string(),
+            Kernel::Portable => format!("{} (portable)", self.as_str()),
+        }
+    }
+}
+
+/// The code that computes a reduced-precision product.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// Plain loops: any CPU.
+    Portable,
+    /// AVX-512 BF16 (`vdpbf16ps`) or AVX-512 VNNI (`vpdpbusd`) on 6 x 64 tiles.
+    Avx512,
+    /// AMX tiles (`tdpbf16ps`, `tdpbusd`) on 32 x 64 blocks.
+    Amx,
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU runs for `precision`.
+    pub fn best(precision: Precision) -> Kernel {
+        *Kernel::available(precision)
+            .last()
+            .unwrap_or(&Kernel::Portable)
+    }
+
+    /// Every kernel this CPU runs for `precision`, slowest first (tests compare them).
+    pub fn available(precision: Precision) -> Vec<Kernel> {
+        let mut all = vec![Kernel::Portable];
+        let avx512 = match precision {
+            Precision::F32 => false,
+            Precision::Bf16 => has_bf16(),
+            Precision::Int8 => has_vnni(),
+        };
+        if avx512 {
+            all.push(Kernel::Avx512);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if precision != Precision::F32 && amx::available() {
+            all.push(Kernel::Amx);
+        }
+        all
     }
 }
 
@@ -94,6 +135,10 @@ const NR: usize = 64;
 const MR: usize = 6;
 /// Rows per parallel task when the rows are many (8 tiles).
 const ROW_BLOCK: usize = 48;
+/// Packed steps are padded with zeros to a multiple of this (an AMX tile's 16 steps).
+const STEP_MULTIPLE: usize = 16;
+/// Rows per AMX block (two tiles of 16).
+const AMX_ROWS: usize = 32;
 
 /// bf16 bits of `x`, rounded to nearest even (finite values; what the CPU's conversion does).
 #[inline(always)]
@@ -109,7 +154,8 @@ fn bf16_value(b: u16) -> f32 {
 
 /// A Linear layer's weight (n x k, PyTorch's layout) packed for a reduced precision: panel p
 /// (columns 64p..64p+64), step s (2 values of k for bf16, 4 for int8), column c, value g at
-/// ((p * steps + s) * 64 + c) * G + g; columns past n and values past k are zero.
+/// ((p * steps + s) * 64 + c) * G + g; columns past n and values past k are zero, and the steps
+/// are a multiple of 16 (an AMX tile's depth).
 pub struct Packed {
     pub n: usize,
     pub k: usize,
@@ -135,7 +181,7 @@ impl Packed {
         let panels = n.div_ceil(NR);
         match precision {
             Precision::Int8 => {
-                let steps = k.div_ceil(4);
+                let steps = k.div_ceil(4).next_multiple_of(STEP_MULTIPLE);
                 let mut q = vec![0i8; panels * steps * NR * 4];
                 let mut scale = vec![0.0f32; panels * NR];
                 let mut colsum = vec![0i32; panels * NR];
@@ -159,7 +205,7 @@ impl Packed {
                 }
             }
             _ => {
-                let steps = k.div_ceil(2);
+                let steps = k.div_ceil(2).next_multiple_of(STEP_MULTIPLE);
                 let mut data = vec![0u16; panels * steps * NR * 2];
                 for j in 0..n {
                     let (p, c) = (j / NR, j % NR);
@@ -187,71 +233,101 @@ impl Packed {
 
     /// out (rows x n) = x (rows x k) W^T (+ b).
     pub fn matmul(&self, x: &[f32], rows: usize, bias: Option<&[f32]>, out: &mut [f32]) {
-        self.matmul_with(x, rows, bias, out, true)
+        let precision = match self.data {
+            PackedData::Bf16(_) => Precision::Bf16,
+            PackedData::Int8 { .. } => Precision::Int8,
+        };
+        self.matmul_with(x, rows, bias, out, Kernel::best(precision))
     }
 
-    /// As `matmul`; `fast = false` takes the portable loops even where the CPU has the
-    /// instructions (tests compare the two).
+    /// As `matmul`, computed by `kernel` (one of `Kernel::available`; tests compare them).
     pub fn matmul_with(
         &self,
         x: &[f32],
         rows: usize,
         bias: Option<&[f32]>,
         out: &mut [f32],
-        fast: bool,
+        kernel: Kernel,
     ) {
         let (n, k) = (self.n, self.k);
         assert!(x.len() >= rows * k && out.len() >= rows * n);
         if rows == 0 {
             return;
         }
+        // AMX reads whole blocks of 32 rows: the activations are padded with zero rows.
+        let (mr, row_block, padded_rows) = match kernel {
+            Kernel::Amx => (AMX_ROWS, 2 * AMX_ROWS, rows.next_multiple_of(AMX_ROWS)),
+            _ => (MR, ROW_BLOCK, rows),
+        };
         match &self.data {
             PackedData::Bf16(w) => {
                 let xs = self.steps * 2;
-                let mut xb = vec![0u16; rows * xs];
+                let mut xb = vec![0u16; padded_rows * xs];
                 xb.par_chunks_mut(xs * 64)
                     .zip(x[..rows * k].par_chunks(k * 64))
                     .for_each(|(d, s)| to_bf16_rows(s, k, d, xs));
-                let fast = fast && has_bf16();
-                self.for_tiles(rows, out, |r0, r, p, dst| {
+                self.for_tiles(rows, out, mr, row_block, |r0, r, p, dst| {
                     let x = &xb[r0 * xs..];
                     let w = &w[p * self.steps * NR * 2..];
                     let cols = (n - p * NR).min(NR);
                     let b = bias.map(|b| &b[p * NR..p * NR + cols]);
-                    if fast {
+                    match kernel {
                         #[cfg(target_arch = "x86_64")]
-                        // SAFETY: the CPU has AVX-512 BF16 (checked); `x` holds r rows of
-                        // `steps` pairs at stride xs/2 pairs, `w` the panel, `dst` r rows of
-                        // `cols` values at stride n.
-                        unsafe {
-                            avx512::bf16_tile(
-                                r,
-                                x.as_ptr() as *const u32,
-                                xs / 2,
-                                w.as_ptr(),
-                                self.steps,
-                                dst,
-                                n,
-                                cols,
-                                b,
-                            );
+                        Kernel::Amx => {
+                            let mut sums = [0u32; AMX_ROWS * NR];
+                            // SAFETY: AMX is available (the kernel was offered); `x` holds 32
+                            // padded rows of `steps` pairs from r0, `w` the whole panel.
+                            unsafe {
+                                amx::block::<false>(
+                                    r,
+                                    x.as_ptr() as *const u8,
+                                    w.as_ptr() as *const u8,
+                                    self.steps,
+                                    &mut sums,
+                                )
+                            };
+                            for i in 0..r {
+                                for c in 0..cols {
+                                    let v =
+                                        f32::from_bits(sums[i * NR + c]) + b.map_or(0.0, |b| b[c]);
+                                    // SAFETY: the tile's r rows of `cols` values at stride n.
+                                    unsafe { *dst.add(i * n + c) = v };
+                                }
+                            }
                         }
-                    } else {
-                        bf16_tile_portable(r, x, xs, w, self.steps, dst, n, cols, b);
+                        #[cfg(target_arch = "x86_64")]
+                        Kernel::Avx512 => {
+                            // SAFETY: the CPU has AVX-512 BF16 (the kernel was offered); `x`
+                            // holds r rows of `steps` pairs at stride xs/2 pairs, `w` the panel,
+                            // `dst` r rows of `cols` values at stride n.
+                            unsafe {
+                                avx512::bf16_tile(
+                                    r,
+                                    x.as_ptr() as *const u32,
+                                    xs / 2,
+                                    w.as_ptr(),
+                                    self.steps,
+                                    dst,
+                                    n,
+                                    cols,
+                                    b,
+                                );
+                            }
+                        }
+                        _ => bf16_tile_portable(r, x, xs, w, self.steps, dst, n, cols, b),
                     }
                 });
             }
             PackedData::Int8 { q, scale, colsum } => {
                 let xs = self.steps * 4;
-                let mut xq = vec![0u8; rows * xs];
+                let mut xq = vec![0u8; padded_rows * xs];
                 let mut sx = vec![0.0f32; rows];
                 let mut zp = vec![0i32; rows];
                 xq.par_chunks_mut(xs * 64)
                     .zip(x[..rows * k].par_chunks(k * 64))
                     .zip(sx.par_chunks_mut(64).zip(zp.par_chunks_mut(64)))
                     .for_each(|((d, s), (sx, zp))| quantize_rows(s, k, d, xs, sx, zp));
-                let fast = fast && has_vnni();
-                self.for_tiles(rows, out, |r0, r, p, dst| {
+                self.for_tiles(rows, out, mr, row_block, |r0, r, p, dst| {
                     let x = &xq[r0 * xs..];
                     let w = &q[p * self.steps * NR * 4..];
                     let cols = (n - p * NR).min(NR);
@@ -262,40 +338,66 @@ impl Packed {
                         colsum: &colsum[p * NR..p * NR + cols],
                         bias: bias.map(|b| &b[p * NR..p * NR + cols]),
                     };
-                    if fast {
+                    match kernel {
                         #[cfg(target_arch = "x86_64")]
-                        // SAFETY: the CPU has AVX-512 VNNI (checked); pointers as for bf16.
-                        unsafe {
-                            avx512::int8_tile(
-                                r,
-                                x.as_ptr() as *const u32,
-                                xs / 4,
-                                w.as_ptr(),
-                                self.steps,
-                                dst,
-                                n,
-                                &cs,
-                            );
+                        Kernel::Amx => {
+                            let mut sums = [0u32; AMX_ROWS * NR];
+                            // SAFETY: as for bf16; quads of u8 codes and of int8 weights.
+                            unsafe {
+                                amx::block::<true>(
+                                    r,
+                                    x.as_ptr(),
+                                    w.as_ptr() as *const u8,
+                                    self.steps,
+                                    &mut sums,
+                                )
+                            };
+                            for i in 0..r {
+                                for c in 0..cols {
+                                    let v = cs.value(i, c, sums[i * NR + c] as i32);
+                                    // SAFETY: the tile's r rows of `cols` values at stride n.
+                                    unsafe { *dst.add(i * n + c) = v };
+                                }
+                            }
                         }
-                    } else {
-                        int8_tile_portable(r, x, xs, w, self.steps, dst, n, &cs);
+                        #[cfg(target_arch = "x86_64")]
+                        Kernel::Avx512 => {
+                            // SAFETY: the CPU has AVX-512 VNNI (the kernel was offered); pointers
+                            // as for bf16.
+                            unsafe {
+                                avx512::int8_tile(
+                                    r,
+                                    x.as_ptr() as *const u32,
+                                    xs / 4,
+                                    w.as_ptr(),
+                                    self.steps,
+                                    dst,
+                                    n,
+                                    &cs,
+                                );
+                            }
+                        }
+                        _ => int8_tile_portable(r, x, xs, w, self.steps, dst, n, &cs),
                     }
                 });
             }
         }
     }
 
-    /// Call `tile(first row, rows, panel, out)` for every tile of at most MR rows and one panel,
-    /// spread over the thread pool: by blocks of rows when there are many, else by panels too.
+    /// Call `tile(first row, rows, panel, out)` for every tile of at most `mr` rows and one
+    /// panel, spread over the thread pool: by blocks of `row_block` rows when there are many,
+    /// else by panels too.
     fn for_tiles(
         &self,
         rows: usize,
         out: &mut [f32],
+        mr: usize,
+        row_block: usize,
         tile: impl Fn(usize, usize, usize, *mut f32) + Sync,
     ) {
         let n = self.n;
         let panels = n.div_ceil(NR);
-        let blocks = rows.div_ceil(ROW_BLOCK);
+        let blocks = rows.div_ceil(row_block);
         let threads = rayon::current_num_threads();
         let split_panels = blocks < 4 * threads;
         let tasks = if split_panels {
@@ -310,11 +412,11 @@ impl Packed {
             } else {
                 (t, 0..panels)
             };
-            let r_end = ((block + 1) * ROW_BLOCK).min(rows);
+            let r_end = ((block + 1) * row_block).min(rows);
             for p in ps {
-                let mut r0 = block * ROW_BLOCK;
+                let mut r0 = block * row_block;
                 while r0 < r_end {
-                    let r = (r_end - r0).min(MR);
+                    let r = (r_end - r0).min(mr);
                     // Each task writes its own rows and panels of `out`.
                     tile(r0, r, p, ptr.at(r0 * n + p * NR));
                     r0 += r;
@@ -349,6 +451,15 @@ struct Dequant<'a> {
     scale: &'a [f32],
     colsum: &'a [i32],
     bias: Option<&'a [f32]>,
+}
+
+impl Dequant<'_> {
+    /// The value of row i, column c from its int32 sum.
+    #[inline(always)]
+    fn value(&self, i: usize, c: usize, sum: i32) -> f32 {
+        (sum - self.zp[i] * self.colsum[c]) as f32 * self.sx[i] * self.scale[c]
+            + self.bias.map_or(0.0, |b| b[c])
+    }
 }
 
 super::kernels::multiversion! {
@@ -456,10 +567,8 @@ fn int8_tile_portable(
             }
         }
         for (c, &a) in acc.iter().enumerate().take(d.scale.len()) {
-            let v = (a - d.zp[i] * d.colsum[c]) as f32 * d.sx[i] * d.scale[c]
-                + d.bias.map_or(0.0, |b| b[c]);
             // SAFETY: as for the bf16 tile.
-            unsafe { *dst.add(i * n + c) = v };
+            unsafe { *dst.add(i * n + c) = d.value(i, c, a) };
         }
     }
 }
@@ -658,9 +767,9 @@ mod tests {
         out
     }
 
-    /// Every shape edge (rows not a multiple of 6, columns not of 64 or 16, odd k) and both
-    /// paths, against an f64 reference: bf16 within its rounding, int8 within its steps, and
-    /// the fast kernel equal to the portable loops.
+    /// Every shape edge (rows not a multiple of 6, 16 or 32, columns not of 64 or 16, odd k, k
+    /// past a tile's depth) and every kernel this CPU runs, against an f64 reference: bf16
+    /// within its rounding, int8 within its steps, and each kernel equal to the portable loops.
     #[test]
     fn products_match_the_reference_at_every_edge() {
         for &(rows, n, k) in &[
@@ -669,6 +778,8 @@ mod tests {
             (13, 128, 64),
             (50, 200, 130),
             (97, 64, 384),
+            (33, 130, 100),
+            (70, 96, 1000),
         ] {
             let x = data(rows * k, 1);
             let w = data(n * k, 2);
@@ -676,25 +787,27 @@ mod tests {
             let want = reference(&x, rows, &w, n, k, &b);
             for (p, tol) in [(Precision::Bf16, 0.02), (Precision::Int8, 0.05)] {
                 let packed = Packed::new(&w, n, k, p);
-                let mut fast = vec![f32::NAN; rows * n];
                 let mut slow = vec![f32::NAN; rows * n];
-                packed.matmul_with(&x, rows, Some(&b), &mut fast, true);
-                packed.matmul_with(&x, rows, Some(&b), &mut slow, false);
-                let scale = (k as f32).sqrt() * 0.6;
-                for i in 0..rows * n {
-                    let err = (fast[i] - want[i]).abs() / scale;
-                    assert!(
-                        err < tol,
-                        "{p} {rows}x{n}x{k} at {i}: {} vs {}",
-                        fast[i],
-                        want[i]
-                    );
-                    assert!(
-                        (fast[i] - slow[i]).abs() <= 1e-4 * (1.0 + want[i].abs()),
-                        "{p} fast {} vs portable {}",
-                        fast[i],
-                        slow[i]
-                    );
+                packed.matmul_with(&x, rows, Some(&b), &mut slow, Kernel::Portable);
+                for kernel in Kernel::available(p) {
+                    let mut fast = vec![f32::NAN; rows * n];
+                    packed.matmul_with(&x, rows, Some(&b), &mut fast, kernel);
+                    let scale = (k as f32).sqrt() * 0.6;
+                    for i in 0..rows * n {
+                        let err = (fast[i] - want[i]).abs() / scale;
+                        assert!(
+                            err < tol,
+                            "{p} {kernel:?} {rows}x{n}x{k} at {i}: {} vs {}",
+                            fast[i],
+                            want[i]
+                        );
+                        assert!(
+                            (fast[i] - slow[i]).abs() <= 1e-4 * (1.0 + want[i].abs()),
+                            "{p} {kernel:?} {rows}x{n}x{k} at {i}: {} vs portable {}",
+                            fast[i],
+                            slow[i]
+                        );
+                    }
                 }
             }
         }

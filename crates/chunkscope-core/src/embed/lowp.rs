@@ -273,28 +273,18 @@ impl Packed {
                     let b = bias.map(|b| &b[p * NR..p * NR + cols]);
                     match kernel {
                         #[cfg(target_arch = "x86_64")]
-                        Kernel::Amx => {
-                            let mut sums = [0u32; AMX_ROWS * NR];
-                            // SAFETY: AMX is available (the kernel was offered); `x` holds 32
-                            // padded rows of `steps` pairs from r0, `w` the whole panel.
-                            unsafe {
-                                amx::block::<false>(
-                                    r,
-                                    x.as_ptr() as *const u8,
-                                    w.as_ptr() as *const u8,
-                                    self.steps,
-                                    &mut sums,
-                                )
-                            };
-                            for i in 0..r {
-                                for c in 0..cols {
-                                    let v =
-                                        f32::from_bits(sums[i * NR + c]) + b.map_or(0.0, |b| b[c]);
-                                    // SAFETY: the tile's r rows of `cols` values at stride n.
-                                    unsafe { *dst.add(i * n + c) = v };
-                                }
-                            }
-                        }
+                        // SAFETY: AMX (and so AVX-512) is available (the kernel was offered); `x`
+                        // holds 32 padded rows of `steps` pairs from r0, `w` the whole panel,
+                        // `dst` r rows of `cols` values at stride n.
+                        Kernel::Amx => unsafe {
+                            let sums = amx::block::<false>(
+                                r,
+                                x.as_ptr() as *const u8,
+                                w.as_ptr() as *const u8,
+                                self.steps,
+                            );
+                            avx512::finish_bf16(&sums, r, cols, b, dst, n);
+                        },
                         #[cfg(target_arch = "x86_64")]
                         Kernel::Avx512 => {
                             // SAFETY: the CPU has AVX-512 BF16 (the kernel was offered); `x`
@@ -340,26 +330,16 @@ impl Packed {
                     };
                     match kernel {
                         #[cfg(target_arch = "x86_64")]
-                        Kernel::Amx => {
-                            let mut sums = [0u32; AMX_ROWS * NR];
-                            // SAFETY: as for bf16; quads of u8 codes and of int8 weights.
-                            unsafe {
-                                amx::block::<true>(
-                                    r,
-                                    x.as_ptr(),
-                                    w.as_ptr() as *const u8,
-                                    self.steps,
-                                    &mut sums,
-                                )
-                            };
-                            for i in 0..r {
-                                for c in 0..cols {
-                                    let v = cs.value(i, c, sums[i * NR + c] as i32);
-                                    // SAFETY: the tile's r rows of `cols` values at stride n.
-                                    unsafe { *dst.add(i * n + c) = v };
-                                }
-                            }
-                        }
+                        // SAFETY: as for bf16; quads of u8 codes and of int8 weights.
+                        Kernel::Amx => unsafe {
+                            let sums = amx::block::<true>(
+                                r,
+                                x.as_ptr(),
+                                w.as_ptr() as *const u8,
+                                self.steps,
+                            );
+                            avx512::finish_int8(&sums, r, &cs, dst, n);
+                        },
                         #[cfg(target_arch = "x86_64")]
                         Kernel::Avx512 => {
                             // SAFETY: the CPU has AVX-512 VNNI (the kernel was offered); pointers
@@ -715,24 +695,66 @@ mod avx512 {
                 }
             }
         }
-        let cols = d.scale.len();
         for (i, row) in acc.iter().enumerate() {
-            let zp = _mm512_set1_epi32(d.zp[i]);
-            let sx = _mm512_set1_ps(d.sx[i]);
             for (v, &sum) in row.iter().enumerate() {
-                let c0 = v * 16;
-                if c0 >= cols {
+                if v * 16 >= d.scale.len() {
                     break;
                 }
+                int8_out(sum, i, v * 16, d, dst.add(i * n));
+            }
+        }
+    }
+
+    /// Sixteen int32 sums of row i from column c0, corrected for the row's zero point, scaled
+    /// back and biased, stored into `row` (columns past the panel's are left alone).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn int8_out(sum: __m512i, i: usize, c0: usize, d: &Dequant, row: *mut f32) {
+        let m = mask(d.scale.len(), c0);
+        let colsum = _mm512_maskz_loadu_epi32(m, d.colsum.as_ptr().add(c0));
+        let zp = _mm512_set1_epi32(d.zp[i]);
+        let exact = _mm512_sub_epi32(sum, _mm512_mullo_epi32(zp, colsum));
+        let scale = _mm512_maskz_loadu_ps(m, d.scale.as_ptr().add(c0));
+        let sx = _mm512_set1_ps(d.sx[i]);
+        let mut val = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(exact), sx), scale);
+        if let Some(b) = d.bias {
+            val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, b.as_ptr().add(c0)));
+        }
+        _mm512_mask_storeu_ps(row.add(c0), m, val);
+    }
+
+    /// An AMX block's bf16 sums (f32 bits, rows of 64) of `r` rows and `cols` columns, plus the
+    /// bias, into `dst` (stride n).
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn finish_bf16(
+        sums: &[u32],
+        r: usize,
+        cols: usize,
+        bias: Option<&[f32]>,
+        dst: *mut f32,
+        n: usize,
+    ) {
+        for i in 0..r {
+            for c0 in (0..cols).step_by(16) {
                 let m = mask(cols, c0);
-                let colsum = _mm512_maskz_loadu_epi32(m, d.colsum.as_ptr().add(c0));
-                let exact = _mm512_sub_epi32(sum, _mm512_mullo_epi32(zp, colsum));
-                let scale = _mm512_maskz_loadu_ps(m, d.scale.as_ptr().add(c0));
-                let mut val = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(exact), sx), scale);
-                if let Some(b) = d.bias {
+                let mut val = _mm512_castsi512_ps(_mm512_loadu_si512(
+                    sums.as_ptr().add(i * NR + c0) as *const __m512i,
+                ));
+                if let Some(b) = bias {
                     val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, b.as_ptr().add(c0)));
                 }
                 _mm512_mask_storeu_ps(dst.add(i * n + c0), m, val);
+            }
+        }
+    }
+
+    /// An AMX block's int8 sums (i32, rows of 64) of `r` rows, turned into values, into `dst`.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn finish_int8(sums: &[u32], r: usize, d: &Dequant, dst: *mut f32, n: usize) {
+        for i in 0..r {
+            for c0 in (0..d.scale.len()).step_by(16) {
+                let sum = _mm512_loadu_si512(sums.as_ptr().add(i * NR + c0) as *const __m512i);
+                int8_out(sum, i, c0, d, dst.add(i * n));
             }
         }
     }

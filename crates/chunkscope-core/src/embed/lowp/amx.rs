@@ -99,8 +99,8 @@ fn configure() {
     });
 }
 
-/// Raw sums of a block: up to 32 rows by one 64-column panel, as f32 bits (bf16) or i32
-/// (int8), rows of 64 values.
+/// Raw sums of a block: 32 rows by one 64-column panel, as f32 bits (bf16) or i32 (int8), rows
+/// of 64 values (rows past `r` hold what the padding gave).
 pub type Sums = [u32; ROWS * super::NR];
 
 /// Sums of `r` rows (r <= 32) of activations times one panel. `x` is the block's first
@@ -111,17 +111,12 @@ pub type Sums = [u32; ROWS * super::NR];
 /// # Safety
 /// `available()` must be true; `x` must point to 32 rows of `steps * 4` bytes and `w` to a
 /// panel of `steps` rows of 256 bytes.
-pub unsafe fn block<const INT8: bool>(
-    r: usize,
-    x: *const u8,
-    w: *const u8,
-    steps: usize,
-    out: &mut Sums,
-) {
+pub unsafe fn block<const INT8: bool>(r: usize, x: *const u8, w: *const u8, steps: usize) -> Sums {
     configure();
     let xs = steps * 4;
     let two = r > 16;
-    let out = out.as_mut_ptr() as *mut u8;
+    let mut sums = std::mem::MaybeUninit::<Sums>::uninit();
+    let out = sums.as_mut_ptr() as *mut u8;
     let out_row = super::NR * 4;
     for half in 0..2 {
         asm!(
@@ -194,4 +189,6 @@ pub unsafe fn block<const INT8: bool>(
             options(nostack),
         );
     }
+    // Both halves stored all four tiles: every value of the block is written.
+    sums.assume_init()
 }

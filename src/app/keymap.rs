@@ -187,7 +187,7 @@ const ACTIONS: &[Row] = &[
     (Action::CloseWorst, Layer::Worst, "close", "back to the chunks", &["esc"], true),
     (Action::HelpDown, Layer::Help, "scroll_down", "scroll help down", &["down", "j", "pagedown", "J", "space"], false),
     (Action::HelpUp, Layer::Help, "scroll_up", "scroll help up", &["up", "k", "pageup", "K"], false),
-    (Action::Help, Layer::Global, "help", "show or hide this help", &["?"], true),
+    (Action::Help, Layer::Global, "help", "show or hide this help", &["?", "f1"], true),
     (Action::NextModel, Layer::Global, "next_model", "next model of [model] compare (eval A stays pinned)", &["E"], false),
     (Action::NextPrecision, Layer::Global, "next_precision", "next precision: f32, bf16, int8 (eval A stays pinned)", &["B"], false),
     (Action::Quit, Layer::Global, "quit", "quit", &["q", "ctrl-c"], true),
@@ -255,6 +255,18 @@ pub struct Binding {
     pub keys: Vec<String>,
     parsed: Vec<Key>,
     pub hint: bool,
+}
+
+impl Binding {
+    /// The key to show in a hint: the first one, or in a text box (where printable keys are
+    /// text) the first that is not text; none when every key is text there.
+    pub fn hint_key(&self, text_box: bool) -> Option<&str> {
+        self.keys
+            .iter()
+            .zip(&self.parsed)
+            .find(|(_, p)| !text_box || !p.is_text())
+            .map(|(k, _)| k.as_str())
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -473,7 +485,7 @@ mod tests {
         );
         assert_eq!(errs.len(), 2, "{errs:?}");
         assert_eq!(errs[0].to_string(), "w.toml:3: [keys] nope: no such action");
-        assert_eq!(km.keys_of(Action::Help), ["?"]);
+        assert_eq!(km.keys_of(Action::Help), ["?", "f1"]);
     }
 
     #[test]

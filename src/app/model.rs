@@ -353,6 +353,11 @@ impl Model {
     }
 
     /// The keymap layer in force: the help overlay's, else the pane's.
+    /// Whether a text box has the keys (the query pane, the find view): printable keys are text.
+    pub fn text_box_focused(&self) -> bool {
+        !self.show_help && matches!(self.view, View::Query | View::Find)
+    }
+
     pub fn layer(&self) -> Layer {
         match (self.show_help, self.view) {
             (true, _) => Layer::Help,

@@ -60,6 +60,12 @@ fn edit(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
         Edit::Up => recall(m, -1),
         Edit::Down => recall(m, 1),
         Edit::Edited => m.query.history_pos = None,
+        // F-keys are never text: help (F1) opens from inside the box too.
+        Edit::Ignored if matches!(ev.code, KeyCode::F(_)) => {
+            if let Some(a) = m.keymap.action_for(Layer::Global, ev) {
+                return act(m, Layer::Global, a);
+            }
+        }
         Edit::Ignored => {}
     }
     Vec::new()

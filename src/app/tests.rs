@@ -217,6 +217,17 @@ fn typing_in_the_query_pane_is_never_a_command() {
     assert_eq!(m.view, View::Query);
     assert!(m.query.editing, "typing brings the focus back to the box");
     assert_eq!(m.query.input.text, "quota squit pw+");
+    // `?` is text too; F1 opens the help from inside the box, and closes it.
+    update(&mut m, key('?'));
+    assert_eq!(m.query.input.text, "quota squit pw+?");
+    update(&mut m, code(KeyCode::F(1), KeyModifiers::NONE));
+    assert!(m.show_help);
+    update(&mut m, code(KeyCode::F(1), KeyModifiers::NONE));
+    assert!(!m.show_help);
+    assert_eq!(
+        (m.view, m.query.input.text.as_str()),
+        (View::Query, "quota squit pw+?")
+    );
     // ctrl-c still quits.
     let cmds = update(&mut m, code(KeyCode::Char('c'), KeyModifiers::CONTROL));
     assert!(matches!(cmds[..], [Cmd::Quit]));

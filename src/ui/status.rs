@@ -41,11 +41,15 @@ pub fn hints(frame: &mut Frame, area: Rect, m: &Model) {
     let mut used = 0;
     let width = area.width as usize;
     for b in m.keymap.active(m.layer()).filter(|b| b.hint) {
+        // In a text box printable keys are text: show only the keys that still work there.
+        let Some(first) = b.hint_key(m.text_box_focused()) else {
+            continue;
+        };
         let key = match b.action {
             Action::SizeUp => "+/-".to_string(),
             Action::OverlapUp => "[/]".to_string(),
             Action::SizeDown | Action::OverlapDown => continue,
-            _ => b.keys.first().cloned().unwrap_or_default(),
+            _ => first.to_string(),
         };
         let word = match b.action {
             Action::SizeUp => "size",

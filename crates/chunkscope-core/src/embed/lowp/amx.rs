@@ -99,6 +99,26 @@ fn configure() {
     });
 }
 
+/// Two tile products into two sums tiles: u8 x i8 quads (`tdpbusd`) or bf16 pairs
+/// (`tdpbf16ps`); each operand list is "sums, activations, weights".
+macro_rules! dot {
+    ($int8:expr, $first:literal, $second:literal) => {
+        if $int8 {
+            asm!(
+                concat!("tdpbusd ", $first),
+                concat!("tdpbusd ", $second),
+                options(nostack)
+            )
+        } else {
+            asm!(
+                concat!("tdpbf16ps ", $first),
+                concat!("tdpbf16ps ", $second),
+                options(nostack)
+            )
+        }
+    };
+}
+
 /// Raw sums of a block: 32 rows by one 64-column panel, as f32 bits (bf16) or i32 (int8), rows
 /// of 64 values (rows past `r` hold what the padding gave).
 pub type Sums = [u32; ROWS * super::NR];
@@ -140,19 +160,7 @@ pub unsafe fn block<const INT8: bool>(r: usize, x: *const u8, w: *const u8, step
                 ws = in(reg) PANEL_ROW,
                 options(nostack, readonly),
             );
-            if INT8 {
-                asm!(
-                    "tdpbusd tmm0, tmm4, tmm6",
-                    "tdpbusd tmm1, tmm4, tmm7",
-                    options(nostack)
-                );
-            } else {
-                asm!(
-                    "tdpbf16ps tmm0, tmm4, tmm6",
-                    "tdpbf16ps tmm1, tmm4, tmm7",
-                    options(nostack)
-                );
-            }
+            dot!(INT8, "tmm0, tmm4, tmm6", "tmm1, tmm4, tmm7");
             if two {
                 asm!(
                     "tileloadd tmm5, [{a} + {xs}*1]",
@@ -160,19 +168,7 @@ pub unsafe fn block<const INT8: bool>(r: usize, x: *const u8, w: *const u8, step
                     xs = in(reg) xs,
                     options(nostack, readonly),
                 );
-                if INT8 {
-                    asm!(
-                        "tdpbusd tmm2, tmm5, tmm6",
-                        "tdpbusd tmm3, tmm5, tmm7",
-                        options(nostack)
-                    );
-                } else {
-                    asm!(
-                        "tdpbf16ps tmm2, tmm5, tmm6",
-                        "tdpbf16ps tmm3, tmm5, tmm7",
-                        options(nostack)
-                    );
-                }
+                dot!(INT8, "tmm2, tmm5, tmm6", "tmm3, tmm5, tmm7");
             }
         }
         let c = out.add(half * 128);

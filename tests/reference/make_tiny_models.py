@@ -72,6 +72,10 @@ VARIANTS = {
                            {"query": "search_query: ", "document": "search_document: "},
                            None, True),
     "jina-bert-alibi": ("mean", True, False, None, None, True),
+    # BERT with the other feed-forward activations transformers names (hidden_act).
+    "bert-gelu-new": ("mean", True, False, None, None, True),
+    "bert-relu": ("cls", True, False, None, None, True),
+    "bert-silu": ("mean", False, False, None, None, True),
 }
 
 
@@ -164,8 +168,10 @@ def main():
                                 intermediate_size=64, max_position_embeddings=128)
             net, t = JinaRefModel(cfg), tok
         else:
+            act = name[len("bert-"):].replace("-", "_") if name.startswith("bert-") else "gelu"
             cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
-                             num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+                             num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
+                             hidden_act=act)
             net, t = BertModel(cfg), tok
         # Weights at the scale of trained ones (unit-variance outputs), so attention and
         # positions move the vectors (at transformers' 0.02 they barely do: dropping ALiBi left

@@ -13,7 +13,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 
-use super::kernels::{add_layer_norm_rows, exp_rows, gelu_bias, layer_norm_rows};
+use super::kernels::{act_bias, add_layer_norm_rows, exp_rows, layer_norm_rows, Activation};
 use super::lowp::{Packed, Precision};
 
 /// The encoder families the native embedder runs: BERT's layout, RoBERTa's (positions counted
@@ -89,6 +89,8 @@ pub struct BertConfig {
     pub rotary_base: f32,
     /// Biases NomicBERT may leave out: q|k|v and output, first feed-forward, second.
     pub biases: [bool; 3],
+    /// The feed-forward activation (the gated families have their own).
+    pub act: Activation,
 }
 
 impl BertConfig {
@@ -169,6 +171,7 @@ impl BertConfig {
                     flag("mlp_fc1_bias"),
                     flag("mlp_fc2_bias"),
                 ],
+                act: Activation::Silu,
             });
         }
         let distil = family == Family::DistilBert;
@@ -179,16 +182,18 @@ impl BertConfig {
                 .map(|n| n as usize)
                 .with_context(|| format!("{}: no {key}", path.display()))
         };
-        let act = v
-            .get(if distil { "activation" } else { "hidden_act" })
-            .and_then(|a| a.as_str())
-            .unwrap_or("gelu");
-        if act != "gelu" && family != Family::Jina {
-            bail!(
-                "{}: activation {act} is not supported (gelu only)",
-                path.display()
-            );
-        }
+        let act_key = if distil { "activation" } else { "hidden_act" };
+        let act_name = v.get(act_key).and_then(|a| a.as_str()).unwrap_or("gelu");
+        let act = match (family, Activation::from_name(act_name)) {
+            // JinaBERT's GEGLU is gated GELU whatever its config names.
+            (Family::Jina, _) => Activation::Gelu,
+            (_, Some(a)) => a,
+            (_, None) => bail!(
+                "{}: {act_key} {act_name} is not supported (native: {})",
+                path.display(),
+                Activation::NAMES
+            ),
+        };
         let position_offset = match family {
             // transformers' MPNet counts positions from its padding index 1 whatever the
             // config says.
@@ -213,6 +218,7 @@ impl BertConfig {
             vocab: v.get("vocab_size").and_then(|n| n.as_u64()).unwrap_or(0) as usize,
             rotary_base: 0.0,
             biases: [true, true, true],
+            act,
         })
     }
 
@@ -652,7 +658,7 @@ impl Bert {
                 );
                 inter
                     .par_chunks_mut(c.intermediate * 64)
-                    .for_each(|rows| gelu_bias(rows, &layer.inter_b));
+                    .for_each(|rows| act_bias(rows, &layer.inter_b, c.act));
             }
             linear(
                 &inter,

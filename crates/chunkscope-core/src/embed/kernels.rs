@@ -136,13 +136,66 @@ pub fn gelu(xs: &mut [f32]) {
 }
 }
 
+/// The feed-forward activation of the BERT family, by the names transformers gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// x/2 (1 + erf(x / sqrt 2)): `gelu`, `gelu_python`.
+    Gelu,
+    /// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): `gelu_new`, `gelu_pytorch_tanh`,
+    /// `gelu_fast`, `gelu_accurate`.
+    GeluTanh,
+    /// max(x, 0): `relu`.
+    Relu,
+    /// x sigmoid(x): `silu`, `swish`.
+    Silu,
+    /// x sigmoid(1.702 x): `quick_gelu`.
+    QuickGelu,
+}
+
+impl Activation {
+    /// Every name read, for messages.
+    pub const NAMES: &'static str = "gelu, gelu_python, gelu_new, gelu_pytorch_tanh, gelu_fast, \
+        gelu_accurate, relu, silu, swish, quick_gelu";
+
+    pub fn from_name(name: &str) -> Option<Activation> {
+        Some(match name {
+            "gelu" | "gelu_python" => Activation::Gelu,
+            "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" | "gelu_accurate" => {
+                Activation::GeluTanh
+            }
+            "relu" => Activation::Relu,
+            "silu" | "swish" => Activation::Silu,
+            "quick_gelu" => Activation::QuickGelu,
+            _ => return None,
+        })
+    }
+}
+
 multiversion! {
-/// GELU of `x + bias`, row by row (`bias.len()` wide): the projection's bias folded in.
-pub fn gelu_bias(xs: &mut [f32], bias: &[f32]) {
+/// The activation of `x + bias`, row by row (`bias.len()` wide): the projection's bias folded
+/// in.
+pub fn act_bias(xs: &mut [f32], bias: &[f32], act: Activation) {
+    const TANH_C: f32 = 0.797_884_6; // sqrt(2 / pi)
+    let sigmoid_x = |x: f32, k: f32| x / (1.0 + exp(-k * x));
     for row in xs.chunks_exact_mut(bias.len()) {
-        for (v, b) in row.iter_mut().zip(bias) {
-            let x = *v + b;
-            *v = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
+        let pairs = row.iter_mut().zip(bias);
+        match act {
+            Activation::Gelu => pairs.for_each(|(v, b)| {
+                let x = *v + b;
+                *v = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
+            }),
+            Activation::GeluTanh => pairs.for_each(|(v, b)| {
+                let x = *v + b;
+                // tanh(y) = 1 - 2 / (e^2y + 1), from the vectorizing exp.
+                let y = TANH_C * (x + 0.044_715 * x * x * x);
+                *v = 0.5 * x * (2.0 - 2.0 / (exp(2.0 * y) + 1.0));
+            }),
+            Activation::Relu => pairs.for_each(|(v, b)| {
+                let x = *v + b;
+                *v = if x > 0.0 { x } else { 0.0 };
+            }),
+            Activation::Silu => pairs.for_each(|(v, b)| *v = sigmoid_x(*v + b, 1.0)),
+            Activation::QuickGelu => pairs.for_each(|(v, b)| *v = sigmoid_x(*v + b, 1.702)),
         }
     }
 }
@@ -248,6 +301,44 @@ mod tests {
             worst = worst.max((erf(x) as f64 - erf64(x as f64)).abs());
         }
         assert!(worst < 5e-7, "max erf error {worst}");
+    }
+
+    /// Each activation against its formula in f64 (the bias added first), over the range
+    /// activations meet; the two GELUs are told apart (they differ by up to about 5e-4).
+    #[test]
+    fn activations_follow_their_formulas() {
+        let sig = |x: f64| 1.0 / (1.0 + (-x).exp());
+        let gelu = |x: f64| 0.5 * x * (1.0 + erf64(x / 2f64.sqrt()));
+        let tanh_gelu = |x: f64| {
+            let c = (2.0 / std::f64::consts::PI).sqrt();
+            0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
+        };
+        let cases: [(&str, &dyn Fn(f64) -> f64); 5] = [
+            ("gelu", &gelu),
+            ("gelu_new", &tanh_gelu),
+            ("relu", &|x: f64| x.max(0.0)),
+            ("silu", &|x: f64| x * sig(x)),
+            ("quick_gelu", &|x: f64| x * sig(1.702 * x)),
+        ];
+        let xs: Vec<f32> = (-1200..=1200).map(|i| i as f32 / 100.0).collect();
+        let bias = [0.25f32];
+        for (name, f) in cases {
+            let mut got = xs.clone();
+            act_bias(&mut got, &bias, Activation::from_name(name).unwrap());
+            for (x, g) in xs.iter().zip(&got) {
+                let want = f((x + bias[0]) as f64);
+                assert!(
+                    (*g as f64 - want).abs() <= 2e-6 * (1.0 + want.abs()),
+                    "{name}({x} + 0.25) = {g}, want {want}"
+                );
+            }
+        }
+        assert!((gelu(1.5) - tanh_gelu(1.5)).abs() > 1e-4);
+        assert_eq!(
+            Activation::from_name("gelu_pytorch_tanh"),
+            Some(Activation::GeluTanh)
+        );
+        assert_eq!(Activation::from_name("mish"), None);
     }
 
     #[test]

@@ -233,11 +233,14 @@ impl Packed {
 
     /// out (rows x n) = x (rows x k) W^T (+ b).
     pub fn matmul(&self, x: &[f32], rows: usize, bias: Option<&[f32]>, out: &mut [f32]) {
-        let precision = match self.data {
+        self.matmul_with(x, rows, bias, out, Kernel::best(self.precision()))
+    }
+
+    fn precision(&self) -> Precision {
+        match self.data {
             PackedData::Bf16(_) => Precision::Bf16,
             PackedData::Int8 { .. } => Precision::Int8,
-        };
-        self.matmul_with(x, rows, bias, out, Kernel::best(precision))
+        }
     }
 
     /// As `matmul`, computed by `kernel` (one of `Kernel::available`; tests compare them).
@@ -251,6 +254,11 @@ impl Packed {
     ) {
         let (n, k) = (self.n, self.k);
         assert!(x.len() >= rows * k && out.len() >= rows * n);
+        // The fast kernels' instructions must exist on this CPU.
+        assert!(
+            Kernel::available(self.precision()).contains(&kernel),
+            "{kernel:?} is not available on this CPU"
+        );
         if rows == 0 {
             return;
         }

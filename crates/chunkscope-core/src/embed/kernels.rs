@@ -127,15 +127,6 @@ pub fn erf(x: f32) -> f32 {
     p / q
 }
 
-multiversion! {
-/// GELU, the erf form BERT uses: x/2 * (1 + erf(x / sqrt 2)).
-pub fn gelu(xs: &mut [f32]) {
-    for v in xs {
-        *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
-    }
-}
-}
-
 /// The feed-forward activation of the BERT family, by the names transformers gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Activation {

@@ -83,7 +83,8 @@ pub struct BertConfig {
     pub max_positions: usize,
     /// The position of a sequence's first token (RoBERTa: padding id + 1).
     pub position_offset: usize,
-    /// Rows of the word table (from the weights: NomicBERT pads it past `vocab_size`).
+    /// Rows of the word table, set from the weights at load (NomicBERT pads it past
+    /// config.json's `vocab_size`, so that number is not used).
     pub vocab: usize,
     /// NomicBERT's rotary base.
     pub rotary_base: f32,
@@ -141,13 +142,13 @@ impl BertConfig {
                 ));
             }
         }
+        let num = |k: &str| -> Result<usize> {
+            v.get(k)
+                .and_then(|n| n.as_u64())
+                .map(|n| n as usize)
+                .with_context(|| format!("{}: no {k}", path.display()))
+        };
         if family == Family::Nomic {
-            let num = |k: &str| -> Result<usize> {
-                v.get(k)
-                    .and_then(|n| n.as_u64())
-                    .map(|n| n as usize)
-                    .with_context(|| format!("{}: no {k}", path.display()))
-            };
             let flag = |k: &str| v.get(k).and_then(|b| b.as_bool()).unwrap_or(false);
             return Ok(BertConfig {
                 family,
@@ -161,7 +162,7 @@ impl BertConfig {
                     .unwrap_or(1e-12) as f32,
                 max_positions: crate::model::positions_of(&v).unwrap_or(2048),
                 position_offset: 0,
-                vocab: v.get("vocab_size").and_then(|n| n.as_u64()).unwrap_or(0) as usize,
+                vocab: 0,
                 rotary_base: v
                     .get("rotary_emb_base")
                     .and_then(|b| b.as_f64())
@@ -175,13 +176,8 @@ impl BertConfig {
             });
         }
         let distil = family == Family::DistilBert;
-        let num = |k: &str, distil_key: &str| -> Result<usize> {
-            let key = if distil { distil_key } else { k };
-            v.get(key)
-                .and_then(|n| n.as_u64())
-                .map(|n| n as usize)
-                .with_context(|| format!("{}: no {key}", path.display()))
-        };
+        // DistilBERT's config names its sizes its own way.
+        let key = |k: &'static str, distil_key: &'static str| if distil { distil_key } else { k };
         let act_key = if distil { "activation" } else { "hidden_act" };
         let act_name = v.get(act_key).and_then(|a| a.as_str()).unwrap_or("gelu");
         let act = match (family, Activation::from_name(act_name)) {
@@ -205,17 +201,17 @@ impl BertConfig {
         };
         Ok(BertConfig {
             family,
-            hidden: num("hidden_size", "dim")?,
-            heads: num("num_attention_heads", "n_heads")?,
-            layers: num("num_hidden_layers", "n_layers")?,
-            intermediate: num("intermediate_size", "hidden_dim")?,
+            hidden: num(key("hidden_size", "dim"))?,
+            heads: num(key("num_attention_heads", "n_heads"))?,
+            layers: num(key("num_hidden_layers", "n_layers"))?,
+            intermediate: num(key("intermediate_size", "hidden_dim"))?,
             eps: v
                 .get("layer_norm_eps")
                 .and_then(|e| e.as_f64())
                 .unwrap_or(1e-12) as f32,
-            max_positions: num("max_position_embeddings", "max_position_embeddings")?,
+            max_positions: num("max_position_embeddings")?,
             position_offset,
-            vocab: v.get("vocab_size").and_then(|n| n.as_u64()).unwrap_or(0) as usize,
+            vocab: 0,
             rotary_base: 0.0,
             biases: [true, true, true],
             act,
@@ -356,13 +352,7 @@ impl Bert {
             unsafe { memmap2::Mmap::map(&file) }.with_context(|| path.display().to_string())?;
         let st = SafeTensors::deserialize(&map)
             .with_context(|| format!("{}: not a safetensors file", path.display()))?;
-        // The word table says where the encoder's tensors start ("", "bert.", "roberta.", ...)
-        // and how many rows it has.
-        let words = st.tensors().into_iter().find_map(|(name, t)| {
-            let prefix = name.strip_suffix("embeddings.word_embeddings.weight")?;
-            Some((prefix.to_string(), t.shape().first().copied().unwrap_or(0)))
-        });
-        let Some((prefix, rows)) = words else {
+        let Some((prefix, rows)) = word_table(&st) else {
             bail!(
                 "{}: no tensor embeddings.word_embeddings.weight",
                 path.display()
@@ -641,11 +631,10 @@ impl Bert {
             if c.gated() {
                 let i = c.intermediate;
                 linear(&x, total, h, &layer.inter_w, None, 2 * i, &mut gates);
-                let silu = c.family == Family::Nomic;
                 inter
                     .par_chunks_mut(i * 64)
                     .zip(gates.par_chunks(2 * i * 64))
-                    .for_each(|(out, g)| gate_rows(out, g, &layer.inter_b, silu));
+                    .for_each(|(out, g)| gate_rows(out, g, &layer.inter_b, c.act));
             } else {
                 linear(
                     &x,
@@ -796,6 +785,15 @@ impl Bert {
     }
 }
 
+/// Where an encoder's tensors start ("", "bert.", "roberta.", ...) and how many rows its word
+/// table has (NomicBERT pads it past `vocab_size`), read from the word table's name and shape.
+pub(super) fn word_table(st: &SafeTensors) -> Option<(String, usize)> {
+    st.tensors().into_iter().find_map(|(name, t)| {
+        let prefix = name.strip_suffix("embeddings.word_embeddings.weight")?;
+        Some((prefix.to_string(), *t.shape().first()?))
+    })
+}
+
 /// ALiBi's head slopes: the geometric series from 2^(-8/n) for n heads; for a head count that is
 /// not a power of two, the series of the power below, then every other slope of the power above.
 fn alibi_slopes(heads: usize) -> Vec<f32> {
@@ -869,18 +867,11 @@ impl Rotary {
 /// A gated feed-forward's activation, row by row: out = act(gate + b) * (value + b'), where each
 /// row of `gates` holds the gate half then the value half and `bias` both halves' biases. SiLU
 /// (NomicBERT) or the erf GELU (JinaBERT).
-fn gate_rows(out: &mut [f32], gates: &[f32], bias: &[f32], silu: bool) {
+fn gate_rows(out: &mut [f32], gates: &[f32], bias: &[f32], act: Activation) {
     let i = bias.len() / 2;
     for (o, g) in out.chunks_exact_mut(i).zip(gates.chunks_exact(2 * i)) {
         for j in 0..i {
-            let a = g[j] + bias[j];
-            let v = g[i + j] + bias[i + j];
-            let act = if silu {
-                a / (1.0 + (-a).exp())
-            } else {
-                0.5 * a * (1.0 + super::kernels::erf(a * std::f32::consts::FRAC_1_SQRT_2))
-            };
-            o[j] = act * v;
+            o[j] = act.apply(g[j] + bias[j]) * (g[i + j] + bias[i + j]);
         }
     }
 }
@@ -987,11 +978,11 @@ mod tests {
         let gates = [1.0f32, -2.0, 3.0, 0.5];
         let bias = [0.0f32, 1.0, 0.0, 0.5];
         let mut out = [0.0f32; 2];
-        gate_rows(&mut out, &gates, &bias, true);
+        gate_rows(&mut out, &gates, &bias, Activation::Silu);
         let silu = |x: f32| x / (1.0 + (-x).exp());
         assert!((out[0] - silu(1.0) * 3.0).abs() < 1e-6);
         assert!((out[1] - silu(-1.0) * 1.0).abs() < 1e-6);
-        gate_rows(&mut out, &gates, &bias, false);
+        gate_rows(&mut out, &gates, &bias, Activation::Gelu);
         assert!((out[0] - 0.841_344_7 * 3.0).abs() < 1e-5, "{}", out[0]);
     }
 }

@@ -106,13 +106,8 @@ impl CandleEncoder {
             // SAFETY: as above.
             let map = unsafe { memmap2::Mmap::map(&file) }?;
             let st = safetensors::SafeTensors::deserialize(&map)?;
-            let words = st.tensors().into_iter().find_map(|(name, t)| {
-                let prefix = name.strip_suffix("embeddings.word_embeddings.weight")?;
-                Some((
-                    prefix.trim_end_matches('.').to_string(),
-                    *t.shape().first()?,
-                ))
-            });
+            let words = super::bert::word_table(&st)
+                .map(|(prefix, rows)| (prefix.trim_end_matches('.').to_string(), rows));
             (!st.names().iter().any(|n| n.starts_with("model.")), words)
         };
         let mut v = v;

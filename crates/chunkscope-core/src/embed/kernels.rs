@@ -162,32 +162,51 @@ impl Activation {
     }
 }
 
+impl Activation {
+    /// The activation of one value (inlined into each kernel's loop, where it vectorizes).
+    #[inline(always)]
+    pub fn apply(self, x: f32) -> f32 {
+        const TANH_C: f32 = 0.797_884_6; // sqrt(2 / pi)
+        match self {
+            Activation::Gelu => 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2)),
+            Activation::GeluTanh => {
+                // tanh(y) = 1 - 2 / (e^2y + 1), from the vectorizing exp.
+                let y = TANH_C * (x + 0.044_715 * x * x * x);
+                0.5 * x * (2.0 - 2.0 / (exp(2.0 * y) + 1.0))
+            }
+            Activation::Relu => {
+                if x > 0.0 {
+                    x
+                } else {
+                    0.0
+                }
+            }
+            Activation::Silu => x / (1.0 + exp(-x)),
+            Activation::QuickGelu => x / (1.0 + exp(-1.702 * x)),
+        }
+    }
+}
+
 multiversion! {
 /// The activation of `x + bias`, row by row (`bias.len()` wide): the projection's bias folded
 /// in.
 pub fn act_bias(xs: &mut [f32], bias: &[f32], act: Activation) {
-    const TANH_C: f32 = 0.797_884_6; // sqrt(2 / pi)
-    let sigmoid_x = |x: f32, k: f32| x / (1.0 + exp(-k * x));
-    for row in xs.chunks_exact_mut(bias.len()) {
-        let pairs = row.iter_mut().zip(bias);
-        match act {
-            Activation::Gelu => pairs.for_each(|(v, b)| {
-                let x = *v + b;
-                *v = 0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
-            }),
-            Activation::GeluTanh => pairs.for_each(|(v, b)| {
-                let x = *v + b;
-                // tanh(y) = 1 - 2 / (e^2y + 1), from the vectorizing exp.
-                let y = TANH_C * (x + 0.044_715 * x * x * x);
-                *v = 0.5 * x * (2.0 - 2.0 / (exp(2.0 * y) + 1.0));
-            }),
-            Activation::Relu => pairs.for_each(|(v, b)| {
-                let x = *v + b;
-                *v = if x > 0.0 { x } else { 0.0 };
-            }),
-            Activation::Silu => pairs.for_each(|(v, b)| *v = sigmoid_x(*v + b, 1.0)),
-            Activation::QuickGelu => pairs.for_each(|(v, b)| *v = sigmoid_x(*v + b, 1.702)),
-        }
+    // One loop per activation, so each loop body is a single formula.
+    macro_rules! each {
+        ($act:expr) => {
+            for row in xs.chunks_exact_mut(bias.len()) {
+                for (v, b) in row.iter_mut().zip(bias) {
+                    *v = $act.apply(*v + b);
+                }
+            }
+        };
+    }
+    match act {
+        Activation::Gelu => each!(Activation::Gelu),
+        Activation::GeluTanh => each!(Activation::GeluTanh),
+        Activation::Relu => each!(Activation::Relu),
+        Activation::Silu => each!(Activation::Silu),
+        Activation::QuickGelu => each!(Activation::QuickGelu),
     }
 }
 }

@@ -100,8 +100,7 @@ impl Embedder {
     }
 
     fn local(info: &ModelInfo, spec: &EmbedSpec) -> Result<Embedder> {
-        let native =
-            architecture(&info.dir).is_none_or(|t| bert::NATIVE_TYPES.contains(&t.as_str()));
+        let (_, native) = architecture_and_native(&info.dir);
         let backend = match (spec.backend, native) {
             (BackendChoice::Native, _) | (BackendChoice::Auto, true) => {
                 if !spec.device.is_empty() && spec.device != "cpu" {
@@ -483,8 +482,7 @@ pub fn backend_label(info: &ModelInfo, spec: &EmbedSpec) -> String {
     if let Some(r) = &spec.remote {
         return format!("remote {} ({})", r.endpoint, r.model);
     }
-    let kind = architecture(&info.dir).unwrap_or_else(|| "bert".into());
-    let native = bert::NATIVE_TYPES.contains(&kind.as_str());
+    let (kind, native) = architecture_and_native(&info.dir);
     match (spec.backend, native) {
         (BackendChoice::Native, _) | (BackendChoice::Auto, true) => {
             format!("native {}", spec.precision.label())
@@ -510,6 +508,14 @@ pub fn architecture(dir: &std::path::Path) -> Option<String> {
     let text = std::fs::read_to_string(dir.join("config.json")).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     Some(architecture_of(&v)?.to_string())
+}
+
+/// The folder's architecture (BERT when config.json names none) and whether the native path
+/// runs it, which is what `auto` picks.
+fn architecture_and_native(dir: &std::path::Path) -> (String, bool) {
+    let kind = architecture(dir).unwrap_or_else(|| "bert".into());
+    let native = bert::NATIVE_TYPES.contains(&kind.as_str());
+    (kind, native)
 }
 
 pub(crate) fn architecture_of(config: &serde_json::Value) -> Option<&str> {

@@ -180,7 +180,7 @@ fn tiny_native_models_at_reduced_precision() {
     let mut checked = 0;
     for (name, entry) in rec["models"].as_object().unwrap() {
         let info = ModelInfo::from_dir(name, &fixtures.join(name), "fixture").unwrap();
-        // Folders `auto` runs on candle (ModernBERT, NomicBERT, JinaBERT, Qwen3) stay in f32.
+        // Folders `auto` runs on candle (ModernBERT, Qwen3) stay in f32.
         let label = chunkscope_core::embed::backend_label(&info, &Default::default());
         if !label.starts_with("native") {
             continue;

@@ -23,8 +23,9 @@ pub use cache::EmbedCache;
 /// Sequences are grouped into forward passes of about this many tokens.
 const TOKENS_PER_PASS: usize = 4096;
 /// The same for candle's padded batches, padding counted. Measured on all-MiniLM-L6-v2 at
-/// windows 128 and 256 (2 threads): 2,048 was the fastest of 1 (a sequence alone), 512, 1,024,
-/// 2,048 and 4,096, 1.1-1.2x a sequence alone, at less than half 4,096's peak memory.
+/// windows 128 and 256 (2 threads), against 1 (a sequence alone), 512, 1,024 and 4,096: the
+/// fastest at 128 and within 2 % of the fastest (1,024) at 256, 1.1-1.2x a sequence alone, with
+/// a process peak of 267 MB against 4,096's 440 MB.
 const PADDED_TOKENS_PER_PASS: usize = 2048;
 
 /// Which engine runs a local model.

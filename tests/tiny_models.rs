@@ -16,12 +16,24 @@ use chunkscope_core::engine::Engine;
 use chunkscope_core::model::ModelInfo;
 use chunkscope_core::tokenize::{EmbedTokenizer, Unit};
 
+/// The folders as sentence-transformers 6 and transformers 5 write them (the versions
+/// scripts/test.sh pins).
 fn fixtures() -> std::path::PathBuf {
     common::repo().join("tests/fixtures/tiny")
 }
 
+/// A handful of the same folders as sentence-transformers 3.4.1 and transformers 4 wrote them
+/// (flag-style Pooling configs, max_seq_length in sentence_bert_config.json, the 4.x rope keys).
+fn old_fixtures() -> std::path::PathBuf {
+    common::repo().join("tests/fixtures/tiny-st3")
+}
+
+fn record_in(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("record.json")).unwrap()).unwrap()
+}
+
 fn record() -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(fixtures().join("record.json")).unwrap()).unwrap()
+    record_in(&fixtures())
 }
 
 fn strings(v: &serde_json::Value) -> Vec<String> {
@@ -48,13 +60,47 @@ fn vectors(v: &serde_json::Value) -> Vec<Vec<f32>> {
 
 #[test]
 fn tiny_models_agree_with_sentence_transformers() {
-    let rec = record();
+    let version = std::fs::read_to_string(
+        fixtures().join("cls-normalized/config_sentence_transformers.json"),
+    )
+    .unwrap();
+    assert!(
+        version.contains(r#""sentence_transformers": "6."#),
+        "{version}"
+    );
+    agree_with_record(&fixtures(), 19);
+}
+
+/// Folders in the layout sentence-transformers 2-4 and transformers 4 wrote still read alike.
+#[test]
+fn old_layout_folders_agree_with_sentence_transformers() {
+    let pooling =
+        std::fs::read_to_string(old_fixtures().join("cls-normalized/1_Pooling/config.json"))
+            .unwrap();
+    assert!(pooling.contains("pooling_mode_cls_token"), "{pooling}");
+    agree_with_record(&old_fixtures(), 8);
+}
+
+/// Every folder of `set` against the vectors, windows and token counts sentence-transformers
+/// recorded for it (`encode_document` / `encode_query`, at two windows).
+fn agree_with_record(set: &std::path::Path, at_least: usize) {
+    let rec = record_in(set);
     let texts = strings(&rec["texts"]);
     let queries = strings(&rec["queries"]);
     let models = rec["models"].as_object().unwrap();
-    assert!(models.len() >= 16);
+    assert!(models.len() >= at_least);
     for (name, entry) in models {
-        let info = ModelInfo::from_dir(name, &fixtures().join(name), "fixture").unwrap();
+        let info = ModelInfo::from_dir(name, &set.join(name), "fixture").unwrap();
+        // The window sentence-transformers reads from the folder, by its own rule.
+        let st = info
+            .windows
+            .resolve(chunkscope_core::window::WindowSpec::St);
+        assert_eq!(
+            st.tokens as u64,
+            entry["st_window"].as_u64().unwrap(),
+            "{name}: {}",
+            st.source
+        );
         let auto = Embedder::load(&info).unwrap();
         // BERT-family folders (NomicBERT and JinaBERT too) run natively under auto; ModernBERT
         // and Qwen3 through candle. NomicBERT and JinaBERT are checked on both backends.

@@ -14,6 +14,7 @@ fn model() -> Model {
             tokenizer_json: Some(128),
             sentence_transformers: Some(256),
             max_positions: Some(512),
+            ..ModelWindows::default()
         },
         2,
         ChunkSettings::default(),

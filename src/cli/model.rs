@@ -77,9 +77,10 @@ fn describe(info: &model::ModelInfo) {
     println!("  pooling {}", info.modules.describe());
     let opt = |v: Option<usize>| v.map_or("-".to_string(), |n| n.to_string());
     println!(
-        "  windows: tokenizer.json {}, sentence-transformers {}, positions {}",
+        "  windows: tokenizer.json {}, sentence-transformers {} ({}), positions {}",
         opt(w.tokenizer_json),
         opt(w.sentence_transformers),
+        w.st_source,
         opt(w.max_positions)
     );
     if !info.modules.prompts.is_empty() {

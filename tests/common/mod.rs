@@ -167,7 +167,7 @@ pub fn example_cases() -> usize {
         .count()
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut v = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {

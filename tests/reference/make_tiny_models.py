@@ -6,7 +6,10 @@ Qwen3 (candle); NomicBERT and JinaBERT through tiny_arch_ref.py (candle). Record
 counts for varied texts at two windows. The folders and the record are
 committed under tests/fixtures/tiny/ and checked by tests/tiny_models.rs.
 
-usage: python make_tiny_models.py OUT_DIR   (needs torch, transformers, sentence-transformers)
+usage: python make_tiny_models.py OUT_DIR   (with the torch, transformers and sentence-transformers
+that scripts/test.sh pins and installs into .venv-ref: .venv-ref/bin/python make_tiny_models.py)
+The folders before sentence-transformers 5 (tests/fixtures/tiny-st3) were made by this script
+with sentence-transformers 3.4.1 and transformers 4.x and are kept as they are.
 """
 import glob
 import json
@@ -98,14 +101,17 @@ def main():
     base = os.path.join(out_dir, "_base")
     os.makedirs(base, exist_ok=True)
     wp.save_model(base)
-    tok = BertTokenizerFast(vocab_file=os.path.join(base, "vocab.txt"), do_lower_case=True,
-                            model_max_length=128)
+    # transformers 5 takes the vocabulary itself (a vocab_file argument is silently ignored
+    # there, leaving only the five specials).
+    with open(os.path.join(base, "vocab.txt"), encoding="utf-8") as f:
+        vocab = {w: i for i, w in enumerate(f.read().splitlines())}
+    tok = BertTokenizerFast(vocab=dict(vocab), do_lower_case=True, model_max_length=128)
     # ModernBERT and Qwen3 take no token type ids.
-    plain_tok = BertTokenizerFast(vocab_file=os.path.join(base, "vocab.txt"), do_lower_case=True,
-                                  model_max_length=128,
+    plain_tok = BertTokenizerFast(vocab=dict(vocab), do_lower_case=True, model_max_length=128,
                                   model_input_names=["input_ids", "attention_mask"])
-    distil_tok = DistilBertTokenizerFast(vocab_file=os.path.join(base, "vocab.txt"),
-                                         do_lower_case=True, model_max_length=128)
+    distil_tok = DistilBertTokenizerFast(vocab=dict(vocab), do_lower_case=True,
+                                         model_max_length=128)
+    assert tok.vocab_size == len(vocab) == distil_tok.vocab_size, "the vocabulary was not taken"
     # XLM-RoBERTa: a SentencePiece Unigram vocabulary, <s> text </s>.
     sp = SentencePieceUnigramTokenizer()
     sp.train_from_iterator(corpus_texts(), vocab_size=400,
@@ -210,16 +216,17 @@ def main():
         st.save(folder, safe_serialization=True)
         # The generated model card is not needed by anything.
         os.remove(os.path.join(folder, "README.md"))
-        doc_prompt = None
-        if prompts:
-            doc_prompt = next((k for k in ("document", "passage") if k in prompts), None)
-        entry = {"windows": {}}
+        # Reload the folder as users do, so what is checked is what was written.
+        st = SentenceTransformer(folder, device="cpu", trust_remote_code=remote)
+        # The window sentence-transformers reads from the folder (its own rule, per version).
+        entry = {"windows": {}, "st_window": st.max_seq_length}
         for w in WINDOWS:
             st.max_seq_length = w
-            docs = st.encode(TEXTS, prompt_name=doc_prompt, convert_to_numpy=True)
-            qs = st.encode(QUERIES, prompt_name="query" if prompts else None, convert_to_numpy=True)
+            docs = st.encode_document(TEXTS, convert_to_numpy=True)
+            qs = st.encode_query(QUERIES, convert_to_numpy=True)
             entry["windows"][str(w)] = {"docs": docs.tolist(), "queries": qs.tolist()}
-        prefix = prompts[doc_prompt] if doc_prompt else ""
+        doc_prompt = next((k for k in ("document", "passage", "corpus") if k in st.prompts), None)
+        prefix = st.prompts[doc_prompt] if doc_prompt else ""
         entry["doc_tokens"] = [len(st.tokenizer(prefix + t)["input_ids"]) for t in TEXTS]
         record["models"][name] = entry
     # The base folder held the shared tokenizer and plain transformers checkpoints.

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use super::window::ModelWindows;
+use super::window::{ModelWindows, StWindowSource};
 
 pub const DEFAULT_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
@@ -105,9 +105,26 @@ pub fn read_windows(dir: &Path) -> Result<ModelWindows> {
         }
         _ => 0,
     };
+    // sentence-transformers' rule for its window (2.x to 6.x alike): sentence_bert_config.json's
+    // max_seq_length when set; else the tokenizer's model_max_length capped at config.json's
+    // max_position_embeddings (both as written, offsets not taken off). transformers writes an
+    // unset model_max_length as a huge number, which reads as none here.
+    let declared_positions =
+        num(&config, "/max_position_embeddings").or(num(&config, "/n_positions"));
+    let (st_window, st_source) = match (
+        num(&json("sentence_bert_config.json")?, "/max_seq_length"),
+        num(&json("tokenizer_config.json")?, "/model_max_length"),
+    ) {
+        (Some(n), _) => (Some(n), StWindowSource::SentenceBertConfig),
+        (None, Some(m)) if declared_positions.is_none_or(|p| m <= p) => {
+            (Some(m), StWindowSource::TokenizerConfig)
+        }
+        (None, _) => (declared_positions, StWindowSource::Positions),
+    };
     Ok(ModelWindows {
         tokenizer_json: num(&json("tokenizer.json")?, "/truncation/max_length"),
-        sentence_transformers: num(&json("sentence_bert_config.json")?, "/max_seq_length"),
+        sentence_transformers: st_window,
+        st_source,
         max_positions: config
             .as_ref()
             .and_then(positions_of)
@@ -373,8 +390,35 @@ mod tests {
         fs::write(d.join("config.json"), r#"{"max_position_embeddings":512}"#).unwrap();
         let w = read_windows(&d).unwrap();
         assert_eq!(w.tokenizer_json, Some(128));
-        assert_eq!(w.sentence_transformers, None);
         assert_eq!(w.max_positions, Some(512));
+        // sentence-transformers' window: the positions when nothing else says...
+        assert_eq!(w.sentence_transformers, Some(512));
+        assert_eq!(w.st_source, StWindowSource::Positions);
+        // ...the tokenizer's model_max_length capped at them (5.x/6.x folders)...
+        let tc = d.join("tokenizer_config.json");
+        for (written, st, source) in [
+            ("64", 64, StWindowSource::TokenizerConfig),
+            ("1000", 512, StWindowSource::Positions),
+            (
+                "1000000000000000019884624838656",
+                512,
+                StWindowSource::Positions,
+            ),
+        ] {
+            fs::write(&tc, format!(r#"{{"model_max_length":{written}}}"#)).unwrap();
+            let w = read_windows(&d).unwrap();
+            assert_eq!(w.sentence_transformers, Some(st), "{written}");
+            assert_eq!(w.st_source, source, "{written}");
+        }
+        // ...and max_seq_length where sentence_bert_config.json has it (2.x/3.x folders).
+        fs::write(
+            d.join("sentence_bert_config.json"),
+            r#"{"max_seq_length":256}"#,
+        )
+        .unwrap();
+        let w = read_windows(&d).unwrap();
+        assert_eq!(w.sentence_transformers, Some(256));
+        assert_eq!(w.st_source, StWindowSource::SentenceBertConfig);
         let _ = fs::remove_dir_all(&d);
     }
 }

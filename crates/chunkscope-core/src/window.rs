@@ -51,8 +51,32 @@ impl fmt::Display for WindowSpec {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ModelWindows {
     pub tokenizer_json: Option<usize>,
+    /// The window sentence-transformers reads, and which file gave it.
     pub sentence_transformers: Option<usize>,
+    pub st_source: StWindowSource,
     pub max_positions: Option<usize>,
+}
+
+/// Where sentence-transformers takes its window from: `max_seq_length` in
+/// sentence_bert_config.json when the folder has it (sentence-transformers 2-3 wrote it), else
+/// the tokenizer's `model_max_length` (tokenizer_config.json, where 5.x and 6.x keep it) capped
+/// at config.json's positions, else those positions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StWindowSource {
+    #[default]
+    SentenceBertConfig,
+    TokenizerConfig,
+    Positions,
+}
+
+impl fmt::Display for StWindowSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StWindowSource::SentenceBertConfig => "sentence_bert_config max_seq_length",
+            StWindowSource::TokenizerConfig => "tokenizer_config model_max_length",
+            StWindowSource::Positions => "config.json positions (sentence-transformers' cap)",
+        })
+    }
 }
 
 /// The window in force and where it came from.
@@ -90,10 +114,7 @@ impl ModelWindows {
         let pick = |v: Option<usize>, name: &str| v.map(|t| (t, name.to_string()));
         let chain = [
             pick(self.tokenizer_json, "tokenizer.json truncation"),
-            pick(
-                self.sentence_transformers,
-                "sentence_bert_config max_seq_length",
-            ),
+            pick(self.sentence_transformers, &self.st_source.to_string()),
             pick(self.max_positions, "config.json max_position_embeddings"),
         ];
         let from = match spec {
@@ -185,6 +206,7 @@ mod tests {
         let w = ModelWindows {
             tokenizer_json: Some(128),
             sentence_transformers: Some(256),
+            st_source: StWindowSource::SentenceBertConfig,
             max_positions: Some(512),
         };
         assert_eq!(w.resolve(WindowSpec::Auto).tokens, 128);

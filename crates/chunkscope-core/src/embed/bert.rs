@@ -96,9 +96,7 @@ pub struct BertConfig {
 
 impl BertConfig {
     pub fn from_file(path: &Path) -> Result<BertConfig> {
-        let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not valid JSON", path.display()))?;
+        let v = super::hf_config::read(path)?;
         let model_type = super::architecture_of(&v).unwrap_or("bert");
         let family = match model_type {
             "bert" => Family::Bert,

@@ -83,10 +83,7 @@ pub fn device(name: &str) -> Result<Device> {
 impl CandleEncoder {
     pub fn load(dir: &Path, device: Device) -> Result<CandleEncoder> {
         let config_path = dir.join("config.json");
-        let text = std::fs::read_to_string(&config_path)
-            .with_context(|| config_path.display().to_string())?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not valid JSON", config_path.display()))?;
+        let v = super::hf_config::read(&config_path)?;
         let model_type = super::architecture_of(&v).unwrap_or("bert").to_string();
         let weights = dir.join("model.safetensors");
         if !weights.is_file() {

@@ -5,6 +5,7 @@
 pub mod bert;
 pub mod cache;
 pub mod candle;
+pub mod hf_config;
 pub mod kernels;
 pub mod lowp;
 pub mod remote;
@@ -495,8 +496,7 @@ pub fn backend_label(info: &ModelInfo, spec: &EmbedSpec) -> String {
 /// The width of a model's vectors from its files: the transformer's hidden size through the
 /// pooling and dense layers.
 pub fn vector_dim(info: &ModelInfo) -> Option<usize> {
-    let text = std::fs::read_to_string(info.dir.join("config.json")).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let v = hf_config::read(&info.dir.join("config.json")).ok()?;
     let hidden = ["hidden_size", "dim", "n_embd"]
         .iter()
         .find_map(|k| v.get(*k)?.as_u64())? as usize;
@@ -506,8 +506,7 @@ pub fn vector_dim(info: &ModelInfo) -> Option<usize> {
 /// The architecture config.json describes: its `model_type`, except that JinaBERT (which says
 /// `bert` with ALiBi positions) is `jina_bert`.
 pub fn architecture(dir: &std::path::Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("config.json")).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let v = hf_config::read(&dir.join("config.json")).ok()?;
     Some(architecture_of(&v)?.to_string())
 }
 

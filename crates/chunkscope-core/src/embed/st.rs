@@ -1,6 +1,8 @@
 //! A model folder read as sentence-transformers reads it: `modules.json` (Transformer, Pooling,
-//! Dense, Normalize, in order), the pooling modes of `1_Pooling/config.json`, a Dense layer's
-//! weights, `sentence_bert_config.json` (`max_seq_length`, `do_lower_case`) and
+//! Dense, Normalize, in order; module types by the last segment of their Python path, which
+//! sentence-transformers 5 moved), the pooling modes of `1_Pooling/config.json` (either layout),
+//! a Dense layer's weights, `sentence_bert_config.json` (`do_lower_case`; the window is read in
+//! model.rs) and
 //! `config_sentence_transformers.json` (`prompts`, `default_prompt_name`,
 //! `similarity_fn_name`). A folder without `modules.json` gets sentence-transformers' own
 //! fallback: mean pooling, no normalisation, and a note that says so.
@@ -26,6 +28,19 @@ pub enum Pool {
 }
 
 impl Pool {
+    const ALL: [Pool; 6] = [
+        Pool::Cls,
+        Pool::Max,
+        Pool::Mean,
+        Pool::MeanSqrtLen,
+        Pool::WeightedMean,
+        Pool::LastToken,
+    ];
+
+    fn from_name(name: &str) -> Option<Pool> {
+        Pool::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Pool::Cls => "cls",
@@ -35,6 +50,43 @@ impl Pool {
             Pool::WeightedMean => "weightedmean",
             Pool::LastToken => "lasttoken",
         }
+    }
+}
+
+impl PoolingConfig {
+    /// The modes in force, as sentence-transformers 6 reads either layout: `pooling_mode` when
+    /// set, else the flags that are on, else mean.
+    fn modes(&self, file: &Path) -> Result<Vec<Pool>> {
+        let bad = || {
+            anyhow::anyhow!(
+                "{}: pooling_mode must be one of {} or a list of them",
+                file.display(),
+                Pool::ALL.map(Pool::name).join(", ")
+            )
+        };
+        let named = |v: &serde_json::Value| v.as_str().and_then(Pool::from_name).ok_or_else(bad);
+        let modes = match &self.pooling_mode {
+            Some(serde_json::Value::Array(list)) => {
+                list.iter().map(named).collect::<Result<Vec<_>>>()?
+            }
+            Some(serde_json::Value::Null) | None => [
+                (self.pooling_mode_cls_token, Pool::Cls),
+                (self.pooling_mode_max_tokens, Pool::Max),
+                (self.pooling_mode_mean_tokens, Pool::Mean),
+                (self.pooling_mode_mean_sqrt_len_tokens, Pool::MeanSqrtLen),
+                (self.pooling_mode_weightedmean_tokens, Pool::WeightedMean),
+                (self.pooling_mode_lasttoken, Pool::LastToken),
+            ]
+            .into_iter()
+            .filter_map(|(on, pool)| on.then_some(pool))
+            .collect(),
+            Some(one) => vec![named(one)?],
+        };
+        Ok(if modes.is_empty() {
+            vec![Pool::Mean]
+        } else {
+            modes
+        })
     }
 }
 
@@ -89,9 +141,13 @@ struct Module {
     kind: String,
 }
 
+/// 1_Pooling/config.json in both layouts: sentence-transformers 5.x/6.x write `pooling_mode` (a
+/// name, or a list whose outputs are concatenated in its order); 2.x-4.x wrote one
+/// `pooling_mode_*` flag per mode (concatenated in the order below).
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct PoolingConfig {
+    pooling_mode: Option<serde_json::Value>,
     pooling_mode_cls_token: bool,
     pooling_mode_mean_tokens: bool,
     pooling_mode_max_tokens: bool,
@@ -151,7 +207,7 @@ impl StModules {
             return Ok(m);
         };
         m.declared = true;
-        m.pooling.clear();
+        let mut pooled = false;
         for module in modules {
             let kind = module.kind.rsplit('.').next().unwrap_or("");
             let path = dir.join(&module.path);
@@ -161,19 +217,9 @@ impl StModules {
                     let file = path.join("config.json");
                     let p: PoolingConfig = json(&file)?
                         .with_context(|| format!("{}: missing", file.display()))?;
-                    for (on, pool) in [
-                        (p.pooling_mode_cls_token, Pool::Cls),
-                        (p.pooling_mode_max_tokens, Pool::Max),
-                        (p.pooling_mode_mean_tokens, Pool::Mean),
-                        (p.pooling_mode_mean_sqrt_len_tokens, Pool::MeanSqrtLen),
-                        (p.pooling_mode_weightedmean_tokens, Pool::WeightedMean),
-                        (p.pooling_mode_lasttoken, Pool::LastToken),
-                    ] {
-                        if on {
-                            m.pooling.push(pool);
-                        }
-                    }
+                    m.pooling = p.modes(&file)?;
                     m.include_prompt = p.include_prompt.unwrap_or(true);
+                    pooled = true;
                 }
                 "Dense" => m.dense.push(Dense::read(&path)?),
                 "Normalize" => m.normalize = true,
@@ -184,31 +230,33 @@ impl StModules {
                 ),
             }
         }
-        if m.pooling.is_empty() {
+        if !pooled {
             bail!(
-                "{}: no Pooling module with a mode on",
+                "{}: no Pooling module (a sentence vector needs one)",
                 dir.join("modules.json").display()
             );
         }
         Ok(m)
     }
 
-    /// The prompt put before each document: the default prompt when the model names one, else
-    /// its "document" (or "passage", "doc", "corpus") prompt; empty when it has none.
+    /// The prompt put before each document, as `encode_document` picks it: the model's
+    /// "document" (else "passage", else "corpus") prompt, even an empty one, else the default
+    /// prompt; empty when it has none.
     pub fn document_prompt(&self) -> &str {
-        self.default_prompt()
-            .or_else(|| {
-                ["document", "passage", "doc", "corpus"]
-                    .iter()
-                    .find_map(|k| self.prompts.get(*k).map(String::as_str))
-            })
+        ["document", "passage", "corpus"]
+            .iter()
+            .find_map(|k| self.prompts.get(*k).map(String::as_str))
+            .or_else(|| self.default_prompt())
             .unwrap_or("")
     }
 
-    /// The prompt put before each query: the default prompt, else the "query" prompt.
+    /// The prompt put before each query, as `encode_query` picks it: the "query" prompt, else
+    /// the default prompt.
     pub fn query_prompt(&self) -> &str {
-        self.default_prompt()
-            .or_else(|| self.prompts.get("query").map(String::as_str))
+        self.prompts
+            .get("query")
+            .map(String::as_str)
+            .or_else(|| self.default_prompt())
             .unwrap_or("")
     }
 
@@ -259,7 +307,9 @@ impl StModules {
         let mut out = Vec::with_capacity(hidden * self.pooling.len());
         for pool in &self.pooling {
             match pool {
-                Pool::Cls => out.extend_from_slice(row(0)),
+                // sentence-transformers 6 takes the first token the mask keeps: the first past
+                // the prompt when the prompt is left out (3.x took row 0 whatever the setting).
+                Pool::Cls => out.extend_from_slice(row(from)),
                 Pool::LastToken => out.extend_from_slice(row(len.saturating_sub(1))),
                 Pool::Max => {
                     let mut v = vec![f32::NEG_INFINITY; hidden];
@@ -412,7 +462,52 @@ mod tests {
         m.prompts.insert("passage".into(), "passage: ".into());
         assert_eq!(m.document_prompt(), "passage: ");
         assert_eq!(m.query_prompt(), "query: ");
+        // A named prompt wins over the default one, even an empty one (sentence-transformers 6
+        // writes "document": "" and "query": "" into every folder).
         m.default_prompt_name = Some("query".into());
-        assert_eq!(m.document_prompt(), "query: ");
+        assert_eq!(m.document_prompt(), "passage: ");
+        m.prompts.insert("document".into(), String::new());
+        assert_eq!(m.document_prompt(), "");
+        m.prompts.clear();
+        m.prompts.insert("query".into(), "q: ".into());
+        assert_eq!(m.document_prompt(), "q: ");
+    }
+
+    #[test]
+    fn pooling_config_in_both_layouts() {
+        let dir = std::env::temp_dir().join(format!("chunkscope-pool-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("config.json");
+        let read = |text: &str| -> Result<Vec<Pool>> {
+            std::fs::write(&file, text).unwrap();
+            json::<PoolingConfig>(&file)?.unwrap().modes(&file)
+        };
+        assert_eq!(
+            read(r#"{"embedding_dimension": 8, "pooling_mode": "cls", "include_prompt": true}"#)
+                .unwrap(),
+            vec![Pool::Cls]
+        );
+        // A list keeps its order; the flags keep theirs.
+        assert_eq!(
+            read(r#"{"pooling_mode": ["mean", "cls"]}"#).unwrap(),
+            vec![Pool::Mean, Pool::Cls]
+        );
+        assert_eq!(
+            read(
+                r#"{"word_embedding_dimension": 8, "pooling_mode_mean_tokens": true,
+                     "pooling_mode_cls_token": true, "future_key": 1}"#
+            )
+            .unwrap(),
+            vec![Pool::Cls, Pool::Mean]
+        );
+        assert_eq!(read("{}").unwrap(), vec![Pool::Mean]);
+        let err = read(r#"{"pooling_mode": "median"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("config.json") && err.contains("pooling_mode"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

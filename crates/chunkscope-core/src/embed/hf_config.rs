@@ -1,0 +1,182 @@
+//! A model's config.json as transformers 4 and 5 write it, read into one layout. transformers 5
+//! writes `rope_parameters` (one entry per attention kind for models that mix them, as
+//! ModernBERT does, or a single `{rope_theta, rope_type}` for Qwen3) and `layer_types` where 4.x
+//! wrote `global_rope_theta` / `local_rope_theta` / `rope_theta`. Both layouts end up in the older
+//! keys, which the native and candle backends read; keys neither layout needs are left alone.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+/// Read and normalise `path` (a config.json).
+pub fn read(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    let mut v: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not valid JSON", path.display()))?;
+    if !v.is_object() {
+        bail!("{}: not a JSON object", path.display());
+    }
+    normalise(&mut v).map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
+    Ok(v)
+}
+
+/// The rope base of one `rope_parameters` entry; only unscaled ("default") rope is run.
+fn rope_theta(entry: &Value, key: &str) -> Result<f64, String> {
+    match entry.get("rope_type").and_then(Value::as_str) {
+        None | Some("default") => {}
+        Some(kind) => {
+            return Err(format!(
+                "{key}.rope_type {kind} is not supported (default is)"
+            ))
+        }
+    }
+    entry
+        .get("rope_theta")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| format!("{key} has no rope_theta"))
+}
+
+/// Fill the 4.x keys from the 5.x ones where the 4.x keys are missing, and refuse what the
+/// backends cannot run (scaled rope, a layer pattern the network does not follow).
+fn normalise(v: &mut Value) -> Result<(), String> {
+    let kind = v.get("model_type").and_then(Value::as_str).unwrap_or("");
+    let kind = kind.to_string();
+    if let Some(rope) = v.get("rope_parameters").cloned().filter(|r| !r.is_null()) {
+        let per_kind = ["full_attention", "sliding_attention"]
+            .iter()
+            .any(|k| rope.get(*k).is_some());
+        if !per_kind {
+            let theta = rope_theta(&rope, "rope_parameters")?;
+            set_missing(v, "rope_theta", theta.into());
+        } else {
+            // One entry per attention kind.
+            for (layer, old) in [
+                ("full_attention", "global_rope_theta"),
+                ("sliding_attention", "local_rope_theta"),
+            ] {
+                if let Some(entry) = rope.get(layer) {
+                    let theta = rope_theta(entry, &format!("rope_parameters.{layer}"))?;
+                    set_missing(v, old, theta.into());
+                    if layer == "full_attention" {
+                        set_missing(v, "rope_theta", theta.into());
+                    }
+                }
+            }
+        }
+    }
+    let layer_types: Option<Vec<String>> = match v.get("layer_types") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) => Some(
+            a.iter()
+                .map(|t| t.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .ok_or("layer_types must be a list of names")?,
+        ),
+        Some(_) => return Err("layer_types must be a list of names".into()),
+    };
+    let Some(types) = layer_types else {
+        return Ok(());
+    };
+    match kind.as_str() {
+        "modernbert" => modernbert_layers(v, &types),
+        _ if types.iter().all(|t| t == "full_attention") => Ok(()),
+        _ => Err(format!(
+            "{kind} with layer_types other than full_attention ({}) is not supported",
+            types.join(", ")
+        )),
+    }
+}
+
+/// ModernBERT runs full attention every `global_attn_every_n_layers` layers (from the first) and
+/// sliding attention between: `layer_types` must follow that pattern, and gives `n` when the 4.x
+/// key is missing.
+fn modernbert_layers(v: &mut Value, types: &[String]) -> Result<(), String> {
+    if let Some(t) = types
+        .iter()
+        .find(|t| !matches!(t.as_str(), "full_attention" | "sliding_attention"))
+    {
+        return Err(format!("layer_types: unknown attention kind {t}"));
+    }
+    let every = match v.get("global_attn_every_n_layers").and_then(Value::as_u64) {
+        Some(n) => n as usize,
+        None => {
+            let n = types
+                .iter()
+                .skip(1)
+                .position(|t| t == "full_attention")
+                .map_or(types.len().max(1), |i| i + 1);
+            v["global_attn_every_n_layers"] = n.into();
+            n
+        }
+    };
+    let follows = every > 0
+        && types
+            .iter()
+            .enumerate()
+            .all(|(i, t)| (t == "full_attention") == (i % every == 0));
+    if !follows {
+        return Err(format!(
+            "layer_types ({}) is not full attention every {every} layers, which is what ModernBERT runs",
+            types.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+fn set_missing(v: &mut Value, key: &str, value: Value) {
+    if v.get(key).is_none_or(Value::is_null) {
+        v[key] = value;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn modernbert_5x_reads_as_4x() {
+        let mut v = json!({
+            "model_type": "modernbert",
+            "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+            "rope_parameters": {
+                "full_attention": {"rope_theta": 160000.0, "rope_type": "default"},
+                "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}
+            }
+        });
+        normalise(&mut v).unwrap();
+        assert_eq!(v["global_rope_theta"], json!(160000.0));
+        assert_eq!(v["local_rope_theta"], json!(10000.0));
+        assert_eq!(v["global_attn_every_n_layers"], json!(2));
+        // The 4.x keys, where present, are left as they are.
+        let mut old = json!({"model_type": "modernbert", "global_rope_theta": 5.0,
+                             "rope_parameters": {"full_attention": {"rope_theta": 7.0}}});
+        normalise(&mut old).unwrap();
+        assert_eq!(old["global_rope_theta"], json!(5.0));
+    }
+
+    #[test]
+    fn qwen3_5x_reads_as_4x() {
+        let mut v = json!({"model_type": "qwen3",
+                           "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"},
+                           "layer_types": ["full_attention", "full_attention"]});
+        normalise(&mut v).unwrap();
+        assert_eq!(v["rope_theta"], json!(1000000.0));
+    }
+
+    #[test]
+    fn what_is_not_run_is_refused_by_name() {
+        let mut scaled = json!({"model_type": "qwen3",
+                                "rope_parameters": {"rope_theta": 1.0, "rope_type": "yarn"}});
+        assert!(normalise(&mut scaled).unwrap_err().contains("yarn"));
+        let mut odd = json!({"model_type": "modernbert", "global_attn_every_n_layers": 3,
+                             "layer_types": ["full_attention", "sliding_attention", "full_attention"]});
+        assert!(normalise(&mut odd).unwrap_err().contains("every 3"));
+        let mut sliding = json!({"model_type": "qwen3",
+                                 "layer_types": ["sliding_attention", "full_attention"]});
+        assert!(normalise(&mut sliding).unwrap_err().contains("layer_types"));
+        let mut bad = json!({"model_type": "qwen3", "rope_parameters": {"rope_type": "default"}});
+        assert!(normalise(&mut bad).unwrap_err().contains("rope_theta"));
+    }
+}

@@ -136,6 +136,7 @@ fn query_mode_edits_runs_and_opens_a_hit() {
         rank: 1,
         score: 1.0,
         file: "a.md".into(),
+        id: None,
         file_pos: 2,
         chunk: 3,
         heading: None,

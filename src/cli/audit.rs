@@ -20,7 +20,8 @@ use super::prepare::prepare;
 /// never embedded. Exit 1 with --fail-on-tail when any chunk overflows the window.
 #[derive(Args)]
 pub struct AuditArgs {
-    corpus: PathBuf,
+    /// The corpus folder (optional with --store, where it is the store's source folder).
+    corpus: Option<PathBuf>,
     #[command(flatten)]
     knobs: Knobs,
     /// Print JSON instead of a table.
@@ -32,9 +33,18 @@ pub struct AuditArgs {
 }
 
 pub fn run(a: AuditArgs) -> Result<ExitCode> {
-    let (_, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
     let mut out = io::stdout().lock();
-    let over = audit(&engine, &chunking, &window, a.json, &mut out)?;
+    let (over, window) = match super::store::wanted(&a.knobs, a.corpus.as_deref())? {
+        Some(config) => {
+            let opened = super::store::open(config)?;
+            let (.., check) = opened.check_vectors()?;
+            (opened.write_audit(&check, a.json, &mut out)?, opened.window)
+        }
+        None => {
+            let (_, engine, window, chunking) = prepare(&super::corpus_arg(&a.corpus)?, &a.knobs)?;
+            (audit(&engine, &chunking, &window, a.json, &mut out)?, window)
+        }
+    };
     out.flush().ok();
     if a.fail_on_tail && over {
         let what = if window.rejects {

@@ -22,7 +22,8 @@ pub enum Format {
 /// Every chunk with its byte range, text and measurements.
 #[derive(Args)]
 pub struct ChunksArgs {
-    corpus: PathBuf,
+    /// The corpus folder (optional with --store).
+    corpus: Option<PathBuf>,
     #[command(flatten)]
     knobs: Knobs,
     /// Output format (one JSON object per line).
@@ -42,8 +43,15 @@ pub struct EmbedArgs {
 }
 
 pub fn chunks(a: ChunksArgs) -> Result<ExitCode> {
-    let (_, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
     let mut out = io::BufWriter::new(io::stdout().lock());
+    if let Some(config) = super::store::wanted(&a.knobs, a.corpus.as_deref())? {
+        let opened = super::store::open(config)?;
+        let (.., check) = opened.check_vectors()?;
+        opened.write_chunks(&check, &mut out)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (_, engine, window, chunking) = prepare(&super::corpus_arg(&a.corpus)?, &a.knobs)?;
     write_chunks_jsonl(&engine, &chunking, &window, &mut out)?;
     out.flush()?;
     for note in engine.corpus.notes() {

@@ -24,6 +24,11 @@ pub struct Knobs {
     /// workbench.toml to read (default: ./workbench.toml, then CORPUS/workbench.toml).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// A RAG store to open as the corpus, read-only: jsonl:PATH, llamaindex:DIR,
+    /// chroma://HOST:PORT/COLLECTION, postgres://USER@HOST:PORT/DB?table=T (password from
+    /// PGPASSWORD).
+    #[arg(long)]
+    pub store: Option<String>,
     /// Model: a local folder or a hub id.
     #[arg(long)]
     pub model: Option<String>,
@@ -125,6 +130,7 @@ impl Knobs {
             maxmin_c: self.maxmin_c,
             init_constant: self.init_constant,
             metadata,
+            store: self.store.clone(),
         })
     }
 

@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use chunkscope_core::embed::EmbedSpec;
+use chunkscope_core::embed::{cache, EmbedCache, Embedder};
 use chunkscope_core::engine::{Chunking, Engine};
-use chunkscope_core::search::SearchIndex;
+use chunkscope_core::explain::{self, WhyNot};
+use chunkscope_core::search::{Results, SearchIndex};
 use chunkscope_core::window::Window;
 
 use super::knobs::Knobs;
@@ -25,9 +26,10 @@ pub enum QueryFormat {
 /// chunk, the token offset of the match and whether it lies inside the window or in the tail.
 #[derive(Args)]
 pub struct QueryArgs {
-    corpus: PathBuf,
-    /// The query text (any text: syntax errors fall back to plain terms).
-    text: String,
+    /// [CORPUS] TEXT: the corpus folder (optional with --store) and the query text (any text:
+    /// syntax errors fall back to plain terms).
+    #[arg(num_args = 1..=2, value_names = ["CORPUS", "TEXT"], required = true)]
+    args: Vec<String>,
     #[command(flatten)]
     knobs: Knobs,
     /// Hits per retriever.
@@ -36,60 +38,138 @@ pub struct QueryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = QueryFormat::Text)]
     format: QueryFormat,
+    /// Why not this chunk? Its id (a stored chunk's id, or FILE#INDEX): its rank and score in
+    /// every retriever, and what of the query lies in its tail.
+    #[arg(long)]
+    expect: Option<String>,
+    /// The same for the first chunk whose text holds TEXT (and where TEXT lies).
+    #[arg(long)]
+    expect_text: Option<String>,
 }
 
 pub fn run(a: QueryArgs) -> Result<ExitCode> {
-    let (config, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
-    let mut out = io::stdout().lock();
+    let (corpus, text) = match a.args.as_slice() {
+        [t] => (None, t.clone()),
+        [c, t] => (Some(PathBuf::from(c)), t.clone()),
+        _ => anyhow::bail!("expected [CORPUS] TEXT"),
+    };
     let json = matches!(a.format, QueryFormat::Json);
-    let k = (a.k, config.search_rrf_k);
+    let expect = (a.expect.as_deref(), a.expect_text.as_deref());
+    let mut out = io::stdout().lock();
+    if let Some(config) = super::store::wanted(&a.knobs, corpus.as_deref())? {
+        let opened = super::store::open(config)?;
+        let spec = opened.config.embed_spec();
+        let (embedder, mut cache, recomputed) = if opened.store.vectors() < opened.store.chunks.len() {
+            // Chunks stored without a vector are searched by the vector recomputed from their text.
+            chunk_vectors(&opened.engine, &opened.chunking, &opened.window, &spec, &mut say)?
+        } else {
+            let e = Embedder::open(&opened.engine.model, &spec)?;
+            let c = EmbedCache::open(&cache::default_path(&e.model_key), e.dim());
+            (e, c, Vec::new())
+        };
+        let index = opened.index(&embedder, &recomputed)?;
+        let search = Search {
+            engine: &opened.engine,
+            chunking: &opened.chunking,
+            index: &index,
+            window: &opened.window,
+        };
+        let mut results = search.run(&embedder, &mut cache, &text, a.k)?;
+        for h in results
+            .bm25
+            .iter_mut()
+            .chain(results.vector.iter_mut())
+            .chain(results.hybrid.iter_mut())
+        {
+            h.id = Some(h.file.clone());
+        }
+        let why = search.explain(&embedder, &results, expect)?;
+        return write_results(&results, why.as_ref(), json, &mut out).map(|()| ExitCode::SUCCESS);
+    }
+    let corpus = super::corpus_arg(&corpus)?;
+    let (config, engine, window, chunking) = prepare(&corpus, &a.knobs)?;
     let spec = config.embed_spec();
-    write_results(
-        &engine,
-        &chunking,
-        (&window, &spec),
-        &a.text,
-        k,
-        json,
-        &mut say,
-        &mut out,
-    )?;
+    let (embedder, mut cache, vectors) = chunk_vectors(&engine, &chunking, &window, &spec, &mut say)?;
+    let mut index = SearchIndex::build(&engine, &chunking, Some(&vectors), embedder.dim())?;
+    index.rrf_k = config.search_rrf_k;
+    let search = Search {
+        engine: &engine,
+        chunking: &chunking,
+        index: &index,
+        window: &window,
+    };
+    let results = search.run(&embedder, &mut cache, &text, a.k)?;
+    let why = search.explain(&embedder, &results, expect)?;
+    write_results(&results, why.as_ref(), json, &mut out)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// `chunkscope query`: the three result lists (BM25, vector, hybrid).
-#[allow(clippy::too_many_arguments)]
-fn write_results(
-    engine: &Engine,
-    chunking: &Chunking,
-    (window, spec): (&Window, &EmbedSpec),
-    text: &str,
-    (k, rrf_k): (usize, usize),
-    as_json: bool,
-    say: &mut dyn FnMut(&str),
-    out: &mut dyn Write,
-) -> Result<()> {
-    let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, spec, say)?;
-    let mut index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
-    index.rrf_k = rrf_k;
-    let results = index.search(
-        engine,
-        chunking,
-        &embedder,
-        &mut cache,
-        text,
-        k,
-        window.tokens,
-    )?;
-    let _ = cache.save();
+/// One search over a corpus or a store.
+struct Search<'a> {
+    engine: &'a Engine,
+    chunking: &'a Chunking,
+    index: &'a SearchIndex,
+    window: &'a Window,
+}
+
+impl Search<'_> {
+    fn run(&self, embedder: &Embedder, cache: &mut EmbedCache, text: &str, k: usize) -> Result<Results> {
+        let results = self.index.search(
+            self.engine,
+            self.chunking,
+            embedder,
+            cache,
+            text,
+            k,
+            self.window.tokens,
+        )?;
+        let _ = cache.save();
+        Ok(results)
+    }
+
+    /// `--expect` / `--expect-text`: the chunk named, explained; an error when none matches.
+    fn explain(
+        &self,
+        embedder: &Embedder,
+        results: &Results,
+        (id, text): (Option<&str>, Option<&str>),
+    ) -> Result<Option<WhyNot>> {
+        if id.is_none() && text.is_none() {
+            return Ok(None);
+        }
+        let Some(chunk) = explain::find_chunk(self.engine, self.chunking, id, text) else {
+            anyhow::bail!(
+                "--expect: no chunk {}",
+                id.map(|i| format!("with id {i}"))
+                    .unwrap_or_else(|| format!("holds {:?}", text.unwrap_or("")))
+            );
+        };
+        let qv = if self.index.has_vectors() {
+            embedder
+                .embed(&[embedder.query_text(&results.query).as_ref()], self.window.tokens)
+                .pop()
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        explain::why_not(self.index, self.engine, self.chunking, results, &qv, chunk, text).map(Some)
+    }
+}
+
+/// `chunkscope query`: the three result lists (BM25, vector, hybrid), and the expected chunk.
+fn write_results(results: &Results, why: Option<&WhyNot>, as_json: bool, out: &mut dyn Write) -> Result<()> {
+    let k = results.k;
+    let window = results.window;
     if as_json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
+        let mut v = serde_json::to_value(results)?;
+        v["expect"] = serde_json::to_value(why)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(());
     }
     writeln!(
         out,
         "query {:?}  k {}  window {}  {}",
-        results.query, k, window.tokens, results.embedder
+        results.query, k, window, results.embedder
     )?;
     let hybrid = format!("hybrid (RRF k={})", results.rrf_k);
     for (name, hits) in [
@@ -126,6 +206,42 @@ fn write_results(
                 )?;
             }
         }
+    }
+    if let Some(w) = why {
+        write_why_not(w, out)?;
+    }
+    Ok(())
+}
+
+/// The expected chunk, retriever by retriever.
+fn write_why_not(w: &WhyNot, out: &mut dyn Write) -> Result<()> {
+    writeln!(out, "expected {} #{}:", w.file, w.chunk)?;
+    for p in &w.places {
+        let rank = p.rank.map_or("not ranked".to_string(), |r| format!("rank {r}"));
+        let score = p.score.map_or(String::new(), |s| format!(" score {s:.3}"));
+        let bar = p
+            .last_shown_score
+            .map_or(String::new(), |s| format!(" (last shown {s:.3})"));
+        let shown = if p.shown { "  shown" } else { "" };
+        writeln!(out, "  {:<7} {rank}{score}{bar}{shown}", p.retriever)?;
+    }
+    match w.tail_start {
+        None => writeln!(out, "  the window holds the whole chunk")?,
+        Some(t) => writeln!(out, "  tail from byte {t}")?,
+    }
+    if !w.terms_in_tail.is_empty() {
+        writeln!(
+            out,
+            "  query terms only past the window (never embedded): {}",
+            w.terms_in_tail.join(", ")
+        )?;
+    }
+    if let (Some(at), Some(tail)) = (w.expected_at, w.expected_in_tail) {
+        writeln!(
+            out,
+            "  the expected text starts at byte {at}, {}",
+            if tail { "in the TAIL: the vector never saw it" } else { "inside the window" }
+        )?;
     }
     Ok(())
 }

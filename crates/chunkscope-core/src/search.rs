@@ -54,6 +54,9 @@ pub struct Hit {
     pub rank: usize,
     pub score: f32,
     pub file: String,
+    /// The stored chunk's id, for a store opened as the corpus.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// Position of the file in the chunking, and the chunk's index in it.
     #[serde(skip)]
     pub file_pos: usize,
@@ -313,20 +316,30 @@ impl SearchIndex {
 
     /// Every chunk id ranked by BM25 for `query` (chunks without a matching term are left out).
     pub fn bm25_ranking(&self, query: &str) -> Result<Vec<u64>> {
+        Ok(self.bm25_scored(query)?.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// Every chunk that matches `query`, with its BM25 score, best first.
+    pub fn bm25_scored(&self, query: &str) -> Result<Vec<(u64, f32)>> {
         Ok(self
             .bm25
             .search(query, self.refs.len(), |_| None)?
             .into_iter()
-            .filter_map(|h| self.ids.get(&h.id).copied())
+            .filter_map(|h| Some((*self.ids.get(&h.id)?, h.score)))
             .collect())
     }
 
     /// Every chunk id ranked by cosine to `qv`.
     pub fn vector_ranking(&self, qv: &[f32]) -> Vec<u64> {
+        self.vector_scored(qv).into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// Every chunk with a vector, with its cosine to `qv`, best first.
+    pub fn vector_scored(&self, qv: &[f32]) -> Vec<(u64, f32)> {
         self.vectors
             .search(qv, self.refs.len())
             .into_iter()
-            .filter_map(|h| self.ids.get(&h.0).copied())
+            .filter_map(|(key, score)| Some((*self.ids.get(&key)?, score)))
             .collect()
     }
 
@@ -481,6 +494,7 @@ impl SearchIndex {
                 rank,
                 score,
                 file: path.to_string(),
+                id: None,
                 file_pos: fp,
                 chunk: c,
                 heading: chunk.chunk.heading.clone(),

@@ -19,6 +19,7 @@ pub(super) struct RawFile {
     pub(super) corpus: Option<RawCorpus>,
     pub(super) ui: Option<RawUi>,
     pub(super) search: Option<RawSearch>,
+    pub(super) store: Option<crate::store::StoreOptions>,
     pub(super) keys: Option<BTreeMap<String, toml::Value>>,
 }
 

@@ -121,6 +121,8 @@ pub struct Overrides {
     pub init_constant: Option<f32>,
     /// (field, use): heading/section, file, index/chunk, front_matter, or a front-matter key.
     pub metadata: Vec<(String, Use)>,
+    /// A store to open as the corpus (`--store URI`).
+    pub store: Option<String>,
 }
 
 impl Overrides {
@@ -129,6 +131,9 @@ impl Overrides {
     pub fn apply(&self, c: &mut Config) {
         if let Some(m) = &self.model {
             c.model = m.clone();
+        }
+        if let Some(s) = &self.store {
+            c.store.uri = Some(s.clone());
         }
         if let Some(e) = &self.endpoint {
             c.remote.endpoint = e.trim_end_matches('/').to_string();
@@ -216,6 +221,8 @@ pub struct Config {
     pub search_rrf_k: usize,
     /// Remapped actions, overriding the default keymap.
     pub keys: Vec<KeyOverride>,
+    /// A RAG store opened as the corpus (`[store]`, `--store`).
+    pub store: crate::store::StoreOptions,
     /// The file this came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -238,6 +245,7 @@ impl Default for Config {
             search_k: 5,
             search_rrf_k: crate::search::RRF_K,
             keys: Vec::new(),
+            store: Default::default(),
             source: None,
         }
     }
@@ -369,6 +377,9 @@ impl Config {
                 )));
             }
             c.search_rrf_k = k;
+        }
+        if let Some(store) = raw.store {
+            c.store = store;
         }
         c.keys = key_overrides(raw.keys.unwrap_or_default(), text).map_err(located)?;
         Ok(c)

@@ -1,0 +1,194 @@
+//! `chroma://HOST:PORT/COLLECTION`: a Chroma server's HTTP API (v2), read with limit/offset pages
+//! of documents, metadatas and embeddings. Tenant and database default to Chroma's own
+//! (`default_tenant`, `default_database`); `?tenant=`/`&database=` or `[store]` set others.
+//! Only reads: the collection is looked up and its records fetched, nothing else is sent.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{floats, source_of, Meta, Progress, StoreError, StoreOptions, StoredChunk};
+
+struct Target {
+    base: String,
+    collection: String,
+    tenant: String,
+    database: String,
+}
+
+fn parse(uri: &str, opts: &StoreOptions) -> Result<Target, StoreError> {
+    let rest = uri
+        .strip_prefix("chroma://")
+        .or_else(|| uri.strip_prefix("chroma+http://"))
+        .ok_or_else(|| StoreError::Uri(uri.to_string()))?;
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (host, collection) = path
+        .split_once('/')
+        .filter(|(h, c)| !h.is_empty() && !c.is_empty())
+        .ok_or_else(|| StoreError::read(uri, "no collection: chroma://HOST:PORT/COLLECTION"))?;
+    let param = |k: &str| {
+        query
+            .split('&')
+            .filter_map(|p| p.split_once('='))
+            .find(|(key, _)| *key == k)
+            .map(|(_, v)| v.to_string())
+    };
+    Ok(Target {
+        base: format!("http://{host}/api/v2"),
+        collection: collection.trim_end_matches('/').to_string(),
+        tenant: param("tenant")
+            .or_else(|| opts.tenant.clone())
+            .unwrap_or_else(|| "default_tenant".into()),
+        database: param("database")
+            .or_else(|| opts.database.clone())
+            .unwrap_or_else(|| "default_database".into()),
+    })
+}
+
+#[derive(Deserialize)]
+struct Page {
+    ids: Vec<String>,
+    #[serde(default)]
+    documents: Option<Vec<Option<String>>>,
+    #[serde(default)]
+    metadatas: Option<Vec<Option<Value>>>,
+    #[serde(default)]
+    embeddings: Option<Vec<Option<Value>>>,
+}
+
+pub fn read(uri: &str, opts: &StoreOptions, progress: Progress) -> Result<Vec<StoredChunk>, StoreError> {
+    let t = parse(uri, opts)?;
+    let agent = ureq::AgentBuilder::new()
+        .timeout_connect(Duration::from_secs(5))
+        .timeout(Duration::from_secs(120))
+        .build();
+    let fail = |e: ureq::Error, what: &str| match e {
+        ureq::Error::Status(404, _) => StoreError::read(uri, format!("{what}: not found")),
+        ureq::Error::Status(code, r) => StoreError::read(
+            uri,
+            format!("{what}: the server answered {code}: {}", r.into_string().unwrap_or_default().trim()),
+        ),
+        ureq::Error::Transport(e) => StoreError::Unreachable {
+            uri: uri.to_string(),
+            why: e.to_string(),
+        },
+    };
+    let coll_url = format!(
+        "{}/tenants/{}/databases/{}/collections",
+        t.base, t.tenant, t.database
+    );
+    let coll: Value = agent
+        .get(&format!("{coll_url}/{}", t.collection))
+        .call()
+        .map_err(|e| {
+            fail(
+                e,
+                &format!(
+                    "collection {} (tenant {}, database {})",
+                    t.collection, t.tenant, t.database
+                ),
+            )
+        })?
+        .into_json()
+        .map_err(|e| StoreError::read(uri, format!("collection: not Chroma's answer: {e}")))?;
+    let id = coll
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| StoreError::read(uri, "collection: no id in Chroma's answer"))?
+        .to_string();
+    let count: usize = agent
+        .get(&format!("{coll_url}/{id}/count"))
+        .call()
+        .map_err(|e| fail(e, "count"))?
+        .into_json()
+        .map_err(|e| StoreError::read(uri, format!("count: not a number: {e}")))?;
+    let mut out = Vec::with_capacity(count);
+    let page = opts.page();
+    while out.len() < count {
+        let body = json!({
+            "limit": page,
+            "offset": out.len(),
+            "include": ["documents", "metadatas", "embeddings"],
+        });
+        let interrupted = |why: String| StoreError::Interrupted {
+            uri: uri.to_string(),
+            read: out.len(),
+            expected: count,
+            why,
+        };
+        let got: Page = agent
+            .post(&format!("{coll_url}/{id}/get"))
+            .send_json(body)
+            .map_err(|e| interrupted(fail(e, "get").to_string()))?
+            .into_json()
+            .map_err(|e| interrupted(format!("get: {e}")))?;
+        if got.ids.is_empty() {
+            return Err(StoreError::Interrupted {
+                uri: uri.to_string(),
+                read: out.len(),
+                expected: count,
+                why: "the server returned an empty page".into(),
+            });
+        }
+        let n = got.ids.len();
+        let docs = got.documents.unwrap_or_default();
+        let metas = got.metadatas.unwrap_or_default();
+        let vecs = got.embeddings.unwrap_or_default();
+        for (i, cid) in got.ids.into_iter().enumerate() {
+            let text = docs.get(i).cloned().flatten().ok_or_else(|| {
+                StoreError::read(uri, format!("record {cid} has no document (chunkscope reads the text Chroma stores)"))
+            })?;
+            let metadata = metas
+                .get(i)
+                .and_then(Option::as_ref)
+                .map(Meta::from_object)
+                .unwrap_or_default();
+            let vector = match vecs.get(i).and_then(Option::as_ref) {
+                Some(v) => Some(floats(v).map_err(|e| StoreError::read(uri, format!("{cid}: {e}")))?),
+                None => None,
+            };
+            let mut c = StoredChunk::plain(cid, text);
+            c.source = source_of(&metadata, opts.source.as_deref());
+            let offset = |k: &str| metadata.get(k).and_then(Value::as_u64).map(|n| n as usize);
+            c.start_char = offset("start_char_idx").or_else(|| offset("start_index"));
+            c.end_char = offset("end_char_idx");
+            c.metadata = metadata;
+            c.vector = vector;
+            out.push(c);
+        }
+        progress(out.len(), Some(count));
+        if n < page && out.len() < count {
+            return Err(StoreError::Interrupted {
+                uri: uri.to_string(),
+                read: out.len(),
+                expected: count,
+                why: "the collection shrank while it was read".into(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris() {
+        let t = parse("chroma://127.0.0.1:8000/docs?tenant=t1", &StoreOptions::default()).unwrap();
+        assert_eq!(t.base, "http://127.0.0.1:8000/api/v2");
+        assert_eq!((t.collection.as_str(), t.tenant.as_str()), ("docs", "t1"));
+        assert_eq!(t.database, "default_database");
+        assert!(parse("chroma://127.0.0.1:8000", &StoreOptions::default()).is_err());
+    }
+
+    #[test]
+    fn unreachable_server_is_named() {
+        // Port 9 (discard) on the loopback: nothing listens there.
+        let e = read("chroma://127.0.0.1:9/docs", &StoreOptions::default(), &mut |_, _| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("chroma://127.0.0.1:9/docs") && e.contains("cannot reach"), "{e}");
+    }
+}

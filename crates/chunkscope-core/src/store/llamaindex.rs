@@ -1,0 +1,266 @@
+//! `llamaindex:DIR`: a folder written by LlamaIndex's `StorageContext.persist()`: docstore.json
+//! (the nodes, under `docstore/data`), default__vector_store.json (their embeddings, under
+//! `embedding_dict`) and index_store.json (which nodes each index holds).
+//!
+//! What LlamaIndex embeds is `node.get_content(MetadataMode.EMBED)`: the metadata not listed in
+//! `excluded_embed_metadata_keys`, each as `metadata_template` (`{key}: {value}`, the value as
+//! Python's `str()`) joined by `metadata_separator` (a newline), put into `text_template`
+//! (`{metadata_str}\n\n{content}`), and the whole stripped; the text alone when no metadata is
+//! left.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::{floats, python_str, source_of, Meta, Progress, StoreError, StoredChunk};
+
+#[derive(Deserialize)]
+struct Docstore {
+    #[serde(rename = "docstore/data", default)]
+    data: HashMap<String, Entry>,
+}
+
+#[derive(Deserialize)]
+struct Entry {
+    #[serde(rename = "__data__")]
+    data: Box<RawValue>,
+    #[serde(rename = "__type__", default)]
+    kind: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Node {
+    #[serde(default)]
+    id_: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    /// Newer nodes keep the text in a media resource.
+    #[serde(default)]
+    text_resource: Option<TextResource>,
+    #[serde(default)]
+    embedding: Option<Vec<f32>>,
+    #[serde(default)]
+    metadata: Meta,
+    #[serde(default)]
+    excluded_embed_metadata_keys: Vec<String>,
+    #[serde(default)]
+    metadata_template: Option<String>,
+    #[serde(default)]
+    metadata_separator: Option<String>,
+    #[serde(default)]
+    text_template: Option<String>,
+    #[serde(default)]
+    start_char_idx: Option<usize>,
+    #[serde(default)]
+    end_char_idx: Option<usize>,
+    #[serde(default)]
+    relationships: HashMap<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct TextResource {
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct VectorStore {
+    #[serde(default)]
+    embedding_dict: HashMap<String, Value>,
+}
+
+/// The node types that carry text (TextNode "1"; Document "4" only when an index stores it).
+const TEXT_TYPES: &[&str] = &["1", "4"];
+
+pub fn read(dir: &Path, progress: Progress) -> Result<Vec<StoredChunk>, StoreError> {
+    let uri = format!("llamaindex:{}", dir.display());
+    let file = |name: &str| -> Result<Option<String>, StoreError> {
+        let p = dir.join(name);
+        match std::fs::read_to_string(&p) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::read(&uri, format!("{name}: {e}"))),
+        }
+    };
+    let parse_err = |name: &str, e: serde_json::Error| StoreError::Line {
+        file: dir.join(name),
+        line: e.line(),
+        what: format!("not what LlamaIndex writes: {e}"),
+    };
+    let docstore_text = file("docstore.json")?.ok_or_else(|| {
+        StoreError::read(
+            &uri,
+            "no docstore.json (a StorageContext.persist() folder holds docstore.json, default__vector_store.json and index_store.json)",
+        )
+    })?;
+    let docstore: Docstore =
+        serde_json::from_str(&docstore_text).map_err(|e| parse_err("docstore.json", e))?;
+    drop(docstore_text);
+    let vectors: HashMap<String, Value> = match file("default__vector_store.json")? {
+        Some(t) => {
+            serde_json::from_str::<VectorStore>(&t)
+                .map_err(|e| parse_err("default__vector_store.json", e))?
+                .embedding_dict
+        }
+        None => HashMap::new(),
+    };
+    let indexed = match file("index_store.json")? {
+        Some(t) => Some(index_nodes(&t).map_err(|e| parse_err("index_store.json", e))?),
+        None => None,
+    };
+    let mut ids: Vec<&String> = docstore.data.keys().collect();
+    ids.sort();
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let entry = &docstore.data[id];
+        let in_index = indexed.as_ref().map_or(true, |set| set.contains(id.as_str()));
+        let text_type = entry.kind.as_deref().is_none_or(|k| TEXT_TYPES.contains(&k));
+        if !in_index || !text_type {
+            continue;
+        }
+        let node = node_of(&entry.data).map_err(|e| {
+            StoreError::read(&uri, format!("docstore.json: node {id}: {e}"))
+        })?;
+        let mut chunk = chunk_of(id, node).map_err(|e| StoreError::read(&uri, format!("docstore.json: node {id}: {e}")))?;
+        if let Some(v) = vectors.get(id) {
+            chunk.vector = Some(floats(v).map_err(|e| {
+                StoreError::read(&uri, format!("default__vector_store.json: {id}: {e}"))
+            })?);
+        }
+        out.push(chunk);
+        if out.len() % 10_000 == 0 {
+            progress(out.len(), None);
+        }
+    }
+    progress(out.len(), Some(out.len()));
+    Ok(out)
+}
+
+/// A node's data: an object, or (older versions) a JSON string holding one.
+fn node_of(raw: &RawValue) -> Result<Node, serde_json::Error> {
+    match serde_json::from_str::<String>(raw.get()) {
+        Ok(inner) => serde_json::from_str(&inner),
+        Err(_) => serde_json::from_str(raw.get()),
+    }
+}
+
+/// Every node id any index of index_store.json holds.
+fn index_nodes(text: &str) -> Result<HashSet<String>, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct IndexStore {
+        #[serde(rename = "index_store/data", default)]
+        data: HashMap<String, Entry>,
+    }
+    #[derive(Deserialize)]
+    struct Index {
+        #[serde(default)]
+        nodes_dict: HashMap<String, String>,
+    }
+    let store: IndexStore = serde_json::from_str(text)?;
+    let mut out = HashSet::new();
+    for entry in store.data.values() {
+        let index: Index = match serde_json::from_str::<String>(entry.data.get()) {
+            Ok(inner) => serde_json::from_str(&inner)?,
+            Err(_) => serde_json::from_str(entry.data.get())?,
+        };
+        out.extend(index.nodes_dict.into_keys());
+    }
+    Ok(out)
+}
+
+fn chunk_of(id: &str, node: Node) -> Result<StoredChunk, String> {
+    let text = node
+        .text
+        .or_else(|| node.text_resource.and_then(|r| r.text))
+        .ok_or("no text")?;
+    let header = embed_header(
+        &node.metadata,
+        &node.excluded_embed_metadata_keys,
+        node.metadata_template.as_deref().unwrap_or("{key}: {value}"),
+        node.metadata_separator.as_deref().unwrap_or("\n"),
+        node.text_template.as_deref().unwrap_or("{metadata_str}\n\n{content}"),
+    )?;
+    // The source document: the metadata's file path, else the SOURCE relationship ("1").
+    let source = source_of(&node.metadata, None).or_else(|| {
+        node.relationships
+            .get("1")?
+            .get("node_id")?
+            .as_str()
+            .map(str::to_string)
+    });
+    let mut chunk = StoredChunk::plain(node.id_.unwrap_or_else(|| id.to_string()), text);
+    if let Some(h) = header {
+        // get_content strips the whole embedded string: the text's end, and the header's start.
+        chunk.embedded_len = chunk.text.trim_end().len();
+        chunk.header = h;
+    }
+    chunk.vector = node.embedding;
+    chunk.metadata = node.metadata;
+    chunk.source = source;
+    chunk.start_char = node.start_char_idx;
+    chunk.end_char = node.end_char_idx;
+    Ok(chunk)
+}
+
+/// What LlamaIndex puts ahead of the text: the embedded metadata lines inside the text template,
+/// up to where the content goes; `None` when no metadata is embedded (the text goes alone).
+pub fn embed_header(
+    meta: &Meta,
+    excluded: &[String],
+    metadata_template: &str,
+    separator: &str,
+    text_template: &str,
+) -> Result<Option<String>, String> {
+    let lines: Vec<String> = meta
+        .0
+        .iter()
+        .filter(|(k, _)| !excluded.iter().any(|x| x == k))
+        .map(|(k, v)| {
+            metadata_template
+                .replace("{key}", k)
+                .replace("{value}", &python_str(v))
+        })
+        .collect();
+    let metadata_str = lines.join(separator);
+    let metadata_str = metadata_str.trim();
+    if metadata_str.is_empty() {
+        return Ok(None);
+    }
+    let (before, _) = text_template
+        .split_once("{content}")
+        .ok_or("text_template has no {content}")?;
+    let header = before.replace("{metadata_str}", metadata_str);
+    Ok(Some(header.trim_start().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_as_llamaindex_writes_it() {
+        let meta: Meta =
+            serde_json::from_str(r#"{"file_path": "/a/b.md", "file_size": 12, "page": 3}"#).unwrap();
+        let h = embed_header(
+            &meta,
+            &["file_size".to_string()],
+            "{key}: {value}",
+            "\n",
+            "{metadata_str}\n\n{content}",
+        )
+        .unwrap();
+        assert_eq!(h.as_deref(), Some("file_path: /a/b.md\npage: 3\n\n"));
+        let none = embed_header(
+            &meta,
+            &["file_path".into(), "file_size".into(), "page".into()],
+            "{key}: {value}",
+            "\n",
+            "{metadata_str}\n\n{content}",
+        )
+        .unwrap();
+        assert_eq!(none, None);
+    }
+}

@@ -1,0 +1,251 @@
+//! A RAG system's store opened as the corpus, read-only: the chunks its framework stored, the text
+//! its embedder really saw (with what the framework put ahead of it) and the vectors it stored.
+//! One file per kind of store (`jsonl`, `llamaindex`, `chroma`, `postgres`); another kind
+//! (Qdrant, Weaviate, OpenSearch) is one more file that returns [`StoredChunk`]s.
+
+pub mod check;
+pub mod chroma;
+pub mod jsonl;
+pub mod llamaindex;
+mod meta;
+pub mod postgres;
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+pub use meta::{python_str, Meta};
+
+/// Why a store could not be read. Each names the store (its URI, never a password) and, for
+/// files, the line.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("--store {0}: not a store URI (expected jsonl:PATH, llamaindex:DIR, chroma://HOST:PORT/COLLECTION or postgres://USER@HOST:PORT/DB?table=T)")]
+    Uri(String),
+    #[error("{file}:{line}: {what}")]
+    Line {
+        file: PathBuf,
+        line: usize,
+        what: String,
+    },
+    #[error("{uri}: {what}")]
+    Read { uri: String, what: String },
+    #[error("{uri}: cannot reach the server: {why}")]
+    Unreachable { uri: String, why: String },
+    #[error("{uri}: the read stopped after {read} of {expected} chunks: {why} (nothing is shown as complete)")]
+    Interrupted {
+        uri: String,
+        read: usize,
+        expected: usize,
+        why: String,
+    },
+    #[error("stored vectors have {stored} dimensions, {model} makes {ours}: another model wrote them (pass the --model that did)")]
+    Dimension {
+        stored: usize,
+        ours: usize,
+        model: String,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn read(uri: &str, what: impl Into<String>) -> StoreError {
+        StoreError::Read {
+            uri: uri.to_string(),
+            what: what.into(),
+        }
+    }
+}
+
+/// `[store]` in workbench.toml: the URI and, for stores whose names vary, which fields or columns
+/// hold what. Every key is optional; the URI's own settings win over these.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreOptions {
+    /// `jsonl:PATH`, `llamaindex:DIR`, `chroma://HOST:PORT/COLLECTION`,
+    /// `postgres://USER@HOST:PORT/DB?table=T`.
+    pub uri: Option<String>,
+    /// Field (JSONL) or column (Postgres) names.
+    pub id: Option<String>,
+    pub text: Option<String>,
+    pub vector: Option<String>,
+    pub metadata: Option<String>,
+    /// The metadata key naming the source document.
+    pub source: Option<String>,
+    /// Postgres: the table, and LangChain PGVector's collection name.
+    pub table: Option<String>,
+    pub collection: Option<String>,
+    /// The environment variable holding the Postgres password (default PGPASSWORD).
+    pub password_env: Option<String>,
+    /// Chroma's tenant and database (default_tenant, default_database).
+    pub tenant: Option<String>,
+    pub database: Option<String>,
+    /// Chunks asked per request or fetch (default 1,000).
+    pub page: Option<usize>,
+}
+
+impl StoreOptions {
+    pub(crate) fn page(&self) -> usize {
+        self.page.unwrap_or(1000).clamp(1, 100_000)
+    }
+}
+
+/// One chunk as the store holds it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoredChunk {
+    pub id: String,
+    /// The text as stored.
+    pub text: String,
+    pub vector: Option<Vec<f32>>,
+    /// The metadata in stored order.
+    pub metadata: Meta,
+    /// The source document (metadata `source`, `file_path`, `doc_id` or `ref_doc_id`).
+    pub source: Option<String>,
+    /// Character offsets in the source document, where the framework kept them.
+    pub start_char: Option<usize>,
+    pub end_char: Option<usize>,
+    /// What the framework put ahead of the text when it embedded it (LlamaIndex: the metadata
+    /// not excluded from embedding, as `key: value` lines, and a blank line); empty for none.
+    pub header: String,
+    /// Bytes of `text` the embedder was given (LlamaIndex strips the embedded string's end).
+    pub embedded_len: usize,
+}
+
+impl StoredChunk {
+    /// A chunk whose whole text was embedded as it is.
+    pub fn plain(id: String, text: String) -> StoredChunk {
+        StoredChunk {
+            id,
+            embedded_len: text.len(),
+            text,
+            ..StoredChunk::default()
+        }
+    }
+
+    /// The text the framework embedded: the header, then the text.
+    pub fn embedded_text(&self) -> String {
+        format!("{}{}", self.header, &self.text[..self.embedded_len])
+    }
+}
+
+/// A whole store, read to the end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Store {
+    /// The URI, as given (a password in it is never kept: see [`redact`]).
+    pub uri: String,
+    pub chunks: Vec<StoredChunk>,
+}
+
+impl Store {
+    /// The stored vectors' dimension (every vector must have it); `None` without vectors.
+    pub fn dim(&self) -> Result<Option<usize>, StoreError> {
+        let mut dims = self.chunks.iter().filter_map(|c| c.vector.as_ref()).map(Vec::len);
+        let Some(first) = dims.next() else {
+            return Ok(None);
+        };
+        match self.chunks.iter().find(|c| c.vector.as_ref().is_some_and(|v| v.len() != first)) {
+            Some(c) => Err(StoreError::read(
+                &self.uri,
+                format!(
+                    "chunk {} has a vector of {} dimensions where the others have {first}",
+                    c.id,
+                    c.vector.as_ref().map_or(0, Vec::len)
+                ),
+            )),
+            None => Ok(Some(first)),
+        }
+    }
+
+    pub fn vectors(&self) -> usize {
+        self.chunks.iter().filter(|c| c.vector.is_some()).count()
+    }
+}
+
+/// Progress while a store is read: chunks read so far and the total when the store says it.
+pub type Progress<'a> = &'a mut dyn FnMut(usize, Option<usize>);
+
+/// Open `uri` (laid over `opts`) and read every chunk.
+pub fn open(uri: &str, opts: &StoreOptions, progress: Progress) -> Result<Store, StoreError> {
+    let (kind, rest) = uri
+        .split_once(':')
+        .ok_or_else(|| StoreError::Uri(redact(uri)))?;
+    let chunks = match kind {
+        "jsonl" => jsonl::read(std::path::Path::new(rest), opts, progress)?,
+        "llamaindex" => llamaindex::read(std::path::Path::new(rest), progress)?,
+        "chroma" | "chroma+http" => chroma::read(uri, opts, progress)?,
+        "postgres" | "postgresql" => postgres::read(uri, opts, progress)?,
+        _ => return Err(StoreError::Uri(redact(uri))),
+    };
+    let mut seen = std::collections::HashSet::new();
+    if let Some(c) = chunks.iter().find(|c| !seen.insert(c.id.as_str())) {
+        return Err(StoreError::read(
+            &redact(uri),
+            format!("id {} is stored twice", c.id),
+        ));
+    }
+    Ok(Store {
+        uri: redact(uri),
+        chunks,
+    })
+}
+
+/// The URI with any password taken out (`postgres://user:secret@host` -> `postgres://user@host`).
+pub fn redact(uri: &str) -> String {
+    let Some((scheme, rest)) = uri.split_once("://") else {
+        return uri.to_string();
+    };
+    let (auth, tail) = match rest.find('@') {
+        Some(at) if rest[..at].find('/').is_none() => (&rest[..at], &rest[at..]),
+        _ => return uri.to_string(),
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}{tail}"),
+        None => uri.to_string(),
+    }
+}
+
+/// The source of a chunk from its metadata, as the frameworks name it.
+pub(crate) fn source_of(meta: &Meta, key: Option<&str>) -> Option<String> {
+    let keys: &[&str] = match key {
+        Some(k) => &[k][..],
+        None => &["source", "file_path", "doc_id", "ref_doc_id"][..],
+    };
+    keys.iter().find_map(|k| match meta.get(k)? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Null => None,
+        other => Some(other.to_string()),
+    })
+}
+
+/// A JSON value as a list of floats (a stored vector), or what is wrong with it.
+pub(crate) fn floats(v: &serde_json::Value) -> Result<Vec<f32>, String> {
+    let list = v.as_array().ok_or("the vector is not a list of numbers")?;
+    list.iter()
+        .map(|x| x.as_f64().map(|f| f as f32))
+        .collect::<Option<Vec<f32>>>()
+        .ok_or_else(|| "the vector holds something other than numbers".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_kept() {
+        assert_eq!(
+            redact("postgres://app:s3cret@127.0.0.1:5432/rag?table=t"),
+            "postgres://app@127.0.0.1:5432/rag?table=t"
+        );
+        assert_eq!(redact("postgres://app@h/db"), "postgres://app@h/db");
+        assert_eq!(redact("jsonl:a@b:c"), "jsonl:a@b:c");
+        let e = open("postgres://app:s3cret@/x", &StoreOptions::default(), &mut |_, _| {})
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn unknown_kinds_are_named() {
+        let e = open("qdrant://x", &StoreOptions::default(), &mut |_, _| {}).unwrap_err();
+        assert!(e.to_string().contains("qdrant://x"), "{e}");
+    }
+}

@@ -1,0 +1,313 @@
+//! `--store URI`: the commands over what a RAG system stored instead of a folder. The store is
+//! read (with progress), measured as one chunk per stored chunk with the framework's header and
+//! the model's prompt ahead of it, and checked: duplicates, empty chunks, stored vectors against
+//! vectors recomputed from the reconstructed text.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use chunkscope_core::config::Config;
+use chunkscope_core::embed::{EmbedCache, Embedder};
+use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::model;
+use chunkscope_core::search::SearchIndex;
+use chunkscope_core::store::check::{self, VectorCheck, AGREE};
+use chunkscope_core::store::{self, Store};
+use chunkscope_core::tokenize::EmbedTokenizer;
+use chunkscope_core::window::{Window, WindowSpec};
+
+use super::knobs::Knobs;
+use super::prepare::{chunk_vectors, say, window_for};
+
+/// A store read, measured and checked for duplicates.
+pub(crate) struct Opened {
+    pub config: Config,
+    pub engine: Engine,
+    pub window: Window,
+    pub chunking: Chunking,
+    pub store: Store,
+    pub duplicate_of: Vec<Option<usize>>,
+}
+
+/// The store `--store` or `[store] uri` names, if any.
+pub(crate) fn wanted(knobs: &Knobs, corpus: Option<&Path>) -> Result<Option<Config>> {
+    let config = knobs.config(corpus)?;
+    Ok(config.store.uri.is_some().then_some(config))
+}
+
+/// Read the store of `config` and measure it with the model's tokenizer.
+pub(crate) fn open(config: Config) -> Result<Opened> {
+    let uri = config.store.uri.clone().context("no store")?;
+    let mut last = std::time::Instant::now();
+    let shown = store::redact(&uri);
+    let store = store::open(&uri, &config.store, &mut |n, total| {
+        if last.elapsed().as_millis() > 500 {
+            match total {
+                Some(t) => say(&format!("{shown}: read {n}/{t} chunks…")),
+                None => say(&format!("{shown}: read {n} chunks…")),
+            }
+            last = std::time::Instant::now();
+        }
+    })?;
+    say(&format!(
+        "{}: {} chunks, {} with stored vectors",
+        store.uri,
+        store.chunks.len(),
+        store.vectors()
+    ));
+    let info = model::locate(&config.model, &mut say)?;
+    let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
+    let (engine, chunking) = check::engine_for(&store, info, tok, &config.chunking)?;
+    let mut window = window_for(&engine, &config);
+    if config.window == WindowSpec::Auto && config.remote().is_none() && store.vectors() > 0 {
+        if let Some(found) = detect_window(&engine, &chunking, &store, &config, &window)? {
+            window = found;
+        }
+    }
+    let duplicate_of = check::duplicates(&store);
+    Ok(Opened {
+        config,
+        engine,
+        window,
+        chunking,
+        store,
+        duplicate_of,
+    })
+}
+
+/// With the window left to `auto`, the window the store's vectors were embedded at (of the
+/// model's three), when a sample of the longest chunks says so more clearly than auto's.
+fn detect_window(
+    engine: &Engine,
+    chunking: &Chunking,
+    store: &Store,
+    config: &Config,
+    auto: &Window,
+) -> Result<Option<Window>> {
+    let windows = &engine.model.windows;
+    let mut candidates = vec![auto.tokens];
+    candidates.extend([WindowSpec::St, WindowSpec::Max].map(|s| windows.resolve(s).tokens));
+    let embedder = Embedder::open(&engine.model, &config.embed_spec())?;
+    let found = check::detect_window(
+        store,
+        chunking,
+        engine.model.modules.document_prompt(),
+        engine.specials(),
+        &candidates,
+        16,
+        &mut |texts, w| Ok(embedder.embed(texts, w)),
+    )?;
+    Ok(match found {
+        Some((w, agree, sampled)) if w != auto.tokens => {
+            let source = format!(
+                "detected: {agree} of the {sampled} longest stored vectors agree at {w} (auto is {})",
+                auto.tokens
+            );
+            say(&format!("window {w}, {source}; --window sets another"));
+            Some(Window {
+                tokens: w,
+                source,
+                rejects: false,
+            })
+        }
+        _ => None,
+    })
+}
+
+impl Opened {
+    /// Recompute every chunk's vector from its reconstructed text (through the cache) and compare
+    /// the stored ones; the variants of differing chunks are embedded directly.
+    pub fn check_vectors(&self) -> Result<(Embedder, EmbedCache, Vec<Vec<f32>>, VectorCheck)> {
+        let spec = self.config.embed_spec();
+        let (embedder, cache, recomputed) =
+            chunk_vectors(&self.engine, &self.chunking, &self.window, &spec, &mut say)?;
+        let windows = &self.engine.model.windows;
+        let others: Vec<usize> = [WindowSpec::Auto, WindowSpec::St, WindowSpec::Max]
+            .iter()
+            .map(|s| windows.resolve(*s).tokens)
+            .collect();
+        let result = if self.store.vectors() == 0 {
+            VectorCheck {
+                cos: vec![None; self.store.chunks.len()],
+                cause: vec![None; self.store.chunks.len()],
+            }
+        } else {
+            check::check_vectors(
+                &self.store,
+                self.engine.model.modules.document_prompt(),
+                &recomputed,
+                self.window.tokens,
+                &others,
+                &mut |texts, w| Ok(embedder.embed(texts, w)),
+                &self.engine.model.id,
+            )?
+        };
+        Ok((embedder, cache, recomputed, result))
+    }
+
+    /// One measured chunk per stored chunk, in store order.
+    fn measured(&self, i: usize) -> &chunkscope_core::measure::MeasuredChunk {
+        &self.chunking.files[i].chunks[0]
+    }
+
+    /// `chunks --store ... --format jsonl`: one line per stored chunk.
+    pub fn write_chunks(&self, check: &VectorCheck, out: &mut dyn Write) -> Result<()> {
+        let specials = self.engine.specials();
+        for (i, c) in self.store.chunks.iter().enumerate() {
+            let m = self.measured(i);
+            let (tail_start, tail_in_header) = check::tail_of(m, self.window.tokens, specials);
+            let line = json!({
+                "id": c.id,
+                "text": c.text,
+                "source": c.source,
+                "start_char": c.start_char,
+                "end_char": c.end_char,
+                "metadata": c.metadata.to_json(),
+                "embedded_prefix": m.prefix.as_deref(),
+                "prefix_tokens": m.prefix_tokens,
+                "embed_tokens": m.embed_tokens(specials),
+                "window": self.window.tokens,
+                "tail_start": tail_start,
+                "tail_tokens": m.tail(self.window.tokens, specials).map_or(0, |t| t.tokens),
+                "tail_in_header": tail_in_header,
+                "has_vector": c.vector.is_some(),
+                "stored_vector_cos": check.cos[i],
+                "stored_vector_cause": check.cause[i].as_ref().map(|c| c.to_string()),
+                "duplicate_of": self.duplicate_of[i].map(|j| self.store.chunks[j].id.as_str()),
+                "empty": c.text.trim().is_empty(),
+            });
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
+    }
+
+    /// `audit --store`: totals, the vector summary, differing and duplicate chunks.
+    pub fn write_audit(&self, check: &VectorCheck, as_json: bool, out: &mut dyn Write) -> Result<bool> {
+        let specials = self.engine.specials();
+        let stats = self.chunking.stats(self.window.tokens, specials);
+        let model = self.engine.model.short_name();
+        let differing: Vec<serde_json::Value> = (0..self.store.chunks.len())
+            .filter_map(|i| {
+                let cause = check.cause[i].as_ref()?;
+                Some(json!({
+                    "id": self.store.chunks[i].id,
+                    "cos": check.cos[i],
+                    "cause": cause,
+                    "why": cause.to_string(),
+                }))
+            })
+            .collect();
+        let duplicates: Vec<serde_json::Value> = (0..self.store.chunks.len())
+            .filter_map(|i| {
+                let j = self.duplicate_of[i]?;
+                Some(json!({"id": self.store.chunks[i].id, "duplicate_of": self.store.chunks[j].id}))
+            })
+            .collect();
+        let empty = check::empties(&self.store);
+        if as_json {
+            let v = json!({
+                "store": self.store.uri,
+                "model": self.engine.model.id,
+                "document_prompt": self.engine.model.modules.document_prompt(),
+                "window": self.window.tokens,
+                "window_source": self.window.source,
+                "total": {
+                    "chunks": stats.chunks,
+                    "over_window": stats.over_window,
+                    "never_embedded_tokens": stats.never_embedded_tokens,
+                    "max_embed_tokens": stats.max_embed_tokens,
+                    "median_embed_tokens": stats.median_embed_tokens,
+                    "p95_embed_tokens": stats.p95_embed_tokens,
+                    "stored_vectors": self.store.vectors(),
+                    "stored_vectors_checked": check.checked(),
+                    "stored_vectors_differ": check.differ(),
+                    "duplicates": duplicates.len(),
+                    "empty": empty,
+                },
+                "differing": differing,
+                "duplicates": duplicates,
+            });
+            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+            return Ok(stats.over_window > 0);
+        }
+        writeln!(
+            out,
+            "store {}  model {} ({})  window {} ({})",
+            self.store.uri,
+            model,
+            self.engine.model.modules.describe(),
+            self.window.tokens,
+            self.window.source
+        )?;
+        writeln!(
+            out,
+            "{} chunks; {} ({:.1} %) overflow the window; {} embed tokens are never embedded.",
+            stats.chunks,
+            stats.over_window,
+            stats.over_percent(),
+            stats.never_embedded_tokens
+        )?;
+        if check.checked() > 0 {
+            writeln!(
+                out,
+                "{} of {} stored vectors agree with {model} at cos >= {AGREE}; {} differ.",
+                check.checked() - check.differ(),
+                check.checked(),
+                check.differ()
+            )?;
+        } else {
+            writeln!(out, "no stored vectors to check.")?;
+        }
+        for d in &differing {
+            writeln!(
+                out,
+                "  differs {} (cos {:.4}): {}",
+                d["id"].as_str().unwrap_or(""),
+                d["cos"].as_f64().unwrap_or(0.0),
+                d["why"].as_str().unwrap_or("")
+            )?;
+        }
+        writeln!(out, "{} duplicate chunks, {empty} empty.", duplicates.len())?;
+        for d in &duplicates {
+            writeln!(
+                out,
+                "  duplicate {} of {}",
+                d["id"].as_str().unwrap_or(""),
+                d["duplicate_of"].as_str().unwrap_or("")
+            )?;
+        }
+        Ok(stats.over_window > 0)
+    }
+
+    /// The search index over the store: BM25 on the stored texts, vectors as stored (chunks
+    /// without one are left out of the vector side).
+    pub fn index(&self, embedder: &Embedder, recomputed: &[Vec<f32>]) -> Result<SearchIndex> {
+        let dim = self.store.dim()?.unwrap_or(embedder.dim());
+        if self.store.vectors() > 0 && dim != embedder.dim() {
+            return Err(store::StoreError::Dimension {
+                stored: dim,
+                ours: embedder.dim(),
+                model: self.engine.model.id.clone(),
+            }
+            .into());
+        }
+        let mut index = SearchIndex::build(&self.engine, &self.chunking, None, dim)?;
+        let (ids, vectors): (Vec<u64>, Vec<Vec<f32>>) = self
+            .store
+            .chunks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let v = c.vector.clone().or_else(|| recomputed.get(i).cloned())?;
+                Some((i as u64, v))
+            })
+            .unzip();
+        index.add_vectors(&ids, &vectors);
+        index.rrf_k = self.config.search_rrf_k;
+        Ok(index)
+    }
+}

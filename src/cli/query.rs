@@ -59,14 +59,21 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     if let Some(config) = super::store::wanted(&a.knobs, corpus.as_deref())? {
         let opened = super::store::open(config)?;
         let spec = opened.config.embed_spec();
-        let (embedder, mut cache, recomputed) = if opened.store.vectors() < opened.store.chunks.len() {
-            // Chunks stored without a vector are searched by the vector recomputed from their text.
-            chunk_vectors(&opened.engine, &opened.chunking, &opened.window, &spec, &mut say)?
-        } else {
-            let e = Embedder::open(&opened.engine.model, &spec)?;
-            let c = EmbedCache::open(&cache::default_path(&e.model_key), e.dim());
-            (e, c, Vec::new())
-        };
+        let (embedder, mut cache, recomputed) =
+            if opened.store.vectors() < opened.store.chunks.len() {
+                // Chunks stored without a vector are searched by the vector recomputed from their text.
+                chunk_vectors(
+                    &opened.engine,
+                    &opened.chunking,
+                    &opened.window,
+                    &spec,
+                    &mut say,
+                )?
+            } else {
+                let e = Embedder::open(&opened.engine.model, &spec)?;
+                let c = EmbedCache::open(&cache::default_path(&e.model_key), e.dim());
+                (e, c, Vec::new())
+            };
         let index = opened.index(&embedder, &recomputed)?;
         let search = Search {
             engine: &opened.engine,
@@ -89,7 +96,8 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     let corpus = super::corpus_arg(&corpus)?;
     let (config, engine, window, chunking) = prepare(&corpus, &a.knobs)?;
     let spec = config.embed_spec();
-    let (embedder, mut cache, vectors) = chunk_vectors(&engine, &chunking, &window, &spec, &mut say)?;
+    let (embedder, mut cache, vectors) =
+        chunk_vectors(&engine, &chunking, &window, &spec, &mut say)?;
     let mut index = SearchIndex::build(&engine, &chunking, Some(&vectors), embedder.dim())?;
     index.rrf_k = config.search_rrf_k;
     let search = Search {
@@ -113,7 +121,13 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
-    fn run(&self, embedder: &Embedder, cache: &mut EmbedCache, text: &str, k: usize) -> Result<Results> {
+    fn run(
+        &self,
+        embedder: &Embedder,
+        cache: &mut EmbedCache,
+        text: &str,
+        k: usize,
+    ) -> Result<Results> {
         let results = self.index.search(
             self.engine,
             self.chunking,
@@ -146,18 +160,35 @@ impl Search<'_> {
         };
         let qv = if self.index.has_vectors() {
             embedder
-                .embed(&[embedder.query_text(&results.query).as_ref()], self.window.tokens)
+                .embed(
+                    &[embedder.query_text(&results.query).as_ref()],
+                    self.window.tokens,
+                )
                 .pop()
                 .unwrap_or_default()
         } else {
             Vec::new()
         };
-        explain::why_not(self.index, self.engine, self.chunking, results, &qv, chunk, text).map(Some)
+        explain::why_not(
+            self.index,
+            self.engine,
+            self.chunking,
+            results,
+            &qv,
+            chunk,
+            text,
+        )
+        .map(Some)
     }
 }
 
 /// `chunkscope query`: the three result lists (BM25, vector, hybrid), and the expected chunk.
-fn write_results(results: &Results, why: Option<&WhyNot>, as_json: bool, out: &mut dyn Write) -> Result<()> {
+fn write_results(
+    results: &Results,
+    why: Option<&WhyNot>,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     let k = results.k;
     let window = results.window;
     if as_json {
@@ -217,7 +248,9 @@ fn write_results(results: &Results, why: Option<&WhyNot>, as_json: bool, out: &m
 fn write_why_not(w: &WhyNot, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "expected {} #{}:", w.file, w.chunk)?;
     for p in &w.places {
-        let rank = p.rank.map_or("not ranked".to_string(), |r| format!("rank {r}"));
+        let rank = p
+            .rank
+            .map_or("not ranked".to_string(), |r| format!("rank {r}"));
         let score = p.score.map_or(String::new(), |s| format!(" score {s:.3}"));
         let bar = p
             .last_shown_score
@@ -240,7 +273,11 @@ fn write_why_not(w: &WhyNot, out: &mut dyn Write) -> Result<()> {
         writeln!(
             out,
             "  the expected text starts at byte {at}, {}",
-            if tail { "in the TAIL: the vector never saw it" } else { "inside the window" }
+            if tail {
+                "in the TAIL: the vector never saw it"
+            } else {
+                "inside the window"
+            }
         )?;
     }
     Ok(())

@@ -186,7 +186,12 @@ impl Opened {
     }
 
     /// `audit --store`: totals, the vector summary, differing and duplicate chunks.
-    pub fn write_audit(&self, check: &VectorCheck, as_json: bool, out: &mut dyn Write) -> Result<bool> {
+    pub fn write_audit(
+        &self,
+        check: &VectorCheck,
+        as_json: bool,
+        out: &mut dyn Write,
+    ) -> Result<bool> {
         let specials = self.engine.specials();
         let stats = self.chunking.stats(self.window.tokens, specials);
         let model = self.engine.model.short_name();
@@ -204,7 +209,9 @@ impl Opened {
         let duplicates: Vec<serde_json::Value> = (0..self.store.chunks.len())
             .filter_map(|i| {
                 let j = self.duplicate_of[i]?;
-                Some(json!({"id": self.store.chunks[i].id, "duplicate_of": self.store.chunks[j].id}))
+                Some(
+                    json!({"id": self.store.chunks[i].id, "duplicate_of": self.store.chunks[j].id}),
+                )
             })
             .collect();
         let empty = check::empties(&self.store);

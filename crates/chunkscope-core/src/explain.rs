@@ -50,8 +50,7 @@ pub fn find_chunk(
         let doc = &engine.corpus.docs[f.doc];
         for c in f.chunks.iter() {
             let named = id.is_some_and(|id| {
-                id == format!("{}#{}", doc.path, c.index)
-                    || (id == doc.path && f.chunks.len() == 1)
+                id == format!("{}#{}", doc.path, c.index) || (id == doc.path && f.chunks.len() == 1)
             });
             let holds = id.is_none() && text.is_some_and(|t| c.text(&doc.text).contains(t));
             if named || holds {

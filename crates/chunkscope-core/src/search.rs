@@ -316,7 +316,11 @@ impl SearchIndex {
 
     /// Every chunk id ranked by BM25 for `query` (chunks without a matching term are left out).
     pub fn bm25_ranking(&self, query: &str) -> Result<Vec<u64>> {
-        Ok(self.bm25_scored(query)?.into_iter().map(|(id, _)| id).collect())
+        Ok(self
+            .bm25_scored(query)?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect())
     }
 
     /// Every chunk that matches `query`, with its BM25 score, best first.
@@ -331,7 +335,10 @@ impl SearchIndex {
 
     /// Every chunk id ranked by cosine to `qv`.
     pub fn vector_ranking(&self, qv: &[f32]) -> Vec<u64> {
-        self.vector_scored(qv).into_iter().map(|(id, _)| id).collect()
+        self.vector_scored(qv)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
     }
 
     /// Every chunk with a vector, with its cosine to `qv`, best first.

@@ -16,6 +16,12 @@ use crate::tokenize::EmbedTokenizer;
 
 use super::{Store, StoreError};
 
+/// Embeds texts at a window: the model, a server, or a cache in front of either.
+pub type EmbedFn<'a> = dyn FnMut(&[&str], usize) -> anyhow::Result<Vec<Vec<f32>>> + 'a;
+
+/// A variant of the differing chunks' texts: the cause it would name, its window and its texts.
+type Variant = (Cause, usize, Vec<(usize, String)>);
+
 /// A stored vector agrees with the recomputed one at this cosine or above.
 pub const AGREE: f32 = 0.999;
 
@@ -50,8 +56,9 @@ pub fn engine_for(
                 (Arc::<str>::from(prefix), n)
             });
             let view = engine.view(i);
-            let m = MeasuredChunk::measure(&view, 0, Chunk::slice(0, c.embedded_len), settings.unit)
-                .with_prefix(prefix);
+            let m =
+                MeasuredChunk::measure(&view, 0, Chunk::slice(0, c.embedded_len), settings.unit)
+                    .with_prefix(prefix);
             FileChunks {
                 doc: i,
                 chunks: Arc::new(vec![m]),
@@ -102,7 +109,11 @@ pub fn duplicates(store: &Store) -> Vec<Option<usize>> {
 
 /// Chunks whose text is empty or whitespace only.
 pub fn empties(store: &Store) -> usize {
-    store.chunks.iter().filter(|c| c.text.trim().is_empty()).count()
+    store
+        .chunks
+        .iter()
+        .filter(|c| c.text.trim().is_empty())
+        .count()
 }
 
 /// What a differing stored vector matches instead of the text as reconstructed.
@@ -163,11 +174,15 @@ pub fn check_vectors(
     recomputed: &[Vec<f32>],
     window: usize,
     other_windows: &[usize],
-    embed: &mut dyn FnMut(&[&str], usize) -> anyhow::Result<Vec<Vec<f32>>>,
+    embed: &mut EmbedFn,
     model: &str,
 ) -> anyhow::Result<VectorCheck> {
     if let Some(stored) = store.dim()? {
-        let ours = recomputed.iter().map(Vec::len).find(|&n| n > 0).unwrap_or(stored);
+        let ours = recomputed
+            .iter()
+            .map(Vec::len)
+            .find(|&n| n > 0)
+            .unwrap_or(stored);
         if stored != ours {
             return Err(StoreError::Dimension {
                 stored,
@@ -195,7 +210,7 @@ pub fn check_vectors(
     }
     let text = |i: usize| &store.chunks[i].text[..store.chunks[i].embedded_len];
     let header = |i: usize| store.chunks[i].header.as_str();
-    let mut tries: Vec<(Cause, usize, Vec<(usize, String)>)> = Vec::new();
+    let mut tries: Vec<Variant> = Vec::new();
     let with = |f: &dyn Fn(usize) -> Option<String>| -> Vec<(usize, String)> {
         differing
             .iter()
@@ -239,7 +254,10 @@ pub fn check_vectors(
         let refs: Vec<&str> = open.iter().map(|(_, t)| t.as_str()).collect();
         let vs = embed(&refs, w)?;
         for ((i, _), v) in open.iter().zip(vs) {
-            let stored = store.chunks[*i].vector.as_ref().expect("differing chunks have vectors");
+            let stored = store.chunks[*i]
+                .vector
+                .as_ref()
+                .expect("differing chunks have vectors");
             if cosine(stored, &v) >= AGREE {
                 cause[*i] = Some(why.clone());
             }
@@ -259,7 +277,7 @@ pub fn detect_window(
     specials: usize,
     candidates: &[usize],
     sample: usize,
-    embed: &mut dyn FnMut(&[&str], usize) -> anyhow::Result<Vec<Vec<f32>>>,
+    embed: &mut EmbedFn,
 ) -> anyhow::Result<Option<(usize, usize, usize)>> {
     let smallest = candidates.iter().copied().min().unwrap_or(0);
     let mut long: Vec<usize> = (0..store.chunks.len())

@@ -57,7 +57,11 @@ struct Page {
     embeddings: Option<Vec<Option<Value>>>,
 }
 
-pub fn read(uri: &str, opts: &StoreOptions, progress: Progress) -> Result<Vec<StoredChunk>, StoreError> {
+pub fn read(
+    uri: &str,
+    opts: &StoreOptions,
+    progress: Progress,
+) -> Result<Vec<StoredChunk>, StoreError> {
     let t = parse(uri, opts)?;
     let agent = ureq::AgentBuilder::new()
         .timeout_connect(Duration::from_secs(5))
@@ -67,7 +71,10 @@ pub fn read(uri: &str, opts: &StoreOptions, progress: Progress) -> Result<Vec<St
         ureq::Error::Status(404, _) => StoreError::read(uri, format!("{what}: not found")),
         ureq::Error::Status(code, r) => StoreError::read(
             uri,
-            format!("{what}: the server answered {code}: {}", r.into_string().unwrap_or_default().trim()),
+            format!(
+                "{what}: the server answered {code}: {}",
+                r.into_string().unwrap_or_default().trim()
+            ),
         ),
         ureq::Error::Transport(e) => StoreError::Unreachable {
             uri: uri.to_string(),
@@ -137,7 +144,12 @@ pub fn read(uri: &str, opts: &StoreOptions, progress: Progress) -> Result<Vec<St
         let vecs = got.embeddings.unwrap_or_default();
         for (i, cid) in got.ids.into_iter().enumerate() {
             let text = docs.get(i).cloned().flatten().ok_or_else(|| {
-                StoreError::read(uri, format!("record {cid} has no document (chunkscope reads the text Chroma stores)"))
+                StoreError::read(
+                    uri,
+                    format!(
+                        "record {cid} has no document (chunkscope reads the text Chroma stores)"
+                    ),
+                )
             })?;
             let metadata = metas
                 .get(i)
@@ -145,7 +157,9 @@ pub fn read(uri: &str, opts: &StoreOptions, progress: Progress) -> Result<Vec<St
                 .map(Meta::from_object)
                 .unwrap_or_default();
             let vector = match vecs.get(i).and_then(Option::as_ref) {
-                Some(v) => Some(floats(v).map_err(|e| StoreError::read(uri, format!("{cid}: {e}")))?),
+                Some(v) => {
+                    Some(floats(v).map_err(|e| StoreError::read(uri, format!("{cid}: {e}")))?)
+                }
                 None => None,
             };
             let mut c = StoredChunk::plain(cid, text);
@@ -176,7 +190,11 @@ mod tests {
 
     #[test]
     fn uris() {
-        let t = parse("chroma://127.0.0.1:8000/docs?tenant=t1", &StoreOptions::default()).unwrap();
+        let t = parse(
+            "chroma://127.0.0.1:8000/docs?tenant=t1",
+            &StoreOptions::default(),
+        )
+        .unwrap();
         assert_eq!(t.base, "http://127.0.0.1:8000/api/v2");
         assert_eq!((t.collection.as_str(), t.tenant.as_str()), ("docs", "t1"));
         assert_eq!(t.database, "default_database");
@@ -186,9 +204,16 @@ mod tests {
     #[test]
     fn unreachable_server_is_named() {
         // Port 9 (discard) on the loopback: nothing listens there.
-        let e = read("chroma://127.0.0.1:9/docs", &StoreOptions::default(), &mut |_, _| {})
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("chroma://127.0.0.1:9/docs") && e.contains("cannot reach"), "{e}");
+        let e = read(
+            "chroma://127.0.0.1:9/docs",
+            &StoreOptions::default(),
+            &mut |_, _| {},
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("chroma://127.0.0.1:9/docs") && e.contains("cannot reach"),
+            "{e}"
+        );
     }
 }

@@ -16,7 +16,11 @@ const VECTOR: &[&str] = &["embedding", "vector", "values"];
 const ID: &[&str] = &["id", "id_", "_id", "node_id"];
 const METADATA: &[&str] = &["metadata", "meta"];
 
-pub fn read(path: &Path, opts: &StoreOptions, progress: Progress) -> Result<Vec<StoredChunk>, StoreError> {
+pub fn read(
+    path: &Path,
+    opts: &StoreOptions,
+    progress: Progress,
+) -> Result<Vec<StoredChunk>, StoreError> {
     let file = std::fs::File::open(path).map_err(|e| StoreError::Line {
         file: path.to_path_buf(),
         line: 0,
@@ -47,7 +51,11 @@ pub fn read(path: &Path, opts: &StoreOptions, progress: Progress) -> Result<Vec<
 }
 
 /// The first of `names` (or the configured one alone) that the object holds.
-fn field<'a>(obj: &'a Map<String, Value>, configured: Option<&str>, names: &[&str]) -> Option<(&'a str, &'a Value)> {
+fn field<'a>(
+    obj: &'a Map<String, Value>,
+    configured: Option<&str>,
+    names: &[&str],
+) -> Option<(&'a str, &'a Value)> {
     match configured {
         Some(name) => obj.get_key_value(name).map(|(k, v)| (k.as_str(), v)),
         None => names
@@ -57,7 +65,11 @@ fn field<'a>(obj: &'a Map<String, Value>, configured: Option<&str>, names: &[&st
     }
 }
 
-fn chunk(obj: &Map<String, Value>, opts: &StoreOptions, line: usize) -> Result<StoredChunk, String> {
+fn chunk(
+    obj: &Map<String, Value>,
+    opts: &StoreOptions,
+    line: usize,
+) -> Result<StoredChunk, String> {
     let wanted = |configured: &Option<String>, names: &[&str]| match configured {
         Some(n) => n.clone(),
         None => names.join(", "),
@@ -155,22 +167,31 @@ mod tests {
 
     #[test]
     fn bad_lines_name_file_and_line() {
-        let e = read_text("{\"text\": \"a\"}\n{\"body\": \"b\"}\n", &StoreOptions::default())
-            .unwrap_err()
-            .to_string();
+        let e = read_text(
+            "{\"text\": \"a\"}\n{\"body\": \"b\"}\n",
+            &StoreOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains(":2:") && e.contains("no text"), "{e}");
         let e = read_text("{\"text\": \"a\"}\n{oops\n", &StoreOptions::default())
             .unwrap_err()
             .to_string();
         assert!(e.contains(":2:") && e.contains("not JSON"), "{e}");
-        let e = read_text("{\"text\": \"a\", \"embedding\": [\"x\"]}\n", &StoreOptions::default())
-            .unwrap_err()
-            .to_string();
+        let e = read_text(
+            "{\"text\": \"a\", \"embedding\": [\"x\"]}\n",
+            &StoreOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains(":1:") && e.contains("embedding"), "{e}");
         let opts = StoreOptions {
             text: Some("body".into()),
             ..StoreOptions::default()
         };
-        assert_eq!(read_text("{\"body\": \"b\"}\n", &opts).unwrap()[0].text, "b");
+        assert_eq!(
+            read_text("{\"body\": \"b\"}\n", &opts).unwrap()[0].text,
+            "b"
+        );
     }
 }

@@ -116,15 +116,18 @@ pub fn read(dir: &Path, progress: Progress) -> Result<Vec<StoredChunk>, StoreErr
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let entry = &docstore.data[id];
-        let in_index = indexed.as_ref().map_or(true, |set| set.contains(id.as_str()));
-        let text_type = entry.kind.as_deref().is_none_or(|k| TEXT_TYPES.contains(&k));
+        let in_index = indexed.as_ref().is_none_or(|set| set.contains(id.as_str()));
+        let text_type = entry
+            .kind
+            .as_deref()
+            .is_none_or(|k| TEXT_TYPES.contains(&k));
         if !in_index || !text_type {
             continue;
         }
-        let node = node_of(&entry.data).map_err(|e| {
-            StoreError::read(&uri, format!("docstore.json: node {id}: {e}"))
-        })?;
-        let mut chunk = chunk_of(id, node).map_err(|e| StoreError::read(&uri, format!("docstore.json: node {id}: {e}")))?;
+        let node = node_of(&entry.data)
+            .map_err(|e| StoreError::read(&uri, format!("docstore.json: node {id}: {e}")))?;
+        let mut chunk = chunk_of(id, node)
+            .map_err(|e| StoreError::read(&uri, format!("docstore.json: node {id}: {e}")))?;
         if let Some(v) = vectors.get(id) {
             chunk.vector = Some(floats(v).map_err(|e| {
                 StoreError::read(&uri, format!("default__vector_store.json: {id}: {e}"))
@@ -179,9 +182,13 @@ fn chunk_of(id: &str, node: Node) -> Result<StoredChunk, String> {
     let header = embed_header(
         &node.metadata,
         &node.excluded_embed_metadata_keys,
-        node.metadata_template.as_deref().unwrap_or("{key}: {value}"),
+        node.metadata_template
+            .as_deref()
+            .unwrap_or("{key}: {value}"),
         node.metadata_separator.as_deref().unwrap_or("\n"),
-        node.text_template.as_deref().unwrap_or("{metadata_str}\n\n{content}"),
+        node.text_template
+            .as_deref()
+            .unwrap_or("{metadata_str}\n\n{content}"),
     )?;
     // The source document: the metadata's file path, else the SOURCE relationship ("1").
     let source = source_of(&node.metadata, None).or_else(|| {
@@ -243,7 +250,8 @@ mod tests {
     #[test]
     fn header_as_llamaindex_writes_it() {
         let meta: Meta =
-            serde_json::from_str(r#"{"file_path": "/a/b.md", "file_size": 12, "page": 3}"#).unwrap();
+            serde_json::from_str(r#"{"file_path": "/a/b.md", "file_size": 12, "page": 3}"#)
+                .unwrap();
         let h = embed_header(
             &meta,
             &["file_size".to_string()],

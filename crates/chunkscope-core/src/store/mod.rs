@@ -138,11 +138,19 @@ pub struct Store {
 impl Store {
     /// The stored vectors' dimension (every vector must have it); `None` without vectors.
     pub fn dim(&self) -> Result<Option<usize>, StoreError> {
-        let mut dims = self.chunks.iter().filter_map(|c| c.vector.as_ref()).map(Vec::len);
+        let mut dims = self
+            .chunks
+            .iter()
+            .filter_map(|c| c.vector.as_ref())
+            .map(Vec::len);
         let Some(first) = dims.next() else {
             return Ok(None);
         };
-        match self.chunks.iter().find(|c| c.vector.as_ref().is_some_and(|v| v.len() != first)) {
+        match self
+            .chunks
+            .iter()
+            .find(|c| c.vector.as_ref().is_some_and(|v| v.len() != first))
+        {
             Some(c) => Err(StoreError::read(
                 &self.uri,
                 format!(
@@ -237,9 +245,13 @@ mod tests {
         );
         assert_eq!(redact("postgres://app@h/db"), "postgres://app@h/db");
         assert_eq!(redact("jsonl:a@b:c"), "jsonl:a@b:c");
-        let e = open("postgres://app:s3cret@/x", &StoreOptions::default(), &mut |_, _| {})
-            .unwrap_err()
-            .to_string();
+        let e = open(
+            "postgres://app:s3cret@/x",
+            &StoreOptions::default(),
+            &mut |_, _| {},
+        )
+        .unwrap_err()
+        .to_string();
         assert!(!e.contains("s3cret"), "{e}");
     }
 

@@ -44,7 +44,10 @@ fn parse(uri: &str, opts: &StoreOptions) -> Result<Target, String> {
     };
     let (hostport, db) = hostdb.split_once('/').unwrap_or((hostdb, ""));
     let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) => (h, p.parse().map_err(|_| format!("port {p} is not a number"))?),
+        Some((h, p)) => (
+            h,
+            p.parse().map_err(|_| format!("port {p} is not a number"))?,
+        ),
         None => (hostport, 5432),
     };
     if host.is_empty() || db.is_empty() {
@@ -104,7 +107,11 @@ fn rows(client: &mut Client, sql: &str) -> Result<Vec<Vec<Option<String>>>, post
         .collect())
 }
 
-pub fn read(uri: &str, opts: &StoreOptions, progress: Progress) -> Result<Vec<StoredChunk>, StoreError> {
+pub fn read(
+    uri: &str,
+    opts: &StoreOptions,
+    progress: Progress,
+) -> Result<Vec<StoredChunk>, StoreError> {
     let shown = super::redact(uri);
     let t = parse(uri, opts).map_err(|e| StoreError::read(&shown, e))?;
     let mut client = postgres::Config::new()
@@ -126,12 +133,15 @@ pub fn read(uri: &str, opts: &StoreOptions, progress: Progress) -> Result<Vec<St
         Fault::Db(e) => fail(e),
         Fault::Says(s) => StoreError::read(&shown, s),
     })?;
-    let expected: usize = rows(&mut client, &format!("SELECT count(*) FROM ({select}) AS q"))
-        .map_err(fail)?
-        .first()
-        .and_then(|r| r.first().cloned().flatten())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    let expected: usize = rows(
+        &mut client,
+        &format!("SELECT count(*) FROM ({select}) AS q"),
+    )
+    .map_err(fail)?
+    .first()
+    .and_then(|r| r.first().cloned().flatten())
+    .and_then(|n| n.parse().ok())
+    .unwrap_or(0);
     rows(
         &mut client,
         &format!("DECLARE chunkscope_read NO SCROLL CURSOR FOR {select}"),
@@ -190,7 +200,10 @@ fn select_for(client: &mut Client, t: &Target) -> Result<String, Fault> {
             "no table: add ?table=T (or ?collection=NAME for LangChain's PGVector tables)".into(),
         ));
     }
-    let table = t.table.clone().unwrap_or_else(|| "langchain_pg_embedding".into());
+    let table = t
+        .table
+        .clone()
+        .unwrap_or_else(|| "langchain_pg_embedding".into());
     let (schema, name) = match table.rsplit_once('.') {
         Some((s, n)) => (Some(s.to_string()), n.to_string()),
         None => (None, table.clone()),
@@ -261,7 +274,10 @@ fn select_for(client: &mut Client, t: &Target) -> Result<String, Fault> {
                 "no collection {name} in langchain_pg_collection"
             )));
         };
-        sql.push_str(&format!(" WHERE e.collection_id = {}::uuid", literal(&uuid)));
+        sql.push_str(&format!(
+            " WHERE e.collection_id = {}::uuid",
+            literal(&uuid)
+        ));
     }
     sql.push_str(&format!(" ORDER BY e.{}", ident(&id)));
     Ok(sql)
@@ -307,7 +323,11 @@ fn parse_vector(s: &str) -> Result<Vec<f32>, String> {
     }
     inner
         .split(',')
-        .map(|x| x.trim().parse::<f32>().map_err(|_| format!("vector value {x:?} is not a number")))
+        .map(|x| {
+            x.trim()
+                .parse::<f32>()
+                .map_err(|_| format!("vector value {x:?} is not a number"))
+        })
         .collect()
 }
 
@@ -325,7 +345,10 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!((t.user.as_str(), t.host.as_str(), t.port), ("app", "127.0.0.1", 5433));
+        assert_eq!(
+            (t.user.as_str(), t.host.as_str(), t.port),
+            ("app", "127.0.0.1", 5433)
+        );
         assert_eq!(t.db, "rag");
         assert_eq!(t.table.as_deref(), Some("chunks"));
         assert_eq!(t.text.as_deref(), Some("body"));
@@ -334,7 +357,10 @@ mod tests {
         assert!(parse("postgres://app@/rag", &StoreOptions::default()).is_err());
         assert_eq!(ident("public.x\"y"), "\"public\".\"x\"\"y\"");
         assert_eq!(literal("it's"), "'it''s'");
-        assert_eq!(parse_vector("[1,-0.5,2e-3]").unwrap(), vec![1.0, -0.5, 0.002]);
+        assert_eq!(
+            parse_vector("[1,-0.5,2e-3]").unwrap(),
+            vec![1.0, -0.5, 0.002]
+        );
         assert!(parse_vector("[1,x]").is_err());
     }
 }

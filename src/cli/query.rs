@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use chunkscope_core::embed::{cache, EmbedCache, Embedder};
+use chunkscope_core::embed::{EmbedCache, Embedder};
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::explain::{self, WhyNot};
 use chunkscope_core::search::{Results, SearchIndex};
@@ -58,23 +58,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     let mut out = io::stdout().lock();
     if let Some(config) = super::store::wanted(&a.knobs, corpus.as_deref())? {
         let opened = super::store::open(config)?;
-        let spec = opened.config.embed_spec();
-        let (embedder, mut cache, recomputed) =
-            if opened.store.vectors() < opened.store.chunks.len() {
-                // Chunks stored without a vector are searched by the vector recomputed from their text.
-                chunk_vectors(
-                    &opened.engine,
-                    &opened.chunking,
-                    &opened.window,
-                    &spec,
-                    &mut say,
-                )?
-            } else {
-                let e = Embedder::open(&opened.engine.model, &spec)?;
-                let c = EmbedCache::open(&cache::default_path(&e.model_key), e.dim());
-                (e, c, Vec::new())
-            };
-        let index = opened.index(&embedder, &recomputed)?;
+        let (embedder, mut cache, index) = opened.searchable()?;
         let search = Search {
             engine: &opened.engine,
             chunking: &opened.chunking,

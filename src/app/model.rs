@@ -238,6 +238,9 @@ pub struct Model {
     pub eval: EvalState,
     /// The watcher's mode ("watching", "watching (polling)") or why it is off.
     pub watch: String,
+    /// The store opened as the corpus (its URI, password taken out), if any: its chunks are
+    /// the chunking, whatever the knobs say.
+    pub store: Option<String>,
     /// What the last reload did, for the status line.
     pub last_reload: Option<String>,
     /// Evaluation cases (CORPUS/cases.tsv, --cases, or SQuAD JSON), if the corpus has some.
@@ -318,6 +321,7 @@ impl Model {
             match_scroll: 0,
             eval: EvalState::default(),
             watch: String::new(),
+            store: None,
             last_reload: None,
             cases: None,
             sentences: None,

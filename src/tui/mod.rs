@@ -39,7 +39,12 @@ pub fn run(
     log_level: log::Level,
 ) -> Result<()> {
     let log_path = logfile::init(config.log_file.as_deref(), log_level);
-    if !corpus.exists() {
+    let store = config
+        .store
+        .uri
+        .as_deref()
+        .map(chunkscope_core::store::redact);
+    if store.is_none() && !corpus.exists() {
         anyhow::bail!("corpus {}: no such file or directory", corpus.display());
     }
     let first = load_model(&config.model, &config, &mut |l| eprintln!("{l}"))?;
@@ -58,7 +63,9 @@ pub fn run(
     let (keymap, key_errors) = Keymap::with_overrides(&config.keys, &config.source_name());
     notes.extend(key_errors.iter().map(ToString::to_string));
     let mut m = Model::new(
-        corpus.to_path_buf(),
+        store
+            .as_ref()
+            .map_or_else(|| corpus.to_path_buf(), PathBuf::from),
         first.info.short_name(),
         first.info.windows,
         first.tok.specials(),
@@ -70,6 +77,12 @@ pub fn run(
     m.config_path = config.source.clone();
     m.error = notes.first().cloned();
     m.notes = notes;
+    m.store = store.clone();
+    if store.is_some() {
+        m.notes.push(
+            "stored chunks: the chunking knobs do not change them; vectors are recomputed from the text the framework embedded (`chunkscope audit --store` compares the stored ones)".into(),
+        );
+    }
     for n in &m.notes {
         log::warn!("{n}");
     }
@@ -99,7 +112,11 @@ pub fn run(
     m.cases = cases;
     m.generation = 1;
     let mut session = Session::start(&mut m, &config, corpus, &first, &tx);
-    let _watcher = match chunkscope_core::jobs::watcher::watch(corpus, tx.clone()) {
+    let watched = match store {
+        Some(_) => Err("a store is not watched (F5 reads it again)".to_string()),
+        None => chunkscope_core::jobs::watcher::watch(corpus, tx.clone()),
+    };
+    let _watcher = match watched {
         Ok(w) => {
             m.watch = w.mode().to_string();
             Some(w)
@@ -242,6 +259,7 @@ impl Session {
                 rules: config.corpus.clone(),
                 model: info.clone(),
                 tok: Arc::clone(tok),
+                store: config.store.uri.is_some().then(|| config.store.clone()),
             },
             shared,
             tx.clone(),

@@ -18,9 +18,13 @@ pub fn top(frame: &mut Frame, area: Rect, m: &Model) {
     .iter()
     .filter_map(|(n, v)| v.map(|v| format!("{n} {v}")))
     .collect();
+    let chunks = match &m.store {
+        Some(uri) => format!("stored chunks of {uri}"),
+        None => m.settings.label(),
+    };
     let text = format!(
         " chunkscope  {}  window {} ({}{}{})  model {} ({})  theme {}  {}",
-        m.settings.label(),
+        chunks,
         w.tokens,
         w.source,
         if others.is_empty() { "" } else { "; " },

@@ -120,3 +120,16 @@ pub const STS_RECHUNK: Script = Script {
     name: "sts_rechunk.py",
     source: include_str!("../../../tests/reference/sts_rechunk.py"),
 };
+
+/// The process's peak resident set (VmHWM), in MB, where /proc says.
+pub fn peak_rss_mb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
+}
+
+/// Start the peak resident set again from the current one (Linux: 5 into clear_refs).
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}

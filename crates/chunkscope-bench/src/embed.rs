@@ -15,7 +15,7 @@ use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::embed::{cosine, BackendChoice, EmbedSpec, Embedder};
 use chunkscope_core::model::ModelInfo;
 
-use crate::common::{python_json, ST_EMBED};
+use crate::common::{peak_rss_mb, python_json, reset_peak_rss, ST_EMBED};
 
 pub struct BenchArgs<'a> {
     pub corpus: &'a Path,
@@ -127,19 +127,6 @@ pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()
         server(emb, &refs, url, model, args, out)?;
     }
     Ok(())
-}
-
-/// The process's peak resident set (VmHWM), in MB, where /proc says.
-fn peak_rss_mb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024)
-}
-
-/// Start the peak resident set again from the current one (Linux: 5 into clear_refs).
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 /// Minimum and median of the cosines between two lists of vectors.

@@ -44,6 +44,7 @@ pub fn live(info: &ModelInfo, megabytes: usize, saves: usize, out: &mut dyn Writ
             rules: CorpusRules::default(),
             model: info.clone(),
             tok: Arc::clone(&tok),
+            store: None,
         },
         chunkscope_core::embed::SharedEmbedder::new(info.clone()),
         tx.clone(),

@@ -9,6 +9,7 @@ mod live;
 mod maxmin;
 mod rechunk;
 mod search;
+mod store;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -85,6 +86,20 @@ enum What {
         #[arg(long, default_value_t = 20)]
         copies: usize,
     },
+    /// Reading a store: a generated JSONL of --chunks chunks (and every --uri given, e.g. a
+    /// Postgres table) in chunks/s with peak memory, beside Python's json.loads.
+    Store {
+        #[arg(long, default_value_t = 100_000)]
+        chunks: usize,
+        #[arg(long, default_value_t = 384)]
+        dim: usize,
+        /// Other stores to time (postgres://..., chroma://..., llamaindex:...).
+        #[arg(long)]
+        uri: Vec<String>,
+        /// A Python interpreter for the reference (json.loads per line).
+        #[arg(long)]
+        reference: Option<String>,
+    },
     /// Embedding speed, ours and (with --reference) sentence-transformers' on the same texts.
     Embed {
         /// Corpus whose paragraphs are embedded.
@@ -143,6 +158,12 @@ fn locate(m: Option<String>) -> anyhow::Result<ModelInfo> {
 fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
     match what {
         What::Search { sizes } => search::search(&sizes, out),
+        What::Store {
+            chunks,
+            dim,
+            uri,
+            reference,
+        } => store::store(chunks, dim, &uri, reference.as_deref(), out),
         What::Convert { reference, copies } => convert::convert(&reference, copies, out),
         What::Maxmin {
             megabytes,

@@ -96,6 +96,23 @@ pub struct BertConfig {
 
 impl BertConfig {
     pub fn from_file(path: &Path) -> Result<BertConfig> {
+        let c = BertConfig::read(path)?;
+        // Sizes the forward pass divides by or loops over: refused here rather than panicking in
+        // the embedder's thread.
+        // Sizes the forward pass slices by: refused here rather than panicking in the
+        // embedder's thread (zero and uneven sizes are refused by hf_config).
+        if c.max_positions <= c.position_offset {
+            bail!(
+                "{}: {} positions leave no room for a token (offset {})",
+                path.display(),
+                c.max_positions,
+                c.position_offset
+            );
+        }
+        Ok(c)
+    }
+
+    fn read(path: &Path) -> Result<BertConfig> {
         let v = super::hf_config::read(path)?;
         let model_type = super::architecture_of(&v).unwrap_or("bert");
         let family = match model_type {

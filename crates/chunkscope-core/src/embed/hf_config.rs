@@ -17,8 +17,37 @@ pub fn read(path: &Path) -> Result<Value> {
     if !v.is_object() {
         bail!("{}: not a JSON object", path.display());
     }
-    normalise(&mut v).map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
+    normalise(&mut v)
+        .and_then(|()| check_sizes(&v))
+        .map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
     Ok(v)
+}
+
+/// The sizes a forward pass divides by or loops over, under any of their names: none may be 0,
+/// and the width must split evenly into the heads.
+fn check_sizes(v: &Value) -> Result<(), String> {
+    let size = |names: &[&'static str]| -> Option<(&'static str, i64)> {
+        names.iter().find_map(|k| Some((*k, v.get(*k)?.as_i64()?)))
+    };
+    let hidden = size(&["hidden_size", "n_embd", "dim", "d_model"]);
+    let heads = size(&["num_attention_heads", "n_head", "n_heads"]);
+    let others = [
+        size(&["num_hidden_layers", "n_layer", "n_layers"]),
+        size(&["intermediate_size", "n_inner", "hidden_dim"]),
+        size(&["max_position_embeddings", "n_positions"]),
+        size(&["vocab_size"]),
+    ];
+    for (key, n) in [hidden, heads].into_iter().chain(others).flatten() {
+        if n <= 0 {
+            return Err(format!("{key} is {n}; it must be at least 1"));
+        }
+    }
+    if let (Some((hk, h)), Some((nk, n))) = (hidden, heads) {
+        if h % n != 0 {
+            return Err(format!("{hk} {h} is not a multiple of {nk} {n}"));
+        }
+    }
+    Ok(())
 }
 
 /// The rope base of one `rope_parameters` entry; only unscaled ("default") rope is run.
@@ -163,6 +192,28 @@ mod tests {
                            "layer_types": ["full_attention", "full_attention"]});
         normalise(&mut v).unwrap();
         assert_eq!(v["rope_theta"], json!(1000000.0));
+    }
+
+    #[test]
+    fn sizes_that_would_panic_are_refused() {
+        for (bad, says) in [
+            (
+                json!({"hidden_size": 32, "num_attention_heads": 0}),
+                "num_attention_heads is 0",
+            ),
+            (
+                json!({"hidden_size": 32, "num_attention_heads": 3}),
+                "not a multiple",
+            ),
+            (
+                json!({"n_embd": 32, "n_head": 2, "n_layer": 0}),
+                "n_layer is 0",
+            ),
+            (json!({"dim": -4}), "dim is -4"),
+        ] {
+            assert!(check_sizes(&bad).unwrap_err().contains(says), "{bad}");
+        }
+        assert!(check_sizes(&json!({"hidden_size": 32, "num_attention_heads": 2})).is_ok());
     }
 
     #[test]

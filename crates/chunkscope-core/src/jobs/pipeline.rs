@@ -33,6 +33,9 @@ pub struct Source {
     pub rules: CorpusRules,
     pub model: ModelInfo,
     pub tok: Arc<EmbedTokenizer>,
+    /// A RAG store read instead of the folder (`store.uri` set): its chunks are the chunking,
+    /// whatever the knobs say.
+    pub store: Option<crate::store::StoreOptions>,
 }
 
 impl Pipeline {
@@ -83,6 +86,8 @@ struct State {
     /// The last chunking and the engine it was made from: files a reload left unchanged keep
     /// their chunks.
     last: Option<(Arc<Engine>, Arc<Chunking>)>,
+    /// A store's chunks, as read: every chunking job answers with them.
+    stored: Option<Arc<Chunking>>,
 }
 
 fn worker<M: From<Event>>(
@@ -97,6 +102,7 @@ fn worker<M: From<Event>>(
         engine: None,
         sentences: None,
         last: None,
+        stored: None,
     };
     while let Wait::Job(job) = jobs.wait() {
         let Stamped {
@@ -117,6 +123,19 @@ fn worker<M: From<Event>>(
         let (Some(settings), Some(engine)) = (work.settings, st.engine.clone()) else {
             continue;
         };
+        if let Some(stored) = &st.stored {
+            let mut c = (**stored).clone();
+            c.settings = settings;
+            if !out.emit(Event::Chunked {
+                generation,
+                engine,
+                result: Ok(Arc::new(c)),
+                millis: 0,
+            }) {
+                return;
+            }
+            continue;
+        }
         let mut started = Instant::now();
         let result = match settings.validate() {
             Err(e) => Err(e.to_string()),
@@ -175,6 +194,9 @@ impl State {
         generation: u64,
         out: &Emitter<M>,
     ) -> (Result<Arc<Engine>, String>, usize) {
+        if let Some(opts) = self.source.store.clone() {
+            return self.read_store(&opts, generation, out);
+        }
         let started = Instant::now();
         let s = &self.source;
         let mut last = Instant::now();
@@ -208,6 +230,48 @@ impl State {
         let result = result.map(|r| r.0);
         self.engine = result.as_ref().ok().cloned();
         (result, tokenized)
+    }
+
+    /// Read the store (chunks read so far reported as files), measured as one chunk per stored
+    /// chunk; the chunking is kept for every later chunking job.
+    fn read_store<M: From<Event>>(
+        &mut self,
+        opts: &crate::store::StoreOptions,
+        generation: u64,
+        out: &Emitter<M>,
+    ) -> (Result<Arc<Engine>, String>, usize) {
+        let uri = opts.uri.clone().unwrap_or_default();
+        let mut last = Instant::now();
+        let read = crate::store::open(&uri, opts, &mut |n, _| {
+            if last.elapsed().as_millis() >= 100 {
+                last = Instant::now();
+                out.emit(Event::Reading {
+                    generation,
+                    files: n,
+                    converted: 0,
+                });
+            }
+        });
+        let s = &self.source;
+        let result = read.map_err(|e| e.to_string()).and_then(|store| {
+            crate::store::check::engine_for(
+                &store,
+                s.model.clone(),
+                Arc::clone(&s.tok),
+                &ChunkSettings::default(),
+            )
+            .map_err(|e| format!("{e:#}"))
+        });
+        match result {
+            Ok((engine, chunking)) => {
+                let engine = Arc::new(engine);
+                let n = engine.corpus.docs.len();
+                self.stored = Some(Arc::new(chunking));
+                self.engine = Some(Arc::clone(&engine));
+                (Ok(engine), n)
+            }
+            Err(e) => (Err(e), 0),
+        }
     }
 
     /// Give every sentence `settings` needs a vector, reporting progress; `Ok(false)` when

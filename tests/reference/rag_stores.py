@@ -214,10 +214,10 @@ def pg_load(port, jsonl):
         conn.execute("DROP TABLE IF EXISTS chunks")
         conn.execute(f"CREATE TABLE chunks (id text PRIMARY KEY, document text, embedding vector({dim}), cmetadata jsonb)")
         with conn.cursor() as cur:
-            for r in rows:
-                vec = "[" + ",".join(repr(float(x)) for x in r["embedding"]) + "]"
-                cur.execute("INSERT INTO chunks VALUES (%s, %s, %s::vector, %s::jsonb)",
-                            (r["id"], r["page_content"], vec, json.dumps(r["metadata"])))
+            with cur.copy("COPY chunks (id, document, embedding, cmetadata) FROM STDIN") as copy:
+                for r in rows:
+                    vec = "[" + ",".join(repr(float(x)) for x in r["embedding"]) + "]"
+                    copy.write_row((r["id"], r["page_content"], vec, json.dumps(r["metadata"])))
         conn.execute("DROP ROLE IF EXISTS reader")
         conn.execute("CREATE ROLE reader LOGIN PASSWORD 'reader'")
         conn.execute("GRANT SELECT ON chunks TO reader")

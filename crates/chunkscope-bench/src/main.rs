@@ -99,6 +99,9 @@ enum What {
         /// A Python interpreter for the reference (json.loads per line).
         #[arg(long)]
         reference: Option<String>,
+        /// Keep the generated JSONL at this path (to load it into another store).
+        #[arg(long)]
+        keep: Option<PathBuf>,
     },
     /// Embedding speed, ours and (with --reference) sentence-transformers' on the same texts.
     Embed {
@@ -163,7 +166,15 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
             dim,
             uri,
             reference,
-        } => store::store(chunks, dim, &uri, reference.as_deref(), out),
+            keep,
+        } => store::store(
+            chunks,
+            dim,
+            &uri,
+            reference.as_deref(),
+            keep.as_deref(),
+            out,
+        ),
         What::Convert { reference, copies } => convert::convert(&reference, copies, out),
         What::Maxmin {
             megabytes,

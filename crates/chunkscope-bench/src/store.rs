@@ -86,6 +86,7 @@ pub fn store(
     dim: usize,
     uris: &[String],
     reference: Option<&str>,
+    keep: Option<&std::path::Path>,
     out: &mut dyn Write,
 ) -> Result<()> {
     let dir = TempDir::new("bench-store");
@@ -118,6 +119,9 @@ pub fn store(
                 secs / ours
             )?;
         }
+    }
+    if let Some(k) = keep {
+        std::fs::copy(&path, k)?;
     }
     for u in uris {
         time_open(u, out)?;

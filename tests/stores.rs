@@ -311,6 +311,49 @@ fn llamaindex_folder_and_langchain_jsonl() {
             "{file}: a stored id"
         );
     }
+    // Stored against re-chunked: the same cases on the source folder's chunks, A beside B.
+    let o = bin(&[
+        "eval",
+        "--store",
+        &lc,
+        out.join("corpus").to_str().unwrap(),
+        "--cases",
+        cases.to_str().unwrap(),
+        "--preset",
+        "langchain-chars",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ab: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(ab["a"]["results"].as_array().unwrap().len(), lines);
+    assert_eq!(ab["b"]["results"].as_array().unwrap().len(), lines);
+    assert!(ab["a"]["settings"]
+        .as_str()
+        .unwrap()
+        .contains("stored chunks"));
+    assert!(ab["b"]["settings"]
+        .as_str()
+        .unwrap()
+        .contains("langchain 1500 chars"));
+    // The flips agree with the two reports' own ranks.
+    let k = ab["flips"]["k"].as_u64().unwrap();
+    let hit = |r: &Value| r.as_u64().is_some_and(|r| r <= k);
+    let (mut gained, mut lost) = (0, 0);
+    for (ca, cb) in ab["a"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(ab["b"]["results"].as_array().unwrap())
+    {
+        assert_eq!(ca["question"], cb["question"]);
+        match (hit(&ca["vector_rank"]), hit(&cb["vector_rank"])) {
+            (false, true) => gained += 1,
+            (true, false) => lost += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(ab["flips"]["vector"], serde_json::json!([gained, lost]));
     // Why not this chunk: the planted stale chunk, explained in JSON.
     let o = bin(&[
         "query", "--store", &lc, "refunds", "--format", "json", "--expect", "lc-0005",

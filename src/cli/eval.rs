@@ -144,7 +144,70 @@ fn run_on_store(a: &EvalArgs, config: Config) -> Result<ExitCode> {
     let _ = cache.save();
     // The chunks are the store's: no knob made them.
     report.settings = format!("stored chunks of {}", opened.store.uri);
-    report_and_floor(a, &report, &cases)
+    let Some(folder) = a.corpus.as_deref().filter(|c| c.is_dir()) else {
+        return report_and_floor(a, &report, &cases);
+    };
+    // A source folder: the same cases on the chunks the knobs make from it, beside the store's.
+    let config = &opened.config;
+    let engine = open_engine(folder, config, &mut say)?;
+    let b_cases = Cases::from_tsv(&cases_path, &engine.corpus)?;
+    let chunking = chunk(&engine, config, &mut say)?;
+    let b = eval(
+        &engine,
+        &chunking,
+        &b_cases,
+        (&opened.window, config.embed_spec()),
+        (&ks, a.at, config.search_rrf_k),
+        &mut say,
+    )?;
+    let mut out = io::stdout().lock();
+    let flips = chunkscope_core::eval::flips(&report, &b);
+    match a.format {
+        EvalFormat::Json => writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "a": report, "b": b, "flips": flips,
+            }))?
+        )?,
+        EvalFormat::Markdown => {
+            writeln!(out, "# A: {}\n", report.settings)?;
+            write!(
+                out,
+                "{}",
+                chunkscope_core::eval::markdown(&report, a.misses)
+            )?;
+            writeln!(
+                out,
+                "\n# B: {} re-chunked, {}\n",
+                folder.display(),
+                b.settings
+            )?;
+            write!(out, "{}", chunkscope_core::eval::markdown(&b, a.misses))?;
+            writeln!(out, "\n# A -> B at k {}\n", a.at)?;
+            writeln!(
+                out,
+                "| retriever | A recall@{0} | B recall@{0} | gained | lost |",
+                a.at
+            )?;
+            writeln!(out, "|---|---|---|---|---|")?;
+            for (name, ra, rb, (gained, lost)) in [
+                ("BM25", &report.bm25, &b.bm25, flips.bm25),
+                ("vector", &report.vector, &b.vector, flips.vector),
+                ("hybrid", &report.hybrid, &b.hybrid, flips.hybrid),
+            ] {
+                writeln!(
+                    out,
+                    "| {name} | {:.2} | {:.2} | {gained} | {lost} |",
+                    ra.at(a.at),
+                    rb.at(a.at)
+                )?;
+            }
+        }
+    }
+    drop(out);
+    // The floor is the real index's: --min-recall checks A.
+    check_floor(a, &report)
 }
 
 /// Print the report, the unusable case lines, and check --min-recall.
@@ -162,6 +225,11 @@ fn report_and_floor(a: &EvalArgs, report: &Report, cases: &Cases) -> Result<Exit
         }
     }
     bad();
+    check_floor(a, report)
+}
+
+/// --min-recall: exit 1 when a checked retriever's recall@AT falls below the floor.
+fn check_floor(a: &EvalArgs, report: &Report) -> Result<ExitCode> {
     if let Some(floor) = a.min_recall {
         use Retriever::*;
         let r = a.retriever;

@@ -225,33 +225,9 @@ fn case_item<'a>(c: &CaseResult, k: usize, m: &Model) -> ListItem<'a> {
 
 /// Cases that flipped between A and B, matched by question and line.
 fn flips(a: &Report, b: &Report) -> String {
-    let k = b.k;
-    let mut gained = (0, 0);
-    let mut lost = (0, 0);
-    for cb in &b.results {
-        let Some(ca) = a
-            .results
-            .iter()
-            .find(|x| x.line == cb.line && x.question == cb.question)
-        else {
-            continue;
-        };
-        for (i, (ra, rb)) in [
-            (ca.bm25_rank, cb.bm25_rank),
-            (ca.vector_rank, cb.vector_rank),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            match (hit(ra, k), hit(rb, k)) {
-                (false, true) => *(if i == 0 { &mut gained.0 } else { &mut gained.1 }) += 1,
-                (true, false) => *(if i == 0 { &mut lost.0 } else { &mut lost.1 }) += 1,
-                _ => {}
-            }
-        }
-    }
+    let f = chunkscope_core::eval::flips(a, b);
     format!(
-        "flipped A -> B at k {k}: BM25 +{} -{} · vector +{} -{} · vectors {} -> {}",
-        gained.0, lost.0, gained.1, lost.1, a.vectors, b.vectors
+        "flipped A -> B at k {}: BM25 +{} -{} · vector +{} -{} · vectors {} -> {}",
+        f.k, f.bm25.0, f.bm25.1, f.vector.0, f.vector.1, a.vectors, b.vectors
     )
 }

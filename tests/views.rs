@@ -265,6 +265,7 @@ fn prefix_parent_and_query_panes() {
         hybrid: vec![hit],
         rrf_k: 60,
         embedder: "native f32".into(),
+        expect: None,
     });
     let t = render(&m);
     let screen = t.backend().to_string();

@@ -218,6 +218,21 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             m.scroll = 0;
             m.uncentre();
         }
+        Action::Expect => {
+            let here = (m.selected, m.focus_chunk);
+            if m.focus_chunk >= m.chunks_in_selected() {
+                return Vec::new();
+            }
+            m.query.expect = (m.query.expect != Some(here)).then_some(here);
+            m.info = Some(match m.query.expect {
+                Some(_) => format!(
+                    "expected chunk #{}: the query pane says where it ranks and why",
+                    m.focus_chunk + 1
+                ),
+                None => "expected chunk forgotten".into(),
+            });
+            return Vec::new();
+        }
         Action::Probe => {
             if m.focus_chunk < m.chunks_in_selected() {
                 return vec![Cmd::Probe {
@@ -326,20 +341,26 @@ pub(super) fn command_line(m: &Model) -> String {
             format!("'{}'", s.replace('\'', "'\\''"))
         }
     };
-    let mut words = vec![
-        "chunkscope".to_string(),
-        "audit".into(),
-        quote(&m.corpus_path.display().to_string()),
-    ];
+    let mut words = vec!["chunkscope".to_string(), "audit".into()];
+    match &m.store {
+        Some(uri) => words.extend(["--store".into(), quote(uri)]),
+        None => words.push(quote(&m.corpus_path.display().to_string())),
+    }
     if let Some(c) = &m.config_path {
         words.push("--config".into());
         words.push(quote(&c.display().to_string()));
     }
-    words.extend(
-        chunkscope_core::config::save::command_flags(&m.settings, m.window_spec)
-            .iter()
-            .map(|w| quote(w)),
-    );
+    let flags = chunkscope_core::config::save::command_flags(&m.settings, m.window_spec);
+    if m.store.is_some() {
+        // A store's chunks are as stored: only the window applies.
+        let at = flags.iter().position(|f| f == "--window");
+        words.extend(
+            at.into_iter()
+                .flat_map(|i| flags[i..].iter().take(2).map(|w| quote(w))),
+        );
+    } else {
+        words.extend(flags.iter().map(|w| quote(w)));
+    }
     words.join(" ")
 }
 

@@ -58,6 +58,11 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                         adopt_engine(m, engine);
                     }
                     m.chunking = Some(c);
+                    // An expected chunk is a position in the old chunking: forget it (a store's
+                    // chunks never move).
+                    if m.store.is_none() {
+                        m.query.expect = None;
+                    }
                     m.chunked_generation = generation;
                     m.last_chunk_millis = Some(millis);
                     m.highlight = None;

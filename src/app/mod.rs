@@ -99,6 +99,8 @@ pub enum Cmd {
         id: u64,
         text: String,
         k: usize,
+        /// The chunk that should have been found (file position, chunk index).
+        expect: Option<(usize, usize)>,
     },
     Probe {
         file_pos: usize,

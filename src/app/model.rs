@@ -139,6 +139,9 @@ pub struct QueryState {
     pub column: Retriever,
     pub selected: usize,
     pub k: usize,
+    /// The chunk that should have been found (`x` in the chunks pane): (file position, chunk
+    /// index) in the chunking on screen; every query explains where it ranked.
+    pub expect: Option<(usize, usize)>,
 }
 
 impl QueryState {

@@ -116,6 +116,7 @@ fn run(m: &mut Model) -> Vec<Cmd> {
         id: q.next_id,
         text: q.input.text.clone(),
         k: q.k,
+        expect: q.expect,
     }]
 }
 
@@ -146,8 +147,17 @@ fn act_on_results(m: &mut Model, a: Action) -> Option<Vec<Cmd>> {
                     id: q.next_id,
                     text: q.input.text.clone(),
                     k: q.k,
+                    expect: q.expect,
                 }]);
             }
+        }
+        Action::CopyCase => {
+            let Some(r) = m.query.results.clone() else {
+                return Some(Vec::new());
+            };
+            let text = case_markdown(m, &r);
+            m.info = Some("copied the case as Markdown (OSC 52)".into());
+            return Some(vec![Cmd::Copy { text }]);
         }
         Action::NextHit => q.selected = (q.selected + 1).min(last),
         Action::PrevHit => q.selected = q.selected.saturating_sub(1),
@@ -161,6 +171,72 @@ fn act_on_results(m: &mut Model, a: Action) -> Option<Vec<Cmd>> {
         _ => return None,
     }
     Some(Vec::new())
+}
+
+/// The query as a case to paste into an issue or a chat: the query, the settings as a command
+/// line, the three result lists, and the expected chunk with its ranks and its tail marked.
+pub(super) fn case_markdown(m: &Model, r: &chunkscope_core::search::Results) -> String {
+    let mut s = format!(
+        "### chunkscope: query {:?}\n\n`{}`\n\nwindow {} tokens · k {} · {}\n",
+        r.query,
+        super::chunks::command_line(m),
+        r.window,
+        r.k,
+        r.embedder
+    );
+    for (name, hits) in [
+        ("BM25", &r.bm25),
+        ("vector", &r.vector),
+        ("hybrid", &r.hybrid),
+    ] {
+        s.push_str(&format!(
+            "\n**{name}**\n\n| rank | score | chunk | @tok | |\n|---|---|---|---|---|\n"
+        ));
+        for h in hits {
+            s.push_str(&format!(
+                "| {} | {:.3} | {} #{} | {} | {} |\n",
+                h.rank,
+                h.score,
+                h.file,
+                h.chunk + 1,
+                h.token_offset.map_or("-".into(), |t| t.to_string()),
+                if h.in_tail { "TAIL" } else { "window" }
+            ));
+        }
+    }
+    if let Some(w) = &r.expect {
+        s.push_str(&format!("\n**expected: {} #{}**\n\n", w.file, w.chunk + 1));
+        for p in &w.places {
+            s.push_str(&format!(
+                "- {}: {}{}, last shown {}\n",
+                p.retriever,
+                p.rank.map_or("not ranked".into(), |r| format!("rank {r}")),
+                p.score
+                    .map_or(String::new(), |x| format!(" (score {x:.3})")),
+                p.last_shown_score.map_or("-".into(), |x| format!("{x:.3}"))
+            ));
+        }
+        if !w.terms_in_tail.is_empty() {
+            s.push_str(&format!(
+                "- query terms only in the invisible tail: {}\n",
+                w.terms_in_tail.join(", ")
+            ));
+        }
+        if let Some(text) = m.chunk_text(
+            m.query.expect.map_or(0, |e| e.0),
+            m.query.expect.map_or(0, |e| e.1),
+        ) {
+            let cut = w.tail_start.unwrap_or(text.len()).min(text.len());
+            s.push_str(&format!("\n```text\n{}\n```\n", &text[..cut]));
+            if cut < text.len() {
+                s.push_str(&format!(
+                    "\ninvisible tail (never embedded):\n\n```text\n{}\n```\n",
+                    &text[cut..]
+                ));
+            }
+        }
+    }
+    s
 }
 
 /// What to highlight of a hit's chunk: BM25, every matched term; vector, the best sentence.

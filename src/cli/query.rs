@@ -176,9 +176,9 @@ fn write_results(
     let k = results.k;
     let window = results.window;
     if as_json {
-        let mut v = serde_json::to_value(results)?;
-        v["expect"] = serde_json::to_value(why)?;
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        let mut r = results.clone();
+        r.expect = why.cloned();
+        writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
         return Ok(());
     }
     writeln!(

@@ -363,9 +363,14 @@ where
                             w.embed(generation, engine, chunking, window);
                         }
                     }
-                    Cmd::Query { id, text, k } => {
+                    Cmd::Query {
+                        id,
+                        text,
+                        k,
+                        expect,
+                    } => {
                         if let Some(w) = embedder {
-                            w.query(id, text, k);
+                            w.query(id, text, k, expect);
                         }
                     }
                     Cmd::Probe { file_pos, chunk } => {

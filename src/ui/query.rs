@@ -12,14 +12,19 @@ use chunkscope_core::search::Hit;
 
 pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
+    let why = m.query.results.as_ref().and_then(|r| r.expect.as_ref());
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
             Constraint::Length(3),
             Constraint::Min(3),
+            Constraint::Length(if why.is_some() { 7 } else { 0 }),
             Constraint::Length(1),
         ])
         .split(area);
+    if let Some(w) = why {
+        why_not(frame, rows[2], m, w);
+    }
     let state = if m.query.pending.is_some() {
         " · searching…"
     } else if m.embeddings_stale() {
@@ -103,7 +108,64 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             },
             t.dim,
         )),
-        rows[2],
+        rows[3],
+    );
+}
+
+/// The expected chunk (`x` in the chunks pane): its rank and score in each retriever against the
+/// last hit shown, and what of the query lies in its invisible tail.
+fn why_not(frame: &mut Frame, area: Rect, m: &Model, w: &chunkscope_core::explain::WhyNot) {
+    let t = &m.theme;
+    let mut lines: Vec<Line> = w
+        .places
+        .iter()
+        .map(|p| {
+            let rank = match p.rank {
+                Some(r) if p.shown => Span::styled(format!("rank {r} (shown)"), t.title),
+                Some(r) => Span::styled(format!("rank {r}"), t.warn),
+                None => Span::styled("not ranked".to_string(), t.warn),
+            };
+            let score = p.score.map_or(String::new(), |s| format!("  score {s:.3}"));
+            let bar = p
+                .last_shown_score
+                .map_or(String::new(), |s| format!("  (last shown {s:.3})"));
+            Line::from(vec![
+                Span::raw(format!("{:<7} ", p.retriever)),
+                rank,
+                Span::raw(format!("{score}{bar}")),
+            ])
+        })
+        .collect();
+    lines.push(if w.terms_in_tail.is_empty() {
+        Line::styled(
+            match w.tail_start {
+                Some(_) => "no query term lies only in its tail".to_string(),
+                None => "the window holds the whole chunk".to_string(),
+            },
+            t.dim,
+        )
+    } else {
+        Line::from(vec![
+            Span::raw("query terms only in the invisible tail (never embedded): "),
+            Span::styled(w.terms_in_tail.join(", "), t.tail),
+        ])
+    });
+    let title = format!(
+        " why not {} #{}? · {} copies the case as Markdown ",
+        w.file,
+        w.chunk + 1,
+        m.keymap
+            .keys_of(Action::CopyCase)
+            .first()
+            .map_or("", String::as_str)
+    );
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(Span::styled(title, t.title)),
+        ),
+        area,
     );
 }
 

@@ -102,6 +102,9 @@ pub struct Results {
     pub rrf_k: usize,
     /// The embedder's backend and precision the vector column came from.
     pub embedder: String,
+    /// The chunk that should have been found, explained (`--expect`, the workbench's `x`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect: Option<crate::explain::WhyNot>,
 }
 
 /// Both indexes over one chunking. Inside the indexes a chunk is known by a key made of its file,
@@ -355,6 +358,14 @@ impl SearchIndex {
         self.refs.get(id as usize).copied()
     }
 
+    /// The id of (file position, chunk index).
+    pub fn id_of(&self, file_pos: usize, chunk: usize) -> Option<u64> {
+        self.refs
+            .iter()
+            .position(|&r| r == (file_pos, chunk))
+            .map(|i| i as u64)
+    }
+
     /// True when every chunk has its vector.
     pub fn has_vectors(&self) -> bool {
         !self.vectors.is_empty() && self.vectors.len() >= self.refs.len()
@@ -558,6 +569,7 @@ impl SearchIndex {
             hybrid,
             rrf_k: self.rrf_k,
             embedder: embedder.backend_name(),
+            expect: None,
         })
     }
 }

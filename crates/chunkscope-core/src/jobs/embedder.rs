@@ -34,6 +34,8 @@ enum Request {
         id: u64,
         text: String,
         k: usize,
+        /// The chunk that should have been found: (file position, chunk index).
+        expect: Option<(usize, usize)>,
     },
     Probe {
         file_pos: usize,
@@ -102,8 +104,14 @@ impl EmbedWorker {
         self.jobs.wake();
     }
 
-    pub fn query(&self, id: u64, text: String, k: usize) {
-        self.request(Request::Query { id, text, k });
+    /// Search; with `expect`, the results also say where that chunk ranked and why.
+    pub fn query(&self, id: u64, text: String, k: usize, expect: Option<(usize, usize)>) {
+        self.request(Request::Query {
+            id,
+            text,
+            k,
+            expect,
+        });
     }
 
     /// Evaluate the current chunking once its vectors are in (queued behind the embedding).
@@ -453,7 +461,12 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
     match request {
         // Taken by `serve_urgent` before anything is served.
         Request::Focus { .. } => {}
-        Request::Query { id, text, k } => {
+        Request::Query {
+            id,
+            text,
+            k,
+            expect,
+        } => {
             let result = match &cur.index {
                 Some(ix) => ix
                     .search(
@@ -465,6 +478,35 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
                         k,
                         cur.window,
                     )
+                    .and_then(|mut r| {
+                        let Some(id) = expect.and_then(|(f, c)| ix.id_of(f, c)) else {
+                            return Ok(r);
+                        };
+                        let qv = if ix.has_vectors() {
+                            let q = embedder.query_text(&text);
+                            crate::search::embed_cached(
+                                embedder,
+                                cache,
+                                &[q.as_ref()],
+                                cur.window,
+                                |_, _| true,
+                            )
+                            .and_then(|(v, _)| v.into_iter().next())
+                            .unwrap_or_default()
+                        } else {
+                            Vec::new()
+                        };
+                        r.expect = Some(crate::explain::why_not(
+                            ix,
+                            &cur.engine,
+                            &cur.chunking,
+                            &r,
+                            &qv,
+                            id,
+                            None,
+                        )?);
+                        Ok(r)
+                    })
                     .map_err(|e| format!("{e:#}")),
                 None => Err("no index yet".into()),
             };

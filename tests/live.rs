@@ -448,7 +448,7 @@ fn embedding_worker_embeds_only_changed_chunks() {
         embedded2 >= 1 && embedded2 <= changed,
         "{embedded2} of {changed}"
     );
-    worker.query(7, nonce.clone(), 3);
+    worker.query(7, nonce.clone(), 3, None);
     loop {
         if let Event::QueryDone { id: 7, result, .. } =
             rx.recv_timeout(Duration::from_secs(60)).unwrap()

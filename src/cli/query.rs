@@ -177,7 +177,7 @@ fn write_results(
     let window = results.window;
     if as_json {
         let mut r = results.clone();
-        r.expect = why.cloned();
+        r.expect = why.cloned().map(Box::new);
         writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
         return Ok(());
     }

@@ -104,7 +104,7 @@ pub struct Results {
     pub embedder: String,
     /// The chunk that should have been found, explained (`--expect`, the workbench's `x`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub expect: Option<crate::explain::WhyNot>,
+    pub expect: Option<Box<crate::explain::WhyNot>>,
 }
 
 /// Both indexes over one chunking. Inside the indexes a chunk is known by a key made of its file,

@@ -496,7 +496,7 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
                         } else {
                             Vec::new()
                         };
-                        r.expect = Some(crate::explain::why_not(
+                        r.expect = Some(Box::new(crate::explain::why_not(
                             ix,
                             &cur.engine,
                             &cur.chunking,
@@ -504,7 +504,7 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
                             &qv,
                             id,
                             None,
-                        )?);
+                        )?));
                         Ok(r)
                     })
                     .map_err(|e| format!("{e:#}")),

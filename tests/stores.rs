@@ -362,6 +362,9 @@ fn llamaindex_folder_and_langchain_jsonl() {
     let places = r["expect"]["places"].as_array().unwrap();
     assert_eq!(places.len(), 3);
     assert!(places.iter().all(|p| p["last_shown_score"].is_number()));
+    // Its stored vector is the planted stale one.
+    let cos = r["expect"]["stored_vector_cos"].as_f64().unwrap();
+    assert!(cos < 0.999, "{cos}");
 }
 
 /// A child process stopped when dropped.
@@ -448,6 +451,37 @@ fn chroma_server() {
         !wrong.status.success() && err.contains("nope") && err.contains("not found"),
         "{err}"
     );
+    // The server dies part-way through the pages (a front that cuts every connection after
+    // 200 kB): an error saying how far the read got, never a partial store shown as whole.
+    let proxy_port = free_port();
+    let mut proxy = Command::new(&py)
+        .arg(common::repo().join("tests/reference/cut_proxy.py"))
+        .args([
+            &proxy_port.to_string(),
+            &format!("127.0.0.1:{port}"),
+            "200000",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_port(proxy_port, &mut proxy);
+    let _proxy = Running(proxy);
+    let config = out.join(format!("page-{port}.toml"));
+    std::fs::write(&config, "[store]\npage = 10\n").unwrap();
+    let cut = bin(&[
+        "audit",
+        "--store",
+        &format!("chroma://127.0.0.1:{proxy_port}/docs"),
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&cut.stderr);
+    assert!(!cut.status.success(), "{err}");
+    assert!(
+        err.contains("the read stopped after") && err.contains("of 102 chunks"),
+        "{err}"
+    );
+    assert!(cut.stdout.is_empty(), "nothing shown as complete");
     drop(server);
     let gone = bin(&["audit", "--store", &uri]);
     let err = String::from_utf8_lossy(&gone.stderr);

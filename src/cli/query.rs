@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use chunkscope_core::embed::{EmbedCache, Embedder};
+use chunkscope_core::embed::{cosine, EmbedCache, Embedder};
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::explain::{self, WhyNot};
 use chunkscope_core::search::{Results, SearchIndex};
@@ -74,7 +74,17 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
         {
             h.id = Some(h.file.clone());
         }
-        let why = search.explain(&embedder, &results, expect)?;
+        let mut why = search.explain(&embedder, &results, expect)?;
+        if let Some(w) = why.as_mut() {
+            // Does the expected chunk's stored vector still match its text?
+            let i = w.chunk_id as usize;
+            if let Some(stored) = &opened.store.chunks[i].vector {
+                let m = &opened.chunking.files[i].chunks[0];
+                let text = m.embed_text(&opened.store.chunks[i].text);
+                let now = embedder.embed(&[text.as_ref()], opened.window.tokens);
+                w.stored_vector_cos = now.first().map(|v| cosine(stored, v));
+            }
+        }
         return write_results(&results, why.as_ref(), json, &mut out).map(|()| ExitCode::SUCCESS);
     }
     let corpus = super::corpus_arg(&corpus)?;
@@ -251,6 +261,17 @@ fn write_why_not(w: &WhyNot, out: &mut dyn Write) -> Result<()> {
             out,
             "  query terms only past the window (never embedded): {}",
             w.terms_in_tail.join(", ")
+        )?;
+    }
+    if let Some(c) = w.stored_vector_cos {
+        writeln!(
+            out,
+            "  stored vector: cos {c:.4} to its text as embedded{}",
+            if c < chunkscope_core::store::check::AGREE {
+                " (DIFFERS: stale text, another model or a missing prefix; audit --store names the cause)"
+            } else {
+                ""
+            }
         )?;
     }
     if let (Some(at), Some(tail)) = (w.expected_at, w.expected_in_tail) {

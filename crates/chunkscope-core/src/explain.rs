@@ -35,6 +35,10 @@ pub struct WhyNot {
     /// Where the expected text starts in the chunk, and whether that is in the tail.
     pub expected_at: Option<usize>,
     pub expected_in_tail: Option<bool>,
+    /// For a store: the stored vector's cosine to the one recomputed from the text its framework
+    /// embedded (below 0.999 it differs: stale text, another model or a missing prefix).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored_vector_cos: Option<f32>,
 }
 
 /// The chunk an expectation names: by `file#index` or the file (stored id) itself, else the
@@ -133,5 +137,6 @@ pub fn why_not(
         terms_in_tail,
         expected_at,
         expected_in_tail: expected_at.map(in_tail),
+        stored_vector_cos: None,
     })
 }

@@ -567,3 +567,31 @@ fn structure_first_fields_and_flags() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// chunkscope's own cache (models, embeddings, the log) inside the corpus is never read as
+/// corpus files: here the model folder linked into it holds a README.md the walk would take.
+#[test]
+fn own_cache_inside_the_corpus_is_not_corpus() {
+    let d = tmp("owncache");
+    std::fs::write(d.join("note.md"), "# Note\n\nRotate the keys.\n").unwrap();
+    let cache = d.join("cache");
+    std::fs::create_dir_all(cache.join("models")).unwrap();
+    std::os::unix::fs::symlink(
+        &common::model().dir,
+        cache.join("models/sentence-transformers--all-MiniLM-L6-v2"),
+    )
+    .unwrap();
+    std::fs::write(cache.join("chunkscope.log"), "a log line\n").unwrap();
+    let o = bin()
+        .args(["chunks", d.to_str().unwrap()])
+        .env("CHUNKSCOPE_CACHE_DIR", &cache)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files: std::collections::BTreeSet<String> = jsonl(&o)
+        .iter()
+        .map(|r| r["file"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(files.into_iter().collect::<Vec<_>>(), ["note.md"]);
+    let _ = std::fs::remove_dir_all(&d);
+}

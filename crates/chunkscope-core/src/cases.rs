@@ -297,10 +297,10 @@ pub fn load_corpus(
     rules: &super::corpus::CorpusRules,
     progress: &mut dyn FnMut(super::corpus::ReadProgress),
 ) -> Result<Corpus> {
+    // A JSON file given as the corpus is SQuAD: one that does not parse is an error with its
+    // line and column, never read as a plain document instead.
     if path.is_file() && path.extension().is_some_and(|e| e == "json") {
-        if let Ok((corpus, _)) = Cases::from_squad(path) {
-            return Ok(corpus);
-        }
+        return Cases::from_squad(path).map(|(corpus, _)| corpus);
     }
     Corpus::load_reporting(path, rules, progress)
 }
@@ -308,6 +308,24 @@ pub fn load_corpus(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_broken_squad_file_is_an_error_with_its_line() {
+        let dir = std::env::temp_dir().join(format!("chunkscope-squad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("broken.json");
+        std::fs::write(&f, "{\"data\": [\n  {\"title\": \"x\", \"paragraphs\": [\n").unwrap();
+        let err = load_corpus(&f, &Default::default(), &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("{}:3:", f.display())), "{err}");
+        std::fs::write(&f, "{\"version\": 1}").unwrap();
+        let err = load_corpus(&f, &Default::default(), &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no \"data\" array"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn normalised_location_maps_back_to_bytes() {

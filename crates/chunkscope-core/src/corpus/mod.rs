@@ -136,6 +136,22 @@ const BINARY_EXTENSIONS: &[&str] = &[
 /// Bytes sniffed to tell text from binary.
 const SNIFF_BYTES: usize = 8192;
 
+/// The folders chunkscope itself writes (its cache: embeddings, models, sentence vectors, the
+/// log) that lie inside `root`, as paths under `root` as given: never read as corpus files, and
+/// their changes are not corpus changes.
+pub fn own_dirs_under(root: &Path) -> Vec<PathBuf> {
+    let (Ok(root_c), Ok(cache)) = (
+        std::fs::canonicalize(root),
+        std::fs::canonicalize(crate::model::cache_root()),
+    ) else {
+        return Vec::new();
+    };
+    cache
+        .strip_prefix(&root_c)
+        .map(|rel| vec![root.join(rel)])
+        .unwrap_or_default()
+}
+
 /// How to walk a corpus.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CorpusRules {
@@ -276,7 +292,9 @@ impl Corpus {
         let exclude = glob_set(&rules.exclude, "corpus.exclude")?;
         // Include/exclude are checked per file, after .gitignore: overrides in the walker would
         // take precedence over ignore files.
+        let own = own_dirs_under(root);
         let walker = WalkBuilder::new(root)
+            .filter_entry(move |e| !own.iter().any(|o| e.path().starts_with(o)))
             .git_ignore(rules.gitignore)
             .git_exclude(rules.gitignore)
             .git_global(false)

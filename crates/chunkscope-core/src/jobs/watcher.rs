@@ -53,8 +53,21 @@ pub fn watch<M: From<JobEvent> + Send + 'static>(
     let out = Emitter::new(out);
     let (tx, rx) = channel::<Event>();
     let root_owned = root.to_path_buf();
+    // Our own cache and log inside the corpus: writing them is no corpus change (else each log
+    // line would start a reload).
+    let own: Vec<std::path::PathBuf> = crate::corpus::own_dirs_under(root)
+        .into_iter()
+        .flat_map(|d| [std::fs::canonicalize(&d).ok(), Some(d)])
+        .flatten()
+        .collect();
     let handler = move |res: notify::Result<Event>| match res {
-        Ok(ev) if relevant(&ev, &root_owned) => {
+        Ok(ev)
+            if relevant(&ev, &root_owned)
+                && !ev
+                    .paths
+                    .iter()
+                    .all(|p| own.iter().any(|o| p.starts_with(o))) =>
+        {
             let _ = tx.send(ev);
         }
         Ok(_) => {}

@@ -596,3 +596,60 @@ fn a_click_selects_a_file() {
     update(&mut m, click(30));
     assert_eq!(m.selected, 0, "a click outside the files does nothing");
 }
+
+/// A reload while the find view is open: the file its results pointed at is gone, the results
+/// are found again in the new chunking, and drawing never indexes past the files.
+#[test]
+fn find_view_across_a_reload() {
+    use chunkscope::app::find::Found;
+    use chunkscope::app::{update, Msg, View};
+    use chunkscope_core::jobs::Event;
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    let mut m = model(Theme::dark());
+    let key = |c: KeyCode| Msg::Key(KeyEvent::new(c, KeyModifiers::NONE));
+    update(&mut m, key(KeyCode::Char('F')));
+    for c in "short".chars() {
+        update(&mut m, key(KeyCode::Char(c)));
+    }
+    assert!(m
+        .find
+        .found
+        .iter()
+        .any(|f| matches!(f, Found::File { file_pos: 1 })));
+    // notes/short.txt deleted: the new corpus holds the runbook alone.
+    let corpus = Corpus {
+        root: "corpus".into(),
+        docs: vec![Document::plain(
+            "runbooks/rotate-keys.md".into(),
+            RUNBOOK.into(),
+        )],
+        skipped: Vec::new(),
+    };
+    let engine =
+        Arc::new(Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap());
+    let chunking = engine
+        .chunk_all(&m.settings, &AtomicBool::new(false))
+        .unwrap();
+    let generation = m.generation;
+    update(
+        &mut m,
+        Msg::Job(Event::Chunked {
+            generation,
+            engine,
+            result: Ok(Arc::new(chunking)),
+            millis: 1,
+        }),
+    );
+    assert_eq!(m.view, View::Find);
+    assert!(
+        m.find.found.iter().all(|f| match f {
+            Found::File { file_pos } | Found::Line { file_pos, .. } => *file_pos == 0,
+        }),
+        "{:?}",
+        m.find.found
+    );
+    let screen = render(&m).backend().to_string();
+    assert!(screen.contains("found"), "{screen}");
+    update(&mut m, key(KeyCode::Enter));
+}

@@ -64,6 +64,9 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                         m.query.expect = None;
                     }
                     m.chunked_generation = generation;
+                    // The find view's results point into the old chunking: find them again.
+                    m.find.found = super::find::results(m);
+                    m.find.selected = m.find.selected.min(m.find.found.len().saturating_sub(1));
                     m.last_chunk_millis = Some(millis);
                     m.highlight = None;
                     m.probe = None;

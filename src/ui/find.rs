@@ -28,7 +28,11 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     );
     let found = &m.find.found;
     let path = |fp: usize| match (&m.engine, &m.chunking) {
-        (Some(e), Some(c)) => e.corpus.docs[c.files[fp].doc].path.clone(),
+        (Some(e), Some(c)) => c
+            .files
+            .get(fp)
+            .and_then(|f| e.corpus.docs.get(f.doc))
+            .map_or_else(String::new, |d| d.path.clone()),
         _ => String::new(),
     };
     let items: Vec<ListItem> = found

@@ -45,8 +45,12 @@ macro_rules! multiversion {
                 unsafe fn v4($($arg: $ty),*) { generic($($arg),*) }
                 #[target_feature(enable = "avx2,fma")]
                 unsafe fn v3($($arg: $ty),*) { generic($($arg),*) }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU supports the features v4 is compiled for.
+                if std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    // SAFETY: the CPU supports every feature v4 is compiled for.
                     return unsafe { v4($($arg),*) };
                 }
                 if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {

@@ -110,8 +110,10 @@ impl std::str::FromStr for Precision {
 fn has_bf16() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
+        // Every feature the bf16 kernels are compiled for.
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
             && std::arch::is_x86_feature_detected!("avx512bf16")
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -121,8 +123,10 @@ fn has_bf16() -> bool {
 fn has_vnni() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
+        // Every feature the int8 kernels are compiled for.
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
             && std::arch::is_x86_feature_detected!("avx512vnni")
     }
     #[cfg(not(target_arch = "x86_64"))]

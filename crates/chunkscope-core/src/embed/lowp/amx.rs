@@ -23,7 +23,10 @@ const ROWS: usize = super::AMX_ROWS;
 /// Whether the CPU has AMX with bf16 and int8 and the kernel lets this process use it.
 pub fn available() -> bool {
     static OK: OnceLock<bool> = OnceLock::new();
-    *OK.get_or_init(|| cpu_has_amx() && tiles_granted())
+    // The AMX blocks end in AVX-512F epilogues: that is checked too.
+    *OK.get_or_init(|| {
+        cpu_has_amx() && std::arch::is_x86_feature_detected!("avx512f") && tiles_granted()
+    })
 }
 
 fn cpu_has_amx() -> bool {

@@ -397,3 +397,54 @@ fn store_in_tmux() {
     let _ = common::tmux(&["kill-session", "-t", &session]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// PDFs whose parser panics (tests/fixtures/broken: made by mutating an fpdf2 document) while
+/// the workbench runs, at start and after it (through the watcher): each is a skip reason, and
+/// the screen stays in the workbench, answering keys, whichever panic hook came first.
+#[test]
+fn parser_panics_leave_the_screen_alone() {
+    if common::no_tmux() {
+        return;
+    }
+    common::model();
+    let dir = std::env::temp_dir().join(format!("chunkscope-tmux-panics-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let broken = common::repo().join("tests/fixtures/broken");
+    std::fs::copy(broken.join("bad-operand.pdf"), dir.join("bad-operand.pdf")).unwrap();
+    std::fs::write(
+        dir.join("note.md"),
+        "# Keys\n\nRotate the signing keys every ninety days.\n",
+    )
+    .unwrap();
+    let session = format!("chunkscope-panics-{}", std::process::id());
+    let cmd = format!(
+        "HF_HUB_OFFLINE=1 {} {}; echo EXITED-$?; sleep 60",
+        env!("CARGO_BIN_EXE_chunkscope"),
+        dir.display()
+    );
+    common::start_tmux(&session, 140, 40, &cmd);
+    common::wait_for_screen(&session, |s| s.contains("chunked in"), "chunked in");
+    // A second broken document, converted while the screen is up.
+    std::fs::copy(
+        broken.join("missing-object.pdf"),
+        dir.join("missing-object.pdf"),
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    common::tmux(&["send-keys", "-t", &session, "r"]);
+    let screen = common::wait_for_screen(
+        &session,
+        |s| s.contains("chunked in") && s.contains("note.md"),
+        "the workbench after the panics",
+    );
+    assert!(!screen.contains("panicked"), "{screen}");
+    // Still in the workbench's alternate screen and answering: the help opens.
+    common::tmux(&["send-keys", "-t", &session, "?"]);
+    common::wait_for_screen(&session, |s| s.contains("help · chunks pane"), "help");
+    common::tmux(&["send-keys", "-t", &session, "q"]);
+    common::tmux(&["send-keys", "-t", &session, "q"]);
+    common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
+    let _ = common::tmux(&["kill-session", "-t", &session]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

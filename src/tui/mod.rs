@@ -131,6 +131,11 @@ pub fn run(
     let mouse = config.mouse;
     let previous_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |p| {
+        // A parser panic the converter catches is no reason to leave the screen (the
+        // converter's quiet hook may sit inside this one when a document converted first).
+        if chunkscope_core::corpus::convert::converting() {
+            return;
+        }
         terminal::restore_terminal(mouse);
         previous_hook(p);
     }));

@@ -136,6 +136,13 @@ thread_local! {
     static CONVERTING: Cell<bool> = const { Cell::new(false) };
 }
 
+/// True on a thread that is inside a converter: a panic there is caught and becomes a skip
+/// reason, so a process-wide panic hook (the workbench's, which restores the terminal) must let
+/// it pass, whichever of the two hooks was installed first.
+pub fn converting() -> bool {
+    CONVERTING.with(|c| c.get())
+}
+
 /// Run a converter, turning a panic inside a third-party parser (malformed PDFs can trigger
 /// them) into a skip reason. The panic is not printed, so the terminal of a running workbench
 /// is left alone.

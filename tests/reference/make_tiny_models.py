@@ -214,8 +214,12 @@ def main():
                                  prompts=prompts or {}, default_prompt_name=default)
         folder = os.path.join(out_dir, name)
         st.save(folder, safe_serialization=True)
-        # The generated model card is not needed by anything.
+        # The generated model card is not needed by anything; the reference architecture's code
+        # (copied beside remote-code folders) lives once, in tests/reference.
         os.remove(os.path.join(folder, "README.md"))
+        code = os.path.join(folder, "tiny_arch_ref.py")
+        if os.path.exists(code):
+            os.remove(code)
         # Reload the folder as users do, so what is checked is what was written.
         st = SentenceTransformer(folder, device="cpu", trust_remote_code=remote)
         # The window sentence-transformers reads from the folder (its own rule, per version).

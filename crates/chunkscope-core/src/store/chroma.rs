@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{floats, source_of, Meta, Progress, StoreError, StoreOptions, StoredChunk};
+use super::{floats, Meta, Progress, StoreError, StoreOptions, StoredChunk};
 
 struct Target {
     base: String,
@@ -162,12 +162,8 @@ pub fn read(
                 }
                 None => None,
             };
-            let mut c = StoredChunk::plain(cid, text);
-            c.source = source_of(&metadata, opts.source.as_deref());
-            let offset = |k: &str| metadata.get(k).and_then(Value::as_u64).map(|n| n as usize);
-            c.start_char = offset("start_char_idx").or_else(|| offset("start_index"));
-            c.end_char = offset("end_char_idx");
-            c.metadata = metadata;
+            let mut c =
+                StoredChunk::plain(cid, text).with_metadata(metadata, opts.source.as_deref());
             c.vector = vector;
             out.push(c);
         }

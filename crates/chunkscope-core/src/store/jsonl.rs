@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{floats, source_of, Meta, Progress, StoreError, StoreOptions, StoredChunk};
+use super::{floats, Meta, Progress, StoreError, StoreOptions, StoredChunk};
 
 const TEXT: &[&str] = &["text", "page_content", "document", "content"];
 const VECTOR: &[&str] = &["embedding", "vector", "values"];
@@ -98,31 +98,18 @@ fn chunk(
         Some((_, Value::Null)) | None => None,
         Some((k, v)) => Some(floats(v).map_err(|e| format!("{k}: {e}"))?),
     };
-    let offset = |k: &str| {
-        obj.get(k)
-            .or_else(|| metadata.get(k))
-            .and_then(Value::as_u64)
-            .map(|n| n as usize)
-    };
-    let start_char = offset("start_char_idx").or_else(|| offset("start_index"));
-    let end_char = offset("end_char_idx").or_else(|| {
-        // LangChain keeps only the start.
-        offset("start_index").map(|s| s + text.chars().count())
-    });
-    let source = source_of(&metadata, opts.source.as_deref()).or_else(|| {
-        ["source", "file_path", "doc_id", "ref_doc_id"]
+    let mut c = StoredChunk::plain(id, text).with_metadata(metadata, opts.source.as_deref());
+    c.vector = vector;
+    // Exports that keep the offsets and the source beside the metadata (LlamaIndex nodes).
+    let top = |k: &str| obj.get(k).and_then(Value::as_u64).map(|n| n as usize);
+    c.start_char = c.start_char.or_else(|| top("start_char_idx"));
+    c.end_char = c.end_char.or_else(|| top("end_char_idx"));
+    if c.source.is_none() {
+        c.source = ["source", "file_path", "doc_id", "ref_doc_id"]
             .iter()
-            .find_map(|k| obj.get(*k)?.as_str().map(str::to_string))
-    });
-    Ok(StoredChunk {
-        id,
-        vector,
-        metadata,
-        source,
-        start_char,
-        end_char,
-        ..StoredChunk::plain(String::new(), text)
-    })
+            .find_map(|k| obj.get(*k)?.as_str().map(str::to_string));
+    }
+    Ok(c)
 }
 
 #[cfg(test)]

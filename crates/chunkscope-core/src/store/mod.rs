@@ -121,6 +121,24 @@ impl StoredChunk {
         }
     }
 
+    /// Take `metadata` with what it says: the source document (`source_key`, else the names the
+    /// frameworks use) and the offsets (LlamaIndex's `start_char_idx`/`end_char_idx`, LangChain's
+    /// `start_index`, whose end is the start plus the text's characters).
+    pub fn with_metadata(mut self, metadata: Meta, source_key: Option<&str>) -> StoredChunk {
+        let offset = |k: &str| {
+            metadata
+                .get(k)
+                .and_then(serde_json::Value::as_u64)
+                .map(|n| n as usize)
+        };
+        self.source = source_of(&metadata, source_key);
+        self.start_char = offset("start_char_idx").or_else(|| offset("start_index"));
+        self.end_char = offset("end_char_idx")
+            .or_else(|| offset("start_index").map(|s| s + self.text.chars().count()));
+        self.metadata = metadata;
+        self
+    }
+
     /// The text the framework embedded: the header, then the text.
     pub fn embedded_text(&self) -> String {
         format!("{}{}", self.header, &self.text[..self.embedded_len])

@@ -8,7 +8,7 @@
 use postgres::{Client, NoTls, SimpleQueryMessage};
 use serde_json::Value;
 
-use super::{source_of, Meta, Progress, StoreError, StoreOptions, StoredChunk};
+use super::{Meta, Progress, StoreError, StoreOptions, StoredChunk};
 
 const TEXT: &[&str] = &["text", "document", "content", "page_content", "chunk"];
 const VECTOR: &[&str] = &["embedding", "vector", "embeddings", "values"];
@@ -302,12 +302,7 @@ fn chunk_of(row: Vec<Option<String>>, opts: &StoreOptions) -> Result<StoredChunk
         }
         None => Meta::default(),
     };
-    let mut c = StoredChunk::plain(id, text);
-    c.source = source_of(&metadata, opts.source.as_deref());
-    let offset = |k: &str| metadata.get(k).and_then(Value::as_u64).map(|n| n as usize);
-    c.start_char = offset("start_char_idx").or_else(|| offset("start_index"));
-    c.end_char = offset("end_char_idx");
-    c.metadata = metadata;
+    let mut c = StoredChunk::plain(id, text).with_metadata(metadata, opts.source.as_deref());
     c.vector = vector;
     Ok(c)
 }

@@ -37,7 +37,7 @@ pub fn run(a: AuditArgs) -> Result<ExitCode> {
     let (over, window) = match super::store::wanted(&a.knobs, a.corpus.as_deref())? {
         Some(config) => {
             let opened = super::store::open(config)?;
-            let (.., check) = opened.check_vectors()?;
+            let check = opened.vector_check()?;
             (opened.write_audit(&check, a.json, &mut out)?, opened.window)
         }
         None => {

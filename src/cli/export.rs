@@ -47,7 +47,7 @@ pub fn chunks(a: ChunksArgs) -> Result<ExitCode> {
     let mut out = io::BufWriter::new(io::stdout().lock());
     if let Some(config) = super::store::wanted(&a.knobs, a.corpus.as_deref())? {
         let opened = super::store::open(config)?;
-        let (.., check) = opened.check_vectors()?;
+        let check = opened.vector_check()?;
         opened.write_chunks(&check, &mut out)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);

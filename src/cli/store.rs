@@ -119,6 +119,15 @@ fn detect_window(
 }
 
 impl Opened {
+    /// The stored vectors checked (`audit`, `chunks`): nothing is embedded when the store holds
+    /// no vector to compare.
+    pub fn vector_check(&self) -> Result<VectorCheck> {
+        if self.store.vectors() == 0 {
+            return Ok(VectorCheck::none(self.store.chunks.len()));
+        }
+        Ok(self.check_vectors()?.3)
+    }
+
     /// Recompute every chunk's vector from its reconstructed text (through the cache) and compare
     /// the stored ones; the variants of differing chunks are embedded directly.
     pub fn check_vectors(&self) -> Result<(Embedder, EmbedCache, Vec<Vec<f32>>, VectorCheck)> {
@@ -130,22 +139,15 @@ impl Opened {
             .iter()
             .map(|s| windows.resolve(*s).tokens)
             .collect();
-        let result = if self.store.vectors() == 0 {
-            VectorCheck {
-                cos: vec![None; self.store.chunks.len()],
-                cause: vec![None; self.store.chunks.len()],
-            }
-        } else {
-            check::check_vectors(
-                &self.store,
-                self.engine.model.modules.document_prompt(),
-                &recomputed,
-                self.window.tokens,
-                &others,
-                &mut |texts, w| Ok(embedder.embed(texts, w)),
-                &self.engine.model.id,
-            )?
-        };
+        let result = check::check_vectors(
+            &self.store,
+            self.engine.model.modules.document_prompt(),
+            &recomputed,
+            self.window.tokens,
+            &others,
+            &mut |texts, w| Ok(embedder.embed(texts, w)),
+            &self.engine.model.id,
+        )?;
         Ok((embedder, cache, recomputed, result))
     }
 

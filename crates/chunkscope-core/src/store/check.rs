@@ -156,6 +156,14 @@ pub struct VectorCheck {
 }
 
 impl VectorCheck {
+    /// Nothing checked: `n` chunks without stored vectors.
+    pub fn none(n: usize) -> VectorCheck {
+        VectorCheck {
+            cos: vec![None; n],
+            cause: vec![None; n],
+        }
+    }
+
     pub fn differ(&self) -> usize {
         self.cause.iter().filter(|c| c.is_some()).count()
     }

@@ -318,10 +318,19 @@ fn store_in_tmux() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("chunks.jsonl");
     let long = "Refunds for annual plans are pro rata after thirty days. ".repeat(30);
+    let texts = [
+        "Rotate the signing keys every ninety days.",
+        long.as_str(),
+        "The incident commander owns the timeline.",
+    ];
+    // The stored vectors, as a pipeline stored them, but kb-1's and kb-3's swapped: the vector
+    // column must search these, not vectors recomputed from the texts.
+    let e = chunkscope_core::embed::Embedder::load(common::model()).unwrap();
+    let v = e.embed(&texts, 128);
     let lines = [
-        serde_json::json!({"id": "kb-1", "page_content": "Rotate the signing keys every ninety days.", "metadata": {"source": "keys.md"}}),
-        serde_json::json!({"id": "kb-2", "page_content": long, "metadata": {"source": "refunds.md"}}),
-        serde_json::json!({"id": "kb-3", "page_content": "The incident commander owns the timeline.", "metadata": {"source": "incidents.md"}}),
+        serde_json::json!({"id": "kb-1", "page_content": texts[0], "metadata": {"source": "keys.md"}, "embedding": v[2]}),
+        serde_json::json!({"id": "kb-2", "page_content": texts[1], "metadata": {"source": "refunds.md"}, "embedding": v[1]}),
+        serde_json::json!({"id": "kb-3", "page_content": texts[2], "metadata": {"source": "incidents.md"}, "embedding": v[0]}),
     ];
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&file, text).unwrap();
@@ -348,11 +357,21 @@ fn store_in_tmux() {
     common::tmux(&["send-keys", "-t", &session, "/"]);
     common::tmux(&["send-keys", "-t", &session, "-l", "signing keys"]);
     common::tmux(&["send-keys", "-t", &session, "Enter"]);
-    common::wait_for_screen(
+    let screen = common::wait_for_screen(
         &session,
         |s| s.contains("BM25") && s.contains("kb-1 #1"),
         "kb-1 among the hits",
     );
+    // BM25 ranks kb-1 first on its words; the vector column ranks kb-3 first, whose stored
+    // vector is kb-1's text's.
+    let first_hits: Vec<&str> = screen.lines().filter(|l| l.contains(" 1 ")).collect();
+    let row = first_hits
+        .iter()
+        .find(|l| l.matches("#1").count() >= 2)
+        .unwrap_or_else(|| panic!("{screen}"));
+    let (bm25, vector) = row.split_at(row.find("kb-").unwrap() + 6);
+    assert!(bm25.contains("kb-1") && vector.contains("kb-3"), "{screen}");
+    assert!(screen.contains("nothing embedded"), "{screen}");
     common::tmux(&["send-keys", "-t", &session, "Escape"]);
     // Why not this chunk: kb-3 marked as expected, then a query it does not answer.
     common::tmux(&["send-keys", "-t", &session, "j"]);

@@ -116,6 +116,7 @@ fn query_mode_edits_runs_and_opens_a_hit() {
     m.chunking = Some(Arc::new(Chunking {
         settings: m.settings.clone(),
         files: Vec::new(),
+        stored_vectors: None,
     }));
     update(&mut m, key('/'));
     assert_eq!(m.view, View::Query);
@@ -194,6 +195,7 @@ fn with_chunking(m: &mut Model) {
     m.chunking = Some(Arc::new(Chunking {
         settings: m.settings.clone(),
         files: Vec::new(),
+        stored_vectors: None,
     }));
 }
 

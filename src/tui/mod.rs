@@ -80,7 +80,7 @@ pub fn run(
     m.store = store.clone();
     if store.is_some() {
         m.notes.push(
-            "stored chunks: the chunking knobs do not change them; vectors are recomputed from the text the framework embedded (`chunkscope audit --store` compares the stored ones)".into(),
+            "stored chunks: the chunking knobs do not change them; the vector column searches the stored vectors (`chunkscope audit --store` checks them against the text)".into(),
         );
     }
     for n in &m.notes {

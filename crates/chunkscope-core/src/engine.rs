@@ -50,6 +50,9 @@ impl Parent {
 pub struct Chunking {
     pub settings: ChunkSettings,
     pub files: Vec<FileChunks>,
+    /// A store's chunks come with the vectors it stored, one per chunk in chunking order (`None`
+    /// where it stored none): the vector index takes them as they are instead of embedding.
+    pub stored_vectors: Option<Arc<Vec<Option<Vec<f32>>>>>,
 }
 
 impl Chunking {
@@ -444,6 +447,7 @@ impl Engine {
             Chunking {
                 settings: settings.clone(),
                 files: files.into_iter().map(|f| f.0).collect(),
+                stored_vectors: None,
             },
             reused,
         ))

@@ -289,12 +289,23 @@ fn run_embed<M: From<Event>>(
         st.out
             .emit(Event::EmbedFailed(format!("BM25 index: {e:#}")));
     }
+    let mut index = index.ok();
+    // A store's own vectors go in as stored (whatever the window): only chunks stored without
+    // one, or with another width, are embedded.
+    if let (Some(ix), Some(stored)) = (index.as_mut(), chunking.stored_vectors.as_ref()) {
+        let (ids, vectors): (Vec<u64>, Vec<Vec<f32>>) = ix
+            .missing_vectors()
+            .into_iter()
+            .filter_map(|id| Some((id, stored.get(id as usize)?.clone()?)))
+            .unzip();
+        ix.add_vectors(&ids, &vectors);
+    }
     st.current = Some(Current {
         generation,
         engine: Arc::clone(&engine),
         chunking: Arc::clone(&chunking),
         window,
-        index: index.ok(),
+        index,
     });
     // Only the chunks without a vector are embedded (their embedded text: prefix + text), those
     // of the files in focus first.

@@ -71,6 +71,9 @@ pub fn engine_for(
         Chunking {
             settings: settings.clone(),
             files,
+            stored_vectors: Some(Arc::new(
+                store.chunks.iter().map(|c| c.vector.clone()).collect(),
+            )),
         },
     ))
 }

@@ -326,7 +326,8 @@ fn store_in_tmux() {
     // The stored vectors, as a pipeline stored them, but kb-1's and kb-3's swapped: the vector
     // column must search these, not vectors recomputed from the texts.
     let e = chunkscope_core::embed::Embedder::load(common::model()).unwrap();
-    let v = e.embed(&texts, 128);
+    // Embedded at 256 (the long one is past 128): the screen takes the window from them.
+    let v = e.embed(&texts, 256);
     let lines = [
         serde_json::json!({"id": "kb-1", "page_content": texts[0], "metadata": {"source": "keys.md"}, "embedding": v[2]}),
         serde_json::json!({"id": "kb-2", "page_content": texts[1], "metadata": {"source": "refunds.md"}, "embedding": v[1]}),
@@ -343,8 +344,17 @@ fn store_in_tmux() {
     common::start_tmux(&session, 140, 40, &cmd);
     // OSC 52 copies land in tmux's paste buffer.
     common::tmux(&["set-option", "-g", "set-clipboard", "on"]);
-    let screen = common::wait_for_screen(&session, |s| s.contains("chunked in"), "chunked in");
-    assert!(screen.contains("stored chunks of jsonl:"), "{screen}");
+    // The status line tells the detected window rather than "chunked in".
+    let screen = common::wait_for_screen(
+        &session,
+        |s| s.contains("stored chunks of jsonl:") && s.contains("kb-3"),
+        "the stored chunks",
+    );
+    common::wait_for_screen(
+        &session,
+        |s| s.contains("window 256 (detected: 1 of the 1 longest"),
+        "the window detected from the stored vectors",
+    );
     assert!(
         screen.contains("files 3") && screen.contains("kb-2"),
         "{screen}"
@@ -353,7 +363,10 @@ fn store_in_tmux() {
     common::tmux(&["send-keys", "-t", &session, "+"]);
     std::thread::sleep(std::time::Duration::from_millis(500));
     let screen = common::wait_for_screen(&session, |s| s.contains("chunked in"), "chunked again");
-    assert!(screen.contains("files 3"), "{screen}");
+    assert!(
+        screen.contains("files 3") && screen.contains("kb-3"),
+        "{screen}"
+    );
     common::tmux(&["send-keys", "-t", &session, "/"]);
     common::tmux(&["send-keys", "-t", &session, "-l", "signing keys"]);
     common::tmux(&["send-keys", "-t", &session, "Enter"]);

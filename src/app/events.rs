@@ -10,6 +10,17 @@ use super::{Cmd, Model, Probe, View};
 pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
     match ev {
         Event::FilesChanged { paths } => m.reload(format!("{paths} file events")),
+        Event::StoreWindow {
+            generation,
+            tokens,
+            source,
+        } => {
+            if generation == m.generation {
+                m.info = Some(format!("window {tokens}: {source} (w sets another)"));
+                m.detected_window = Some((tokens, source));
+            }
+            Vec::new()
+        }
         Event::Loaded {
             generation,
             result,

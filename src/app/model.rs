@@ -244,6 +244,9 @@ pub struct Model {
     /// The store opened as the corpus (its URI, password taken out), if any: its chunks are
     /// the chunking, whatever the knobs say.
     pub store: Option<String>,
+    /// The window a store's vectors were made at, when it is not auto's: in force while the
+    /// window is left to auto.
+    pub detected_window: Option<(usize, String)>,
     /// What the last reload did, for the status line.
     pub last_reload: Option<String>,
     /// Evaluation cases (CORPUS/cases.tsv, --cases, or SQuAD JSON), if the corpus has some.
@@ -325,6 +328,7 @@ impl Model {
             eval: EvalState::default(),
             watch: String::new(),
             store: None,
+            detected_window: None,
             last_reload: None,
             cases: None,
             sentences: None,
@@ -352,6 +356,15 @@ impl Model {
     }
 
     pub fn window(&self) -> Window {
+        if let (WindowSpec::Auto, Some((tokens, source))) =
+            (self.window_spec, &self.detected_window)
+        {
+            return Window {
+                tokens: *tokens,
+                source: source.clone(),
+                rejects: false,
+            };
+        }
         let w = self.windows.resolve(self.window_spec);
         match &self.server {
             Some(s) => s.apply(self.window_spec, w),

@@ -31,6 +31,13 @@ pub enum Event {
         files: usize,
         converted: usize,
     },
+    /// A store's vectors agree with the model at this window more than at the one `auto`
+    /// resolves to (the 16 longest chunks embedded at the model's windows).
+    StoreWindow {
+        generation: u64,
+        tokens: usize,
+        source: String,
+    },
     /// The corpus changed on disk (a debounced burst of `paths` events).
     FilesChanged {
         paths: usize,

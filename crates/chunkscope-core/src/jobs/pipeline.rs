@@ -260,10 +260,12 @@ impl State {
                 Arc::clone(&s.tok),
                 &ChunkSettings::default(),
             )
+            .map(|(engine, chunking)| (store, engine, chunking))
             .map_err(|e| format!("{e:#}"))
         });
         match result {
-            Ok((engine, chunking)) => {
+            Ok((store, engine, chunking)) => {
+                self.detect_window(&store, (&engine, &chunking), generation, out);
                 let engine = Arc::new(engine);
                 let n = engine.corpus.docs.len();
                 self.stored = Some(Arc::new(chunking));
@@ -271,6 +273,48 @@ impl State {
                 (Ok(engine), n)
             }
             Err(e) => (Err(e), 0),
+        }
+    }
+
+    /// Which of the model's windows the store's vectors were made at, said when it is not
+    /// `auto`'s (the screen then uses it while the window is left to auto).
+    fn detect_window<M: From<Event>>(
+        &self,
+        store: &crate::store::Store,
+        (engine, chunking): (&Engine, &Chunking),
+        generation: u64,
+        out: &Emitter<M>,
+    ) {
+        use crate::window::WindowSpec;
+        if store.vectors() == 0 {
+            return;
+        }
+        let Ok(embedder) = self.embedder.get() else {
+            return;
+        };
+        let windows = &engine.model.windows;
+        let auto = windows.resolve(WindowSpec::Auto).tokens;
+        let candidates =
+            [WindowSpec::Auto, WindowSpec::St, WindowSpec::Max].map(|s| windows.resolve(s).tokens);
+        let found = crate::store::check::detect_window(
+            store,
+            chunking,
+            engine.model.modules.document_prompt(),
+            engine.specials(),
+            &candidates,
+            16,
+            &mut |texts, w| Ok(embedder.embed(texts, w)),
+        );
+        if let Ok(Some((w, agree, sampled))) = found {
+            if w != auto {
+                out.emit(Event::StoreWindow {
+                    generation,
+                    tokens: w,
+                    source: format!(
+                        "detected: {agree} of the {sampled} longest stored vectors agree at {w}"
+                    ),
+                });
+            }
         }
     }
 

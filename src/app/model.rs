@@ -192,6 +192,8 @@ pub struct Model {
     pub precision: Precision,
     /// Where vectors come from, in words ("native f32", or the server and its model).
     pub backend: String,
+    /// The same as a type: only the native backend has bf16 and int8.
+    pub backend_kind: chunkscope_core::embed::BackendKind,
     /// The embedding server's window, when vectors come from one.
     pub server: Option<chunkscope_core::embed::remote::ServerWindow>,
     pub windows: ModelWindows,
@@ -291,6 +293,7 @@ impl Model {
             precision: Precision::F32,
             model_name,
             backend: "native f32".into(),
+            backend_kind: Default::default(),
             server: None,
             windows,
             specials,
@@ -557,7 +560,7 @@ impl Model {
     /// The next precision of the native backend (f32, bf16, int8), on the same model: its
     /// workers are restarted as for another model, so a pinned eval A compares precisions.
     pub(super) fn next_precision(&mut self) -> Vec<Cmd> {
-        if !self.backend.starts_with("native") {
+        if self.backend_kind != chunkscope_core::embed::BackendKind::Native {
             self.info = Some(format!(
                 "precision: only the native backend has bf16 and int8 (vectors come from {})",
                 self.backend

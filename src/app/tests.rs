@@ -346,6 +346,7 @@ fn next_precision_cycles_on_the_same_model() {
         assert_eq!(m.precision, want);
     }
     m.backend = "remote http://127.0.0.1:8080/v1 m".into();
+    m.backend_kind = chunkscope_core::embed::BackendKind::Remote;
     assert!(update(&mut m, key('B')).is_empty());
     assert!(m
         .info

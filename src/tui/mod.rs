@@ -238,6 +238,7 @@ impl Session {
             chunkscope_core::embed::backend_label(info, &config.embed_spec()),
             info.modules.describe()
         );
+        m.backend_kind = chunkscope_core::embed::backend_kind(info, &config.embed_spec());
         if !info.modules.declared {
             m.notes.push(format!(
                 "{}: no modules.json: mean pooling without normalisation, as sentence-transformers does for a plain transformers folder",

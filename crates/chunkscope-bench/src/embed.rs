@@ -159,7 +159,9 @@ fn run_backend(
         "st bf16 tok/s",
         "ratio"
     )?;
-    let reduced = emb.backend_name().starts_with("native") && !emb.backend_name().contains("f32");
+    let reduced = emb
+        .native_precision()
+        .is_some_and(|p| p != chunkscope_core::embed::lowp::Precision::F32);
     for &window in &args.windows {
         let tokens: usize = refs.iter().map(|t| emb.ids(t, window).len()).sum();
         // One untimed pass warms caches and the thread pool.

@@ -175,6 +175,14 @@ impl Embedder {
         }
     }
 
+    /// The native backend's precision; `None` for candle and servers (f32 only).
+    pub fn native_precision(&self) -> Option<lowp::Precision> {
+        match &self.backend {
+            Backend::Native(b) => Some(b.precision),
+            _ => None,
+        }
+    }
+
     /// The server, when vectors come from one.
     pub fn remote(&self) -> Option<&remote::Remote> {
         match &self.backend {
@@ -481,15 +489,35 @@ impl SharedEmbedder {
 /// The backend `spec` runs `info` on, in words, known without loading anything (what the status
 /// line and `model list` show).
 pub fn backend_label(info: &ModelInfo, spec: &EmbedSpec) -> String {
-    if let Some(r) = &spec.remote {
-        return format!("remote {} ({})", r.endpoint, r.model);
-    }
-    let (kind, native) = architecture_and_native(&info.dir);
-    match (spec.backend, native) {
-        (BackendChoice::Native, _) | (BackendChoice::Auto, true) => {
-            format!("native {}", spec.precision.label())
+    match backend_kind(info, spec) {
+        BackendKind::Remote => {
+            let r = spec.remote.as_ref().expect("a remote spec");
+            format!("remote {} ({})", r.endpoint, r.model)
         }
-        _ => format!("candle {kind} f32"),
+        BackendKind::Native => format!("native {}", spec.precision.label()),
+        BackendKind::Candle => {
+            format!("candle {} f32", architecture_and_native(&info.dir).0)
+        }
+    }
+}
+
+/// Where vectors come from: the native path, candle, or a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendKind {
+    #[default]
+    Native,
+    Candle,
+    Remote,
+}
+
+/// Which backend `spec` gives for the model (what `auto` picks included).
+pub fn backend_kind(info: &ModelInfo, spec: &EmbedSpec) -> BackendKind {
+    if spec.remote.is_some() {
+        return BackendKind::Remote;
+    }
+    match (spec.backend, architecture_and_native(&info.dir).1) {
+        (BackendChoice::Native, _) | (BackendChoice::Auto, true) => BackendKind::Native,
+        _ => BackendKind::Candle,
     }
 }
 

@@ -80,11 +80,46 @@ fn render(m: &Model) -> Terminal<TestBackend> {
 
 #[test]
 fn snapshots_in_each_theme() {
+    let mut styled = Vec::new();
     for name in ["dark", "light", "mono"] {
         let m = model(Theme::built_in(name).unwrap());
         let t = render(&m);
-        insta::assert_snapshot!(format!("chunks_{name}"), t.backend());
+        let with_styles = format!("{}\n{}", t.backend(), style_runs(t.backend().buffer()));
+        insta::assert_snapshot!(format!("chunks_{name}"), with_styles);
+        styled.push(with_styles);
     }
+    // The text is the same in every theme; the styles are what tell them apart.
+    assert_ne!(styled[0], styled[1], "dark and light draw alike");
+    assert_ne!(styled[0], styled[2], "dark and mono draw alike");
+}
+
+/// The styles of a drawn buffer, row by row: each run of cells with one style as
+/// `column..column fg bg modifiers` (the text backend alone drops them).
+fn style_runs(buf: &ratatui::buffer::Buffer) -> String {
+    let mut out = String::new();
+    let area = buf.area;
+    for y in area.y..area.y + area.height {
+        let mut runs: Vec<String> = Vec::new();
+        let mut start = area.x;
+        let style_at = |x: u16| {
+            let c = &buf[(x, y)];
+            (c.fg, c.bg, c.modifier)
+        };
+        for x in area.x..=area.x + area.width {
+            let end = x == area.x + area.width;
+            if end || (x > start && style_at(x) != style_at(start)) {
+                let (fg, bg, md) = style_at(start);
+                if (fg, bg, md) != (Default::default(), Default::default(), Default::default()) {
+                    runs.push(format!("{start}..{} {fg:?} {bg:?} {md:?}", x - 1));
+                }
+                start = x;
+            }
+        }
+        if !runs.is_empty() {
+            out.push_str(&format!("row {y}: {}\n", runs.join(" | ")));
+        }
+    }
+    out
 }
 
 #[test]

@@ -489,6 +489,7 @@ fn chroma_server() {
         !gone.status.success() && err.contains(&uri) && err.contains("cannot reach"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&data);
 }
 
 /// PostgreSQL stopped when dropped.
@@ -501,6 +502,8 @@ impl Drop for Postgres<'_> {
             .arg("pg-stop")
             .arg(&self.1)
             .output();
+        // The cluster's files (tens of MB) go with it.
+        let _ = std::fs::remove_dir_all(&self.1);
     }
 }
 

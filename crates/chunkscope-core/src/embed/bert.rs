@@ -315,6 +315,18 @@ fn relative_bucket(rel: isize, buckets: usize, max_distance: usize) -> usize {
     direction + within
 }
 
+/// Rows of a 2-D table (`name` in full): a tensor of another rank, or without rows, is an error
+/// naming it, never an index out of range.
+fn table_rows(st: &SafeTensors, name: &str) -> Result<usize> {
+    let t = st
+        .tensor(name)
+        .with_context(|| format!("weights: no tensor {name}"))?;
+    match t.shape() {
+        [rows, cols] if *rows > 0 && *cols > 0 => Ok(*rows),
+        shape => bail!("weights: {name} has shape {shape:?}, expected a table (rows x columns)"),
+    }
+}
+
 fn tensor(st: &SafeTensors, prefix: &str, name: &str, len: usize) -> Result<Vec<f32>> {
     let full = format!("{prefix}{name}");
     let t = st
@@ -495,23 +507,21 @@ impl Bert {
             });
         }
         // Token type 0 is added to every token (DistilBERT has no token types).
-        let token_type0 =
-            match st.tensor(&format!("{prefix}embeddings.token_type_embeddings.weight")) {
-                Ok(t) => {
-                    let mut v = g("embeddings.token_type_embeddings.weight", t.shape()[0] * h)?;
-                    v.truncate(h);
-                    v
-                }
-                Err(_) => vec![0.0; h],
-            };
+        let types_name = format!("{prefix}embeddings.token_type_embeddings.weight");
+        let token_type0 = match st.tensor(&types_name) {
+            Ok(_) => {
+                let rows = table_rows(&st, &types_name)?;
+                let mut v = g("embeddings.token_type_embeddings.weight", rows * h)?;
+                v.truncate(h);
+                v
+            }
+            Err(_) => vec![0.0; h],
+        };
         // MPNet: one relative position bias table (buckets x heads) shared by every layer.
         let rel_bias = match c.family {
             Family::MpNet => {
                 let name = format!("{prefix}encoder.relative_attention_bias.weight");
-                let buckets = st
-                    .tensor(&name)
-                    .with_context(|| format!("weights: no tensor {name}"))?
-                    .shape()[0];
+                let buckets = table_rows(&st, &name)?;
                 Some((
                     g("encoder.relative_attention_bias.weight", buckets * c.heads)?,
                     buckets,
@@ -973,6 +983,47 @@ fn residual_norm(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A table whose shape is not rows x columns (a scalar, a vector, no rows) is an error
+    /// naming the tensor, not a panic in the embedder's thread.
+    #[test]
+    fn malformed_tables_are_refused_by_name() {
+        use safetensors::tensor::TensorView;
+        let four = [0u8; 16];
+        let views = [
+            (
+                "scalar",
+                TensorView::new(Dtype::F32, vec![], &four[..4]).unwrap(),
+            ),
+            (
+                "vector",
+                TensorView::new(Dtype::F32, vec![4], &four).unwrap(),
+            ),
+            (
+                "empty",
+                TensorView::new(Dtype::F32, vec![0, 4], &[]).unwrap(),
+            ),
+            (
+                "table",
+                TensorView::new(Dtype::F32, vec![2, 2], &four).unwrap(),
+            ),
+        ];
+        let bytes =
+            safetensors::serialize(views.iter().map(|(n, v)| (*n, v.clone())), None).unwrap();
+        let st = SafeTensors::deserialize(&bytes).unwrap();
+        for name in ["scalar", "vector", "empty"] {
+            let err = table_rows(&st, name).unwrap_err().to_string();
+            assert!(
+                err.contains(name) && err.contains("expected a table"),
+                "{err}"
+            );
+        }
+        assert_eq!(table_rows(&st, "table").unwrap(), 2);
+        assert!(table_rows(&st, "missing")
+            .unwrap_err()
+            .to_string()
+            .contains("no tensor"));
+    }
 
     /// The ALiBi paper's slopes: 1/2 .. 1/256 for 8 heads; for 12, those 8 then 2^-0.5,
     /// 2^-1.5, 2^-2.5, 2^-3.5 (every other slope of the 16-head series).

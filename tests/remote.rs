@@ -4,29 +4,13 @@
 
 mod common;
 
+use common::{free_port, Running};
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A child process killed when dropped (a failing test never leaves a server behind).
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// The Python environment with infinity-emb, or None (after the SKIP line).
 fn server_python(test: &str) -> Option<PathBuf> {

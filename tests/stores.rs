@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::{free_port, Running};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -46,20 +48,31 @@ fn script() -> PathBuf {
     common::repo().join("tests/reference/rag_stores.py")
 }
 
+/// Run one of rag_stores.py's commands; it must succeed.
+fn rag_stores(py: &Path, args: &[&std::ffi::OsStr]) -> Output {
+    let o = Command::new(py).arg(script()).args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "rag_stores.py {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
 /// The stores, built once per test binary: (folder, expected.json).
 fn built(py: &Path) -> &'static (PathBuf, Value) {
     static B: OnceLock<(PathBuf, Value)> = OnceLock::new();
     B.get_or_init(|| {
         let out = std::env::temp_dir().join(format!("chunkscope-stores-{}", std::process::id()));
-        let o = Command::new(py)
-            .arg(script())
-            .arg("build")
-            .arg(&out)
-            .arg(&common::model().dir)
-            .arg(common::repo().join("examples"))
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        rag_stores(
+            py,
+            &[
+                "build".as_ref(),
+                out.as_os_str(),
+                common::model().dir.as_os_str(),
+                common::repo().join("examples").as_os_str(),
+            ],
+        );
         let expected =
             serde_json::from_str(&std::fs::read_to_string(out.join("expected.json")).unwrap())
                 .unwrap();
@@ -367,24 +380,6 @@ fn llamaindex_folder_and_langchain_jsonl() {
     assert!(cos < 0.999, "{cos}");
 }
 
-/// A child process stopped when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn wait_for_port(port: u16, child: &mut Child) {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(60) {
@@ -425,16 +420,15 @@ fn chroma_server() {
     wait_for_port(port, &mut child);
     let server = Running(child);
     let jsonl = out.join("langchain.jsonl");
-    let load = Command::new(&py)
-        .arg(script())
-        .args(["chroma-load", &format!("127.0.0.1:{port}"), "docs"])
-        .arg(&jsonl)
-        .output()
-        .unwrap();
-    assert!(
-        load.status.success(),
-        "{}",
-        String::from_utf8_lossy(&load.stderr)
+    let address = format!("127.0.0.1:{port}");
+    rag_stores(
+        &py,
+        &[
+            "chroma-load".as_ref(),
+            address.as_ref(),
+            "docs".as_ref(),
+            jsonl.as_os_str(),
+        ],
     );
     let uri = format!("chroma://127.0.0.1:{port}/docs");
     check_store(&uri, &expected["langchain"], None);
@@ -515,46 +509,29 @@ fn postgres_pgvector_read_only() {
     let (out, expected) = built(&py);
     let port = free_port();
     let data = out.join(format!("pg-{port}"));
-    let start = Command::new(&py)
-        .arg(script())
-        .arg("pg-start")
-        .arg(&data)
-        .arg(port.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        start.status.success(),
-        "{}",
-        String::from_utf8_lossy(&start.stderr)
+    let port_arg = port.to_string();
+    rag_stores(
+        &py,
+        &["pg-start".as_ref(), data.as_os_str(), port_arg.as_ref()],
     );
     let _pg = Postgres(&py, data);
     let jsonl = out.join("langchain.jsonl");
-    let load = Command::new(&py)
-        .arg(script())
-        .args(["pg-load", &port.to_string()])
-        .arg(&jsonl)
-        .output()
-        .unwrap();
-    assert!(
-        load.status.success(),
-        "{}",
-        String::from_utf8_lossy(&load.stderr)
+    rag_stores(
+        &py,
+        &["pg-load".as_ref(), port_arg.as_ref(), jsonl.as_os_str()],
     );
     // The role can only SELECT: a read that needed to write would fail.
     let uri = format!("postgres://reader@127.0.0.1:{port}/postgres?table=chunks");
     check_store(&uri, &expected["langchain"], None);
     // The same chunks written by LangChain's PGVector, found by collection name.
-    let lc = Command::new(&py)
-        .arg(script())
-        .args(["pg-langchain", &port.to_string()])
-        .arg(&jsonl)
-        .arg(&common::model().dir)
-        .output()
-        .unwrap();
-    assert!(
-        lc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&lc.stderr)
+    rag_stores(
+        &py,
+        &[
+            "pg-langchain".as_ref(),
+            port_arg.as_ref(),
+            jsonl.as_os_str(),
+            common::model().dir.as_os_str(),
+        ],
     );
     let pgvector = format!("postgres://reader@127.0.0.1:{port}/postgres?collection=docs");
     check_store(&pgvector, &expected["langchain"], None);

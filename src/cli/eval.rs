@@ -144,13 +144,25 @@ fn run_on_store(a: &EvalArgs, config: Config) -> Result<ExitCode> {
     let _ = cache.save();
     // The chunks are the store's: no knob made them.
     report.settings = format!("stored chunks of {}", opened.store.uri);
-    let Some(folder) = a.corpus.as_deref().filter(|c| c.is_dir()) else {
-        return report_and_floor(a, &report, &cases);
-    };
-    // A source folder: the same cases on the chunks the knobs make from it, beside the store's.
+    match a.corpus.as_deref().filter(|c| c.is_dir()) {
+        Some(folder) => against_folder(a, &report, folder, &opened, &cases_path),
+        None => report_and_floor(a, &report, &cases),
+    }
+}
+
+/// A source folder with the store: the same cases on the chunks the knobs make from it (B),
+/// beside the store's report (A), and the A -> B table; --min-recall checks A.
+fn against_folder(
+    a: &EvalArgs,
+    report: &Report,
+    folder: &Path,
+    opened: &super::store::Opened,
+    cases_path: &Path,
+) -> Result<ExitCode> {
+    let ks = chunkscope_core::eval::ks_with(&a.k, a.at);
     let config = &opened.config;
     let engine = open_engine(folder, config, &mut say)?;
-    let b_cases = Cases::from_tsv(&cases_path, &engine.corpus)?;
+    let b_cases = Cases::from_tsv(cases_path, &engine.corpus)?;
     let chunking = chunk(&engine, config, &mut say)?;
     let b = eval(
         &engine,
@@ -161,7 +173,7 @@ fn run_on_store(a: &EvalArgs, config: Config) -> Result<ExitCode> {
         &mut say,
     )?;
     let mut out = io::stdout().lock();
-    let flips = chunkscope_core::eval::flips(&report, &b);
+    let flips = chunkscope_core::eval::flips(report, &b);
     match a.format {
         EvalFormat::Json => writeln!(
             out,
@@ -172,11 +184,7 @@ fn run_on_store(a: &EvalArgs, config: Config) -> Result<ExitCode> {
         )?,
         EvalFormat::Markdown => {
             writeln!(out, "# A: {}\n", report.settings)?;
-            write!(
-                out,
-                "{}",
-                chunkscope_core::eval::markdown(&report, a.misses)
-            )?;
+            write!(out, "{}", chunkscope_core::eval::markdown(report, a.misses))?;
             writeln!(
                 out,
                 "\n# B: {} re-chunked, {}\n",
@@ -207,7 +215,7 @@ fn run_on_store(a: &EvalArgs, config: Config) -> Result<ExitCode> {
     }
     drop(out);
     // The floor is the real index's: --min-recall checks A.
-    check_floor(a, &report)
+    check_floor(a, report)
 }
 
 /// Print the report, the unusable case lines, and check --min-recall.

@@ -74,7 +74,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
         {
             h.id = Some(h.file.clone());
         }
-        let mut why = search.explain(&embedder, &results, expect)?;
+        let mut why = search.explain(&embedder, &mut cache, &results, expect)?;
         if let Some(w) = why.as_mut() {
             // Does the expected chunk's stored vector still match its text?
             let i = w.chunk_id as usize;
@@ -101,7 +101,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
         window: &window,
     };
     let results = search.run(&embedder, &mut cache, &text, a.k)?;
-    let why = search.explain(&embedder, &results, expect)?;
+    let why = search.explain(&embedder, &mut cache, &results, expect)?;
     write_results(&results, why.as_ref(), json, &mut out)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -139,6 +139,7 @@ impl Search<'_> {
     fn explain(
         &self,
         embedder: &Embedder,
+        cache: &mut EmbedCache,
         results: &Results,
         (id, text): (Option<&str>, Option<&str>),
     ) -> Result<Option<WhyNot>> {
@@ -152,17 +153,13 @@ impl Search<'_> {
                     .unwrap_or_else(|| format!("holds {:?}", text.unwrap_or("")))
             );
         };
-        let qv = if self.index.has_vectors() {
-            embedder
-                .embed(
-                    &[embedder.query_text(&results.query).as_ref()],
-                    self.window.tokens,
-                )
-                .pop()
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        let qv = explain::query_vector(
+            self.index,
+            embedder,
+            cache,
+            &results.query,
+            self.window.tokens,
+        );
         explain::why_not(
             self.index,
             self.engine,

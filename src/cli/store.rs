@@ -88,34 +88,18 @@ fn detect_window(
     config: &Config,
     auto: &Window,
 ) -> Result<Option<Window>> {
-    let windows = &engine.model.windows;
-    let mut candidates = vec![auto.tokens];
-    candidates.extend([WindowSpec::St, WindowSpec::Max].map(|s| windows.resolve(s).tokens));
     let embedder = Embedder::open(&engine.model, &config.embed_spec())?;
-    let found = check::detect_window(
-        store,
-        chunking,
-        engine.model.modules.document_prompt(),
-        engine.specials(),
-        &candidates,
-        16,
-        &mut |texts, w| Ok(embedder.embed(texts, w)),
-    )?;
-    Ok(match found {
-        Some((w, agree, sampled)) if w != auto.tokens => {
-            let source = format!(
-                "detected: {agree} of the {sampled} longest stored vectors agree at {w} (auto is {})",
-                auto.tokens
-            );
-            say(&format!("window {w}, {source}; --window sets another"));
-            Some(Window {
-                tokens: w,
-                source,
-                rejects: false,
-            })
+    let found = check::store_window(store, engine, chunking, auto.tokens, &mut |t, w| {
+        Ok(embedder.embed(t, w))
+    })?;
+    Ok(found.map(|(tokens, source)| {
+        say(&format!("window {tokens}, {source}; --window sets another"));
+        Window {
+            tokens,
+            source,
+            rejects: false,
         }
-        _ => None,
-    })
+    }))
 }
 
 impl Opened {
@@ -220,7 +204,6 @@ impl Opened {
     ) -> Result<bool> {
         let specials = self.engine.specials();
         let stats = self.chunking.stats(self.window.tokens, specials);
-        let model = self.engine.model.short_name();
         let differing: Vec<serde_json::Value> = (0..self.store.chunks.len())
             .filter_map(|i| {
                 let cause = check.cause[i].as_ref()?;
@@ -267,6 +250,20 @@ impl Opened {
             writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             return Ok(stats.over_window > 0);
         }
+        self.write_audit_text(&stats, check, (&differing, &duplicates, empty), out)?;
+        Ok(stats.over_window > 0)
+    }
+
+    /// `audit --store` as text: the header, the totals, the vector summary, each differing and
+    /// duplicate chunk.
+    fn write_audit_text(
+        &self,
+        stats: &chunkscope_core::stats::Stats,
+        check: &VectorCheck,
+        (differing, duplicates, empty): (&[serde_json::Value], &[serde_json::Value], usize),
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        let model = self.engine.model.short_name();
         writeln!(
             out,
             "store {}  model {} ({})  window {} ({})",
@@ -295,7 +292,7 @@ impl Opened {
         } else {
             writeln!(out, "no stored vectors to check.")?;
         }
-        for d in &differing {
+        for d in differing {
             writeln!(
                 out,
                 "  differs {} (cos {:.4}): {}",
@@ -305,7 +302,7 @@ impl Opened {
             )?;
         }
         writeln!(out, "{} duplicate chunks, {empty} empty.", duplicates.len())?;
-        for d in &duplicates {
+        for d in duplicates {
             writeln!(
                 out,
                 "  duplicate {} of {}",
@@ -313,7 +310,7 @@ impl Opened {
                 d["duplicate_of"].as_str().unwrap_or("")
             )?;
         }
-        Ok(stats.over_window > 0)
+        Ok(())
     }
 
     /// The embedder, its cache and the search index over the store: BM25 on the stored texts,
@@ -343,17 +340,14 @@ impl Opened {
             .into());
         }
         let mut index = SearchIndex::build(&self.engine, &self.chunking, None, dim)?;
-        let (ids, vectors): (Vec<u64>, Vec<Vec<f32>>) = self
-            .store
-            .chunks
+        index.add_stored_vectors(&self.chunking);
+        // Chunks stored without a vector: the one recomputed from their text.
+        let missing = index.missing_vectors();
+        let vectors: Vec<Vec<f32>> = missing
             .iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                let v = c.vector.clone().or_else(|| recomputed.get(i).cloned())?;
-                Some((i as u64, v))
-            })
-            .unzip();
-        index.add_vectors(&ids, &vectors);
+            .map(|&id| recomputed.get(id as usize).cloned().unwrap_or_default())
+            .collect();
+        index.add_vectors(&missing, &vectors);
         index.rrf_k = self.config.search_rrf_k;
         Ok(index)
     }

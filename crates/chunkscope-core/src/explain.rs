@@ -66,6 +66,24 @@ pub fn find_chunk(
     None
 }
 
+/// The query's vector as the search embeds it (its query prompt, through the cache); empty when
+/// the index has no vector side.
+pub fn query_vector(
+    index: &SearchIndex,
+    embedder: &crate::embed::Embedder,
+    cache: &mut crate::embed::EmbedCache,
+    query: &str,
+    window: usize,
+) -> Vec<f32> {
+    if !index.has_vectors() {
+        return Vec::new();
+    }
+    let q = embedder.query_text(query);
+    crate::search::embed_cached(embedder, cache, &[q.as_ref()], window, |_, _| true)
+        .and_then(|(v, _)| v.into_iter().next())
+        .unwrap_or_default()
+}
+
 /// Explain chunk `id` for the search that gave `results` (`qv`: the query's vector, empty when
 /// there is no vector side).
 pub fn why_not(

@@ -295,6 +295,21 @@ impl SearchIndex {
         }
     }
 
+    /// Give the chunks still without a vector the ones their store holds
+    /// (`Chunking::stored_vectors`), as stored, whatever the window: only chunks stored without
+    /// one, or with another width, are left to embed.
+    pub fn add_stored_vectors(&mut self, chunking: &Chunking) {
+        let Some(stored) = chunking.stored_vectors.as_ref() else {
+            return;
+        };
+        let (ids, vectors): (Vec<u64>, Vec<Vec<f32>>) = self
+            .missing_vectors()
+            .into_iter()
+            .filter_map(|id| Some((id, stored.get(id as usize)?.clone()?)))
+            .unzip();
+        self.add_vectors(&ids, &vectors);
+    }
+
     /// Forget every vector (the window changed).
     pub fn clear_vectors(&mut self) {
         self.vectors = VectorIndex::new(self.dim);

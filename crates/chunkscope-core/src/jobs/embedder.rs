@@ -290,15 +290,8 @@ fn run_embed<M: From<Event>>(
             .emit(Event::EmbedFailed(format!("BM25 index: {e:#}")));
     }
     let mut index = index.ok();
-    // A store's own vectors go in as stored (whatever the window): only chunks stored without
-    // one, or with another width, are embedded.
-    if let (Some(ix), Some(stored)) = (index.as_mut(), chunking.stored_vectors.as_ref()) {
-        let (ids, vectors): (Vec<u64>, Vec<Vec<f32>>) = ix
-            .missing_vectors()
-            .into_iter()
-            .filter_map(|id| Some((id, stored.get(id as usize)?.clone()?)))
-            .unzip();
-        ix.add_vectors(&ids, &vectors);
+    if let Some(ix) = index.as_mut() {
+        ix.add_stored_vectors(&chunking);
     }
     st.current = Some(Current {
         generation,
@@ -493,20 +486,8 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
                         let Some(id) = expect.and_then(|(f, c)| ix.id_of(f, c)) else {
                             return Ok(r);
                         };
-                        let qv = if ix.has_vectors() {
-                            let q = embedder.query_text(&text);
-                            crate::search::embed_cached(
-                                embedder,
-                                cache,
-                                &[q.as_ref()],
-                                cur.window,
-                                |_, _| true,
-                            )
-                            .and_then(|(v, _)| v.into_iter().next())
-                            .unwrap_or_default()
-                        } else {
-                            Vec::new()
-                        };
+                        let qv =
+                            crate::explain::query_vector(ix, embedder, cache, &text, cur.window);
                         r.expect = Some(Box::new(crate::explain::why_not(
                             ix,
                             &cur.engine,

@@ -292,29 +292,17 @@ impl State {
         let Ok(embedder) = self.embedder.get() else {
             return;
         };
-        let windows = &engine.model.windows;
-        let auto = windows.resolve(WindowSpec::Auto).tokens;
-        let candidates =
-            [WindowSpec::Auto, WindowSpec::St, WindowSpec::Max].map(|s| windows.resolve(s).tokens);
-        let found = crate::store::check::detect_window(
-            store,
-            chunking,
-            engine.model.modules.document_prompt(),
-            engine.specials(),
-            &candidates,
-            16,
-            &mut |texts, w| Ok(embedder.embed(texts, w)),
-        );
-        if let Ok(Some((w, agree, sampled))) = found {
-            if w != auto {
-                out.emit(Event::StoreWindow {
-                    generation,
-                    tokens: w,
-                    source: format!(
-                        "detected: {agree} of the {sampled} longest stored vectors agree at {w}"
-                    ),
-                });
-            }
+        let auto = engine.model.windows.resolve(WindowSpec::Auto).tokens;
+        let found =
+            crate::store::check::store_window(store, engine, chunking, auto, &mut |t, w| {
+                Ok(embedder.embed(t, w))
+            });
+        if let Ok(Some((tokens, source))) = found {
+            out.emit(Event::StoreWindow {
+                generation,
+                tokens,
+                source,
+            });
         }
     }
 

@@ -277,6 +277,38 @@ pub fn check_vectors(
     Ok(VectorCheck { cos, cause })
 }
 
+/// Which of the model's windows (`auto`'s, sentence-transformers', the positions) a store's
+/// vectors were embedded at, when it is not `auto`'s: the window and, in words, how it was found.
+pub fn store_window(
+    store: &Store,
+    engine: &Engine,
+    chunking: &Chunking,
+    auto: usize,
+    embed: &mut EmbedFn,
+) -> anyhow::Result<Option<(usize, String)>> {
+    use crate::window::WindowSpec;
+    let windows = &engine.model.windows;
+    let mut candidates = vec![auto];
+    candidates.extend([WindowSpec::St, WindowSpec::Max].map(|s| windows.resolve(s).tokens));
+    let found = detect_window(
+        store,
+        chunking,
+        engine.model.modules.document_prompt(),
+        engine.specials(),
+        &candidates,
+        16,
+        embed,
+    )?;
+    Ok(found.filter(|&(w, ..)| w != auto).map(|(w, agree, sampled)| {
+        (
+            w,
+            format!(
+                "detected: {agree} of the {sampled} longest stored vectors agree at {w} (auto is {auto})"
+            ),
+        )
+    }))
+}
+
 /// The window the stored vectors were embedded at, when it is not the one asked for: the longest
 /// chunks with a stored vector (at most `sample`; short ones agree at any window) embedded at each
 /// candidate window. Returns (window, agreeing, sampled) for the candidate most of them agree

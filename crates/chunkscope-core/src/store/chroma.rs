@@ -27,13 +27,7 @@ fn parse(uri: &str, opts: &StoreOptions) -> Result<Target, StoreError> {
         .split_once('/')
         .filter(|(h, c)| !h.is_empty() && !c.is_empty())
         .ok_or_else(|| StoreError::read(uri, "no collection: chroma://HOST:PORT/COLLECTION"))?;
-    let param = |k: &str| {
-        query
-            .split('&')
-            .filter_map(|p| p.split_once('='))
-            .find(|(key, _)| *key == k)
-            .map(|(_, v)| v.to_string())
-    };
+    let param = |k: &str| super::query_param(query, k);
     Ok(Target {
         base: format!("http://{host}/api/v2"),
         collection: collection.trim_end_matches('/').to_string(),
@@ -67,20 +61,7 @@ pub fn read(
         .timeout_connect(Duration::from_secs(5))
         .timeout(Duration::from_secs(120))
         .build();
-    let fail = |e: ureq::Error, what: &str| match e {
-        ureq::Error::Status(404, _) => StoreError::read(uri, format!("{what}: not found")),
-        ureq::Error::Status(code, r) => StoreError::read(
-            uri,
-            format!(
-                "{what}: the server answered {code}: {}",
-                r.into_string().unwrap_or_default().trim()
-            ),
-        ),
-        ureq::Error::Transport(e) => StoreError::Unreachable {
-            uri: uri.to_string(),
-            why: e.to_string(),
-        },
-    };
+    let fail = |e: ureq::Error, what: &str| failure(uri, e, what);
     let coll_url = format!(
         "{}/tenants/{}/databases/{}/collections",
         t.base, t.tenant, t.database
@@ -139,34 +120,7 @@ pub fn read(
             });
         }
         let n = got.ids.len();
-        let docs = got.documents.unwrap_or_default();
-        let metas = got.metadatas.unwrap_or_default();
-        let vecs = got.embeddings.unwrap_or_default();
-        for (i, cid) in got.ids.into_iter().enumerate() {
-            let text = docs.get(i).cloned().flatten().ok_or_else(|| {
-                StoreError::read(
-                    uri,
-                    format!(
-                        "record {cid} has no document (chunkscope reads the text Chroma stores)"
-                    ),
-                )
-            })?;
-            let metadata = metas
-                .get(i)
-                .and_then(Option::as_ref)
-                .map(Meta::from_object)
-                .unwrap_or_default();
-            let vector = match vecs.get(i).and_then(Option::as_ref) {
-                Some(v) => {
-                    Some(floats(v).map_err(|e| StoreError::read(uri, format!("{cid}: {e}")))?)
-                }
-                None => None,
-            };
-            let mut c =
-                StoredChunk::plain(cid, text).with_metadata(metadata, opts.source.as_deref());
-            c.vector = vector;
-            out.push(c);
-        }
+        out.extend(page_chunks(uri, got, opts)?);
         progress(out.len(), Some(count));
         if n < page && out.len() < count {
             return Err(StoreError::Interrupted {
@@ -176,6 +130,53 @@ pub fn read(
                 why: "the collection shrank while it was read".into(),
             });
         }
+    }
+    Ok(out)
+}
+
+/// A failed request in words: not found, the server's answer, or an unreachable server.
+fn failure(uri: &str, e: ureq::Error, what: &str) -> StoreError {
+    match e {
+        ureq::Error::Status(404, _) => StoreError::read(uri, format!("{what}: not found")),
+        ureq::Error::Status(code, r) => StoreError::read(
+            uri,
+            format!(
+                "{what}: the server answered {code}: {}",
+                r.into_string().unwrap_or_default().trim()
+            ),
+        ),
+        ureq::Error::Transport(e) => StoreError::Unreachable {
+            uri: uri.to_string(),
+            why: e.to_string(),
+        },
+    }
+}
+
+/// One page of records as stored chunks.
+fn page_chunks(uri: &str, got: Page, opts: &StoreOptions) -> Result<Vec<StoredChunk>, StoreError> {
+    let docs = got.documents.unwrap_or_default();
+    let metas = got.metadatas.unwrap_or_default();
+    let vecs = got.embeddings.unwrap_or_default();
+    let mut out = Vec::with_capacity(got.ids.len());
+    for (i, cid) in got.ids.into_iter().enumerate() {
+        let text = docs.get(i).cloned().flatten().ok_or_else(|| {
+            StoreError::read(
+                uri,
+                format!("record {cid} has no document (chunkscope reads the text Chroma stores)"),
+            )
+        })?;
+        let metadata = metas
+            .get(i)
+            .and_then(Option::as_ref)
+            .map(Meta::from_object)
+            .unwrap_or_default();
+        let vector = match vecs.get(i).and_then(Option::as_ref) {
+            Some(v) => Some(floats(v).map_err(|e| StoreError::read(uri, format!("{cid}: {e}")))?),
+            None => None,
+        };
+        let mut c = StoredChunk::plain(cid, text).with_metadata(metadata, opts.source.as_deref());
+        c.vector = vector;
+        out.push(c);
     }
     Ok(out)
 }

@@ -229,6 +229,15 @@ pub fn redact(uri: &str) -> String {
     }
 }
 
+/// The value of `key` in a URI's query string (`a=1&b=2`).
+pub(crate) fn query_param(query: &str, key: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.to_string())
+}
+
 /// The source of a chunk from its metadata, as the frameworks name it.
 pub(crate) fn source_of(meta: &Meta, key: Option<&str>) -> Option<String> {
     let keys: &[&str] = match key {

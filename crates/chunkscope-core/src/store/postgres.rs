@@ -53,13 +53,7 @@ fn parse(uri: &str, opts: &StoreOptions) -> Result<Target, String> {
     if host.is_empty() || db.is_empty() {
         return Err("expected postgres://USER@HOST:PORT/DB?table=T".into());
     }
-    let param = |k: &str| {
-        query
-            .split('&')
-            .filter_map(|p| p.split_once('='))
-            .find(|(key, _)| *key == k)
-            .map(|(_, v)| v.to_string())
-    };
+    let param = |k: &str| super::query_param(query, k);
     let pick = |k: &str, o: &Option<String>| param(k).or_else(|| o.clone());
     let env = opts.password_env.as_deref().unwrap_or("PGPASSWORD");
     Ok(Target {

@@ -6,18 +6,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
-use chunkscope_core::chunk::{ChunkSettings, Strategy};
-use chunkscope_core::corpus::{Corpus, Document};
 use chunkscope_core::embed::{cosine, Embedder};
-use chunkscope_core::engine::Engine;
 use chunkscope_core::model::{cache_root, ModelInfo};
-use chunkscope_core::tokenize::{EmbedTokenizer, Unit};
 use chunkscope_core::window::WindowSpec;
 
 const TEST: &str = "real_weights::mpnet_agrees_with_sentence_transformers";
@@ -95,21 +87,7 @@ fn mpnet_agrees_with_sentence_transformers() {
     let request = serde_json::json!({
         "model_dir": dir, "documents": docs, "queries": queries, "windows": windows,
     });
-    let mut child = Command::new(&py)
-        .arg(common::repo().join("tests/reference/st_encode.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(request.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "st_encode.py failed");
-    let want: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = common::python_with(&py, "st_encode.py", &request);
     eprintln!("reference: {}", want["versions"]);
     assert_eq!(want["st_window"].as_u64(), Some(st_window.tokens as u64));
     assert_eq!(
@@ -148,28 +126,10 @@ fn mpnet_agrees_with_sentence_transformers() {
     }
 
     // Counts and tails: each text as one chunk, measured with the model's own tokenizer.
-    let corpus = Corpus {
-        docs: docs
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Document::plain(format!("t{i}.txt"), t.clone()))
-            .collect(),
-        ..Corpus::default()
-    };
-    let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path()).unwrap());
-    let engine = Engine::new(info.clone(), tok, corpus).unwrap();
-    let mut s = ChunkSettings::default();
-    s.set_strategy(Strategy::Fixed);
-    s.unit = Unit::Chars;
-    s.size = 1_000_000;
-    s.overlap = 0;
-    let chunked = engine.chunk_all(&s, &AtomicBool::new(false)).unwrap();
+    let (engine, chunked) = common::one_chunk_each(&info, &docs);
     let mut past_384 = 0;
     for f in &chunked.files {
-        let i: usize = engine.corpus.docs[f.doc].path[1..]
-            .trim_end_matches(".txt")
-            .parse()
-            .unwrap();
+        let i = common::index_of(&engine.corpus.docs[f.doc].path);
         assert_eq!(f.chunks.len(), 1);
         let ch = &f.chunks[0];
         let tokens = ch.embed_tokens(engine.specials());

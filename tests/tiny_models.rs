@@ -6,15 +6,9 @@
 
 mod common;
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
-use chunkscope_core::chunk::{ChunkSettings, Strategy};
-use chunkscope_core::corpus::{Corpus, Document};
 use chunkscope_core::embed::{cosine, Embedder};
-use chunkscope_core::engine::Engine;
 use chunkscope_core::model::ModelInfo;
-use chunkscope_core::tokenize::{EmbedTokenizer, Unit};
+use chunkscope_core::tokenize::EmbedTokenizer;
 
 /// The folders as sentence-transformers 6 and transformers 5 write them (the versions
 /// scripts/test.sh pins).
@@ -156,22 +150,7 @@ fn agree_with_record(set: &std::path::Path, at_least: usize) {
         let prompt = info.modules.document_prompt().to_string();
         // Token counts: the engine's chunk of each text, the document prompt ahead of it, counts
         // what the model's tokenizer makes of prompt + text, specials included.
-        let corpus = Corpus {
-            docs: texts
-                .iter()
-                .enumerate()
-                .map(|(i, t)| Document::plain(format!("t{i}.txt"), t.clone()))
-                .collect(),
-            ..Corpus::default()
-        };
-        let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path()).unwrap());
-        let engine = Engine::new(info.clone(), tok, corpus).unwrap();
-        let mut s = ChunkSettings::default();
-        s.set_strategy(Strategy::Fixed);
-        s.unit = Unit::Chars;
-        s.size = 100_000;
-        s.overlap = 0;
-        let c = engine.chunk_all(&s, &AtomicBool::new(false)).unwrap();
+        let (engine, c) = common::one_chunk_each(&info, &texts);
         let want: Vec<u64> = entry["doc_tokens"]
             .as_array()
             .unwrap()
@@ -179,10 +158,7 @@ fn agree_with_record(set: &std::path::Path, at_least: usize) {
             .map(|n| n.as_u64().unwrap())
             .collect();
         for f in &c.files {
-            let i: usize = engine.corpus.docs[f.doc].path[1..]
-                .trim_end_matches(".txt")
-                .parse()
-                .unwrap();
+            let i = common::index_of(&engine.corpus.docs[f.doc].path);
             assert_eq!(f.chunks.len(), 1);
             let ch = &f.chunks[0];
             assert_eq!(

@@ -222,10 +222,15 @@ pub fn reference_packages_or_skip(test: &str) -> bool {
 
 /// Run a reference script under tests/reference with `request` on stdin; parse its JSON.
 pub fn python(script: &str, request: &serde_json::Value) -> serde_json::Value {
+    python_with(&python_exe(), script, request)
+}
+
+/// The same with another interpreter (e.g. .venv-ref's, which has sentence-transformers).
+pub fn python_with(exe: &Path, script: &str, request: &serde_json::Value) -> serde_json::Value {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let path = repo().join("tests/reference").join(script);
-    let mut child = Command::new(python_exe())
+    let mut child = Command::new(exe)
         .arg(&path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -233,8 +238,8 @@ pub fn python(script: &str, request: &serde_json::Value) -> serde_json::Value {
         .spawn()
         .unwrap_or_else(|e| {
             panic!(
-                "{}: {e}; the reference tests need Python 3 with the packages that scripts/test.sh installs into .venv",
-                python_exe().display()
+                "{}: {e}; the reference tests need Python 3 with the packages that scripts/test.sh installs",
+                exe.display()
             )
         });
     child
@@ -246,8 +251,8 @@ pub fn python(script: &str, request: &serde_json::Value) -> serde_json::Value {
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "{script} failed under {} (run scripts/test.sh, which sets up .venv with tiktoken, langchain-text-splitters 1.1 and tokenizers, or set CHUNKSCOPE_PYTHON):\n{}",
-        python_exe().display(),
+        "{script} failed under {} (run scripts/test.sh, which sets up the environments, or set CHUNKSCOPE_PYTHON / CHUNKSCOPE_REF_PYTHON):\n{}",
+        exe.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
@@ -351,4 +356,42 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// Each text as one document chunked whole (fixed, a size no text reaches), measured with
+/// `info`'s own tokenizer: its chunk's embed tokens and tail are the text's own. Documents are
+/// named `t{i}.txt`; `index_of` reads `i` back.
+pub fn one_chunk_each(
+    info: &ModelInfo,
+    texts: &[String],
+) -> (
+    chunkscope_core::engine::Engine,
+    chunkscope_core::engine::Chunking,
+) {
+    use chunkscope_core::chunk::Strategy;
+    use chunkscope_core::corpus::{Corpus, Document};
+    let corpus = Corpus {
+        docs: texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Document::plain(format!("t{i}.txt"), t.clone()))
+            .collect(),
+        ..Corpus::default()
+    };
+    let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path()).unwrap());
+    let engine = chunkscope_core::engine::Engine::new(info.clone(), tok, corpus).unwrap();
+    let mut s = ChunkSettings::default();
+    s.set_strategy(Strategy::Fixed);
+    s.unit = chunkscope_core::tokenize::Unit::Chars;
+    s.size = 10_000_000;
+    s.overlap = 0;
+    let chunking = engine
+        .chunk_all(&s, &std::sync::atomic::AtomicBool::new(false))
+        .unwrap();
+    (engine, chunking)
+}
+
+/// The text index of a document named by `one_chunk_each`.
+pub fn index_of(path: &str) -> usize {
+    path[1..].trim_end_matches(".txt").parse().unwrap()
 }

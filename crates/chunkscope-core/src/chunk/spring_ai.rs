@@ -10,6 +10,8 @@
 //! One deliberate difference: text holding a special-token string such as `<|endoftext|>` makes the
 //! Java throw; we encode it as ordinary text.
 
+use std::borrow::Cow;
+
 use super::{Chunk, Chunker, DocView};
 use crate::text::{ceil_char, floor_char, is_java_trim, utf16_len};
 use crate::tokenize::cl100k;
@@ -42,18 +44,41 @@ pub struct SpringAi {
 
 impl Chunker for SpringAi {
     fn chunk(&self, doc: &DocView) -> Vec<Chunk> {
+        let t = doc.tokens;
+        self.split(doc.text, &t.cl100k_ids, &t.cl100k_starts, Advance::Fast)
+    }
+}
+
+/// How `split` finds the window text and how far each cut moves the cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Advance {
+    /// Decode the window's token ids and re-encode every cut text in full (the reference).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Full,
+    /// Slice the window from the document and re-encode only the cut's ends (`cut_tokens`).
+    Fast,
+}
+
+impl SpringAi {
+    /// The splitter over a document's cl100k ids and their byte starts.
+    fn split(&self, text: &str, ids: &[u32], starts: &[u32], how: Advance) -> Vec<Chunk> {
         let bpe = cl100k();
-        let ids = &doc.tokens.cl100k_ids;
-        let starts = &doc.tokens.cl100k_starts;
-        let byte_at = |i: usize| starts.get(i).map_or(doc.text.len(), |&b| b as usize);
+        let byte_at = |i: usize| starts.get(i).map_or(text.len(), |&b| b as usize);
+        // The tokens of a document spell it, so a window's bytes are a slice of the text.
+        let window_of = |from: usize, to: usize| match how {
+            Advance::Full => Cow::Owned(
+                String::from_utf8_lossy(&bpe.decode_bytes(&ids[from..to]).unwrap_or_default())
+                    .into_owned(),
+            ),
+            Advance::Fast => String::from_utf8_lossy(&text.as_bytes()[byte_at(from)..byte_at(to)]),
+        };
         let p = &self.params;
         let mut out = Vec::new();
         let mut cur = 0usize;
         let mut made = 0usize;
         while cur < ids.len() && made < p.max_num_chunks {
             let end = (cur + self.size).min(ids.len());
-            let bytes = bpe.decode_bytes(&ids[cur..end]).unwrap_or_default();
-            let window = String::from_utf8_lossy(&bytes);
+            let window = window_of(cur, end);
             if window.trim_matches(is_java_trim).is_empty() {
                 cur = end;
                 continue;
@@ -67,27 +92,28 @@ impl Chunker for SpringAi {
                 }
             }
             let cut_text = &window[..cut];
-            let chunk = self.finish(doc.text, byte_at(cur), cut_text, !p.keep_separator);
+            let chunk = self.finish(text, byte_at(cur), cut_text, !p.keep_separator);
             if let Some(c) = chunk {
                 out.push(c);
             }
-            cur += bpe.encode_ordinary(cut_text).len().max(1);
+            let advance = match how {
+                Advance::Full => bpe.encode_ordinary(cut_text).len(),
+                Advance::Fast => cut_tokens(text, starts, (cur, end), &window, cut),
+            };
+            cur += advance.max(1);
             made += 1;
         }
         if cur < ids.len() {
             // What is left after max_num_chunks becomes one last chunk, newlines turned into spaces
             // whatever keep_separator says (as the Java does).
-            let bytes = bpe.decode_bytes(&ids[cur..]).unwrap_or_default();
-            let rest = String::from_utf8_lossy(&bytes);
-            if let Some(c) = self.finish(doc.text, byte_at(cur), &rest, true) {
+            let rest = window_of(cur, ids.len());
+            if let Some(c) = self.finish(text, byte_at(cur), &rest, true) {
                 out.push(c);
             }
         }
         out
     }
-}
 
-impl SpringAi {
     /// Trim and filter one cut window that began at document byte `at`.
     fn finish(
         &self,
@@ -125,5 +151,496 @@ impl SpringAi {
                 heading: None,
             }
         })
+    }
+}
+
+// Counting a cut without re-encoding all of it.
+//
+// cl100k splits text into pieces with its regex and encodes each piece on its own, so the tokens
+// of a cut text are the document's own tokens wherever the two texts split into the same pieces.
+// Some neighbouring characters never share a piece whatever surrounds them (`splits`); such a
+// spot is a piece boundary of the document and of any cut text containing both characters. The
+// count is then: the head of the cut text up to the first such spot `g1` encoded alone, the
+// document's tokens from `g1` to a later such spot `g2`, and the tail from `g2` encoded alone.
+//
+// Why the three parts are exact:
+// - tail: the regex has no look-behind and no `^`, so the pieces after a boundary depend only on
+//   the text after it.
+// - middle: a piece is decided by its own text plus the next character, or, for a piece of
+//   whitespace (`\s++$`, `\s+(?!\S)`), by its whole run of whitespace plus the character after it.
+//   Of the two characters at a spot where `splits` holds, at least one is not whitespace, so every
+//   piece before `g2` is decided by text up to and including the character at `g2`, which the cut
+//   text shares with the document: those pieces are the document's.
+// - head: the character before `g1` is not whitespace, so every piece before `g1` is decided
+//   inside the head, except the last one, which then stands alone; a lone piece encodes to itself.
+// Where no such spots exist, or a window decoded inside a character does not have the expected
+// shape, the cut is encoded in full.
+
+/// Character classes of the cl100k regex, for characters whose class is certain; others are None.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// `\p{L}`
+    Letter,
+    /// `\p{N}`
+    Number,
+    /// Neither whitespace nor letter nor number.
+    Other,
+    /// Space or tab.
+    Blank,
+    /// `\r` or `\n`.
+    Newline,
+}
+
+fn class(c: char) -> Option<Class> {
+    use Class::*;
+    Some(match c {
+        'a'..='z' | 'A'..='Z' => Letter,
+        '0'..='9' | '\u{FF10}'..='\u{FF19}' => Number,
+        ' ' | '\t' => Blank,
+        '\r' | '\n' => Newline,
+        '!'..='/' | ':'..='@' | '['..='`' | '{'..='~' => Other,
+        // Latin-1 and Latin Extended-A letters, Greek and Cyrillic letters, kana, CJK, Hangul.
+        '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{F6}' | '\u{F8}'..='\u{17F}' => Letter,
+        '\u{391}'..='\u{3A1}' | '\u{3A3}'..='\u{3A9}' | '\u{3B1}'..='\u{3C9}' => Letter,
+        '\u{400}'..='\u{481}' => Letter,
+        '\u{3041}'..='\u{3096}' | '\u{30A1}'..='\u{30FA}' => Letter,
+        '\u{4E00}'..='\u{9FA5}' | '\u{AC00}'..='\u{D7A3}' => Letter,
+        // Dashes, quotes, ellipsis; CJK and full-width punctuation; emoji faces; U+FFFD.
+        '\u{2010}'..='\u{2027}' | '\u{3001}'..='\u{3003}' | '\u{3008}'..='\u{3011}' => Other,
+        '\u{FF01}'..='\u{FF0F}' | '\u{FF1A}'..='\u{FF20}' => Other,
+        '\u{1F600}'..='\u{1F64F}' | '\u{FFFD}' => Other,
+        _ => return None,
+    })
+}
+
+/// True when no piece of the cl100k regex can hold `l` followed by `r`. The pairs a piece can
+/// hold: `'s` and letters after an optional non-newline, non-alphanumeric prefix (other-letter,
+/// blank-letter, letter-letter), up to three digits, an optional space, a run of others and a run
+/// of newlines (blank-other, other-other, other-newline, newline-newline), and whitespace runs.
+fn splits(l: Class, r: Class) -> bool {
+    use Class::*;
+    matches!(
+        (l, r),
+        (Letter, Number | Other | Blank | Newline)
+            | (Number, Letter | Other | Blank | Newline)
+            | (Other, Number | Blank)
+            | (Blank, Number)
+            | (Newline, Letter | Number | Other)
+    )
+}
+
+/// `encode_ordinary(&window[..cut]).len()` for the window of tokens `cur..end` of `text`.
+fn cut_tokens(
+    text: &str,
+    starts: &[u32],
+    (cur, end): (usize, usize),
+    window: &str,
+    cut: usize,
+) -> usize {
+    fast_cut_tokens(text, starts, (cur, end), window, cut)
+        .unwrap_or_else(|| cl100k().encode_ordinary(&window[..cut]).len())
+}
+
+/// The count of `cut_tokens` from the document's tokens, or None where it cannot be shown exact.
+fn fast_cut_tokens(
+    text: &str,
+    starts: &[u32],
+    (cur, end): (usize, usize),
+    window: &str,
+    cut: usize,
+) -> Option<usize> {
+    let byte_at = |i: usize| starts.get(i).map_or(text.len(), |&b| b as usize);
+    let (b0, b1) = (byte_at(cur), byte_at(end));
+    // The window is text[a..b] between the U+FFFDs that stray bytes at either end decode to: one
+    // per continuation byte in front, one for a truncated character at the back.
+    let (a, b) = (ceil_char(text, b0), floor_char(text, b1));
+    if a >= b {
+        return None;
+    }
+    let pre = 3 * (a - b0);
+    let post = if b < b1 { 3 } else { 0 };
+    if window.len() != pre + (b - a) + post
+        || window.as_bytes().get(pre..pre + (b - a))? != &text.as_bytes()[a..b]
+        || cut <= pre
+    {
+        return None;
+    }
+    // The cut text agrees with the document on text[a..agreed].
+    let agreed = a + (cut.min(pre + (b - a)) - pre);
+    let shared = text.get(a..agreed)?;
+    // g1: the first spot, after a non-space character, where the document must break a piece.
+    let mut g1 = None;
+    let mut prev: Option<Class> = None;
+    for (i, c) in shared.char_indices() {
+        let now = class(c);
+        if let (Some(l), Some(r)) = (prev, now) {
+            if l != Class::Blank && l != Class::Newline && splits(l, r) {
+                g1 = Some(a + i);
+                break;
+            }
+        }
+        prev = now;
+    }
+    let g1 = g1?;
+    // g2: the last such spot in the agreed part, whatever the character before it; g1 is one.
+    let mut g2 = g1;
+    let mut next: Option<(usize, Class)> = None;
+    for (i, c) in text[g1..agreed].char_indices().rev() {
+        let now = class(c);
+        if let (Some(l), Some((at, r))) = (now, next) {
+            if splits(l, r) {
+                g2 = at;
+                break;
+            }
+        }
+        next = now.map(|k| (g1 + i, k));
+    }
+    let token_at = |g: usize| {
+        starts[cur..end]
+            .binary_search(&u32::try_from(g).ok()?)
+            .ok()
+            .map(|i| cur + i)
+    };
+    let (t1, t2) = (token_at(g1)?, token_at(g2)?);
+    let bpe = cl100k();
+    let (c1, c2) = (pre + (g1 - a), pre + (g2 - a));
+    let head = bpe.encode_ordinary(&window[..c1]).len();
+    let tail = bpe.encode_ordinary(&window[c2..cut]).len();
+    Some(head + (t2 - t1) + tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// cl100k ids and byte starts of `text`, as `DocTokens` holds them.
+    fn tokens(text: &str) -> (Vec<u32>, Vec<u32>) {
+        let bpe = cl100k();
+        let ids = bpe.encode_ordinary(text);
+        let mut starts = Vec::with_capacity(ids.len());
+        let mut at = 0u32;
+        for &id in &ids {
+            starts.push(at);
+            at += bpe.decode_bytes(&[id]).unwrap().len() as u32;
+        }
+        (ids, starts)
+    }
+
+    /// Pieces where the regex, the cut and the window decoding disagree most easily.
+    const PIECES: &[&str] = &[
+        " ",
+        "  ",
+        "   ",
+        "\t",
+        " \t ",
+        "\n",
+        "\n\n",
+        "\r\n",
+        "\r",
+        " \n",
+        "\n ",
+        "  \n\n  ",
+        "\u{a0}",
+        "\u{3000}",
+        "\u{2028}",
+        "\u{b}",
+        "\u{c}",
+        "\u{85}",
+        "'s",
+        "'S",
+        "'ll",
+        "'LL",
+        "'ve",
+        "'re",
+        "'d",
+        "'m",
+        "'t",
+        "'",
+        "\"",
+        "1",
+        "12",
+        "123",
+        "1234",
+        "12345",
+        "\u{663}",
+        "\u{216B}",
+        "\u{BD}",
+        "\u{FF11}",
+        "a",
+        "an",
+        "Word",
+        "hello",
+        "\u{17F}",
+        "\u{E9}",
+        "e\u{301}",
+        "\u{DF}",
+        "\u{3A9}\u{3BC}\u{3AD}\u{3B3}\u{3B1}",
+        "\u{43F}\u{440}\u{438}",
+        "\u{4E2D}",
+        "\u{4E2D}\u{6587}\u{5B57}",
+        "\u{3072}\u{3089}",
+        "\u{D55C}\u{AD6D}",
+        "\u{1F600}",
+        "\u{1F44D}\u{1F3FD}",
+        "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}",
+        "\u{1F1EB}\u{1F1F7}",
+        "\u{FFFD}",
+        ".",
+        "..",
+        "...",
+        "?",
+        "!",
+        "?!",
+        ",",
+        ";",
+        "\u{2014}",
+        "\u{2026}",
+        "\u{FF0C}",
+        "\u{3002}",
+        "\u{300C}",
+        "#",
+        "##",
+        "```",
+        "->",
+        "$",
+        "%",
+        "\u{1f}",
+        "\u{0}",
+        "\u{7f}",
+        "<|endoftext|>",
+        "_",
+        "__init__",
+        "x1",
+        "1x",
+        "a.b",
+        " .",
+        ". ",
+        "!\n",
+        ".\n\n",
+        " 's",
+        " 123",
+        "\t!",
+        " !!",
+        "!!\r\n",
+    ];
+
+    fn hard_text() -> impl Strategy<Value = String> {
+        let part = prop_oneof![
+            6 => prop::sample::select(PIECES).prop_map(str::to_string),
+            2 => "[a-z]{1,8}",
+            1 => any::<char>().prop_map(String::from),
+        ];
+        prop::collection::vec(part, 0..160).prop_map(|v| v.concat())
+    }
+
+    fn params() -> impl Strategy<Value = SpringAiParams> {
+        let punct: Vec<Vec<char>> = vec![
+            SpringAiParams::default().punctuation,
+            vec!['.'],
+            vec![' '],
+            vec!['\n', '\r'],
+            vec!['\u{FFFD}', '.'],
+            vec!['\'', '1', '\t'],
+            vec!['\u{4E2D}', '\u{3002}', '\u{1F600}'],
+        ];
+        (
+            0usize..40,
+            0usize..8,
+            prop_oneof![1usize..6, Just(10_000usize)],
+            any::<bool>(),
+            prop::sample::select(punct),
+        )
+            .prop_map(|(chars, embed, max, keep, punctuation)| SpringAiParams {
+                min_chunk_size_chars: chars,
+                min_chunk_length_to_embed: embed,
+                max_num_chunks: max,
+                keep_separator: keep,
+                punctuation,
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(600))]
+
+        #[test]
+        fn spring_fast_chunks_equal_full_chunks(
+            text in hard_text(),
+            size in 1usize..64,
+            params in params(),
+        ) {
+            let (ids, starts) = tokens(&text);
+            let s = SpringAi { size, params };
+            let full = s.split(&text, &ids, &starts, Advance::Full);
+            let fast = s.split(&text, &ids, &starts, Advance::Fast);
+            prop_assert_eq!(fast, full);
+        }
+
+        #[test]
+        fn spring_cut_count_equals_reencode(
+            text in hard_text(),
+            size in 1usize..64,
+            picks in prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>()), 1..12),
+        ) {
+            let (ids, starts) = tokens(&text);
+            prop_assume!(!ids.is_empty());
+            for (w, c) in picks {
+                let cur = w.index(ids.len());
+                let end = (cur + size).min(ids.len());
+                let bytes = cl100k().decode_bytes(&ids[cur..end]).unwrap();
+                let window = String::from_utf8_lossy(&bytes);
+                let cuts: Vec<usize> = window.char_indices().map(|(i, ch)| i + ch.len_utf8()).collect();
+                let cut = cuts[c.index(cuts.len())];
+                prop_assert_eq!(
+                    cut_tokens(&text, &starts, (cur, end), &window, cut),
+                    cl100k().encode_ordinary(&window[..cut]).len(),
+                    "window {}..{} cut {} of {:?}", cur, end, cut, window
+                );
+            }
+        }
+    }
+
+    /// Every window and every cut of texts built around the hard cases.
+    #[test]
+    fn spring_cut_count_equals_reencode_everywhere() {
+        let texts = [
+            "It's the cat's toy; they'll say we've 1234567 items.\n\n  Next   line\r\n\tx",
+            "a  1 b   \n\n  c!!\n\n\n d...  ?!  'LL 'S\u{a0}\u{a0}word  \u{3000}x 12 345",
+            "\u{4E2D}\u{6587}\u{FF0C}\u{5B57}\u{3002}\u{1F600}\u{1F600} emoji \u{1F44D}\u{1F3FD}! \
+             caf\u{E9} na\u{EF}ve \u{3A9}\u{3BC}\u{3AD}\u{3B3}\u{3B1} \u{43F}\u{440}\u{438} 3.14",
+            "end with spaces    ",
+            "end with newlines\n\n\n",
+            "x\u{FFFD}y \u{FFFD}\u{FFFD} 'sx 've1 're. 123abc abc123 _x_ $5.00 -> a->b",
+        ];
+        let bpe = cl100k();
+        let mut fast = 0usize;
+        let mut total = 0usize;
+        for text in texts {
+            let (ids, starts) = tokens(text);
+            for size in [1, 2, 3, 5, 8, 13, 40] {
+                for cur in 0..ids.len() {
+                    let end = (cur + size).min(ids.len());
+                    let bytes = bpe.decode_bytes(&ids[cur..end]).unwrap();
+                    let window = String::from_utf8_lossy(&bytes);
+                    for (i, ch) in window.char_indices() {
+                        let cut = i + ch.len_utf8();
+                        let want = bpe.encode_ordinary(&window[..cut]).len();
+                        let got = cut_tokens(text, &starts, (cur, end), &window, cut);
+                        assert_eq!(got, want, "{text:?} window {cur}..{end} cut {cut}");
+                        total += 1;
+                        fast += fast_cut_tokens(text, &starts, (cur, end), &window, cut).is_some()
+                            as usize;
+                    }
+                }
+            }
+        }
+        // The fast count must apply to most cuts, or the splitter is slow again.
+        assert!(
+            fast * 2 > total,
+            "fast count used for {fast} of {total} cuts"
+        );
+    }
+
+    /// The per-chunk advance of the splitter is the re-encoded cut text's length.
+    #[test]
+    fn spring_advance_is_reencoded_length() {
+        let text = "The cat's toy. It'll be fine!  Really?\n\n\
+                    Numbers 12345 and \u{4E2D}\u{6587}\u{3002} and \u{1F600}\u{1F600}\u{1F600}.\r\n"
+            .repeat(20);
+        let (ids, starts) = tokens(&text);
+        let bpe = cl100k();
+        for size in [1, 4, 7, 16, 33, 64] {
+            let s = SpringAi {
+                size,
+                params: SpringAiParams {
+                    min_chunk_size_chars: 10,
+                    ..SpringAiParams::default()
+                },
+            };
+            let mut cur = 0;
+            let mut chunks = 0;
+            while cur < ids.len() {
+                let end = (cur + size).min(ids.len());
+                let bytes = bpe.decode_bytes(&ids[cur..end]).unwrap();
+                let window = String::from_utf8_lossy(&bytes);
+                let mut cut = window.len();
+                if ids.len() - cur > size {
+                    if let Some(at) = window.rfind(|c| s.params.punctuation.contains(&c)) {
+                        if utf16_len(&window[..at]) > s.params.min_chunk_size_chars {
+                            cut = at + window[at..].chars().next().map_or(1, char::len_utf8);
+                        }
+                    }
+                }
+                let want = bpe.encode_ordinary(&window[..cut]).len();
+                assert_eq!(cut_tokens(&text, &starts, (cur, end), &window, cut), want);
+                cur += want.max(1);
+                chunks += 1;
+            }
+            assert!(chunks > 0);
+            assert_eq!(
+                s.split(&text, &ids, &starts, Advance::Fast),
+                s.split(&text, &ids, &starts, Advance::Full)
+            );
+        }
+    }
+
+    /// Timing on about `CHUNKSCOPE_SPRING_MB` (default 20) MB of the examples and seed articles:
+    /// `cargo test --release -p chunkscope-core --lib spring_timing -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn spring_timing() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = Vec::new();
+        let mut dirs = vec![root.join("examples"), root.join("../shared/seeds")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if let Ok(t) = std::fs::read_to_string(&p) {
+                    files.push(t);
+                }
+            }
+        }
+        files.sort();
+        let mb: usize = std::env::var("CHUNKSCOPE_SPRING_MB")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20);
+        let one: usize = files.iter().map(String::len).sum();
+        assert!(one > 0, "no example files");
+        let copies = (mb << 20).div_ceil(one);
+        // One document per file copy, as a corpus would hold them.
+        let docs: Vec<(String, Vec<u32>, Vec<u32>)> = (0..copies)
+            .flat_map(|_| files.iter())
+            .map(|t| {
+                let (ids, starts) = tokens(t);
+                (t.clone(), ids, starts)
+            })
+            .collect();
+        let bytes: usize = docs.iter().map(|d| d.0.len()).sum();
+        for size in [800, 128] {
+            let s = SpringAi {
+                size,
+                params: SpringAiParams::default(),
+            };
+            let mut runs = Vec::new();
+            for how in [Advance::Fast, Advance::Full] {
+                let t = std::time::Instant::now();
+                let n: usize = docs
+                    .iter()
+                    .map(|(text, ids, starts)| s.split(text, ids, starts, how).len())
+                    .sum();
+                runs.push((how, n, t.elapsed().as_secs_f64()));
+            }
+            for (how, n, secs) in &runs {
+                eprintln!(
+                    "spring-ai size {size}, {:.1} MB in {} docs, {how:?}: {n} chunks in {secs:.3} s (one core)",
+                    bytes as f64 / 1e6,
+                    docs.len()
+                );
+            }
+            assert_eq!(runs[0].1, runs[1].1);
+        }
     }
 }

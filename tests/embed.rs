@@ -10,9 +10,10 @@ use std::sync::OnceLock;
 use chunkscope_core::cases::Cases;
 use chunkscope_core::chunk::{ChunkSettings, Preset};
 use chunkscope_core::corpus::Corpus;
+use chunkscope_core::embed::driver::embed_cached;
 use chunkscope_core::embed::{cosine, EmbedCache, Embedder};
 use chunkscope_core::engine::Engine;
-use chunkscope_core::search::{embed_cached, SearchIndex};
+use chunkscope_core::search::SearchIndex;
 
 fn embedder() -> &'static Embedder {
     static E: OnceLock<Embedder> = OnceLock::new();
@@ -40,7 +41,7 @@ fn agrees_with_sentence_transformers() {
     let mut worst = 1.0f32;
     for window in [128usize, 256] {
         let refs: Vec<&str> = texts.iter().map(|(_, t)| t.as_str()).collect();
-        let ours = embedder().embed(&refs, window);
+        let ours = embedder().embed(&refs, window).unwrap();
         for ((name, _), v) in texts.iter().zip(&ours) {
             let want: Vec<f32> = fx["windows"][window.to_string()][name]
                 .as_array()
@@ -61,14 +62,16 @@ fn text_past_the_window_never_reaches_the_vector() {
     let long =
         std::fs::read_to_string(common::repo().join("examples/runbooks/rotate-keys.md")).unwrap();
     let probe = format!("{long} The violet submarine juggles seventeen marmalade comets.");
-    let v = embedder().embed(&[long.as_str(), probe.as_str()], 128);
+    let v = embedder()
+        .embed(&[long.as_str(), probe.as_str()], 128)
+        .unwrap();
     assert_eq!(
         v[0], v[1],
         "bit-identical: the appended sentence is past the window"
     );
     let short = "Keys are rotated every ninety days.";
     let probe = format!("{short} The violet submarine juggles seventeen marmalade comets.");
-    let v = embedder().embed(&[short, probe.as_str()], 128);
+    let v = embedder().embed(&[short, probe.as_str()], 128).unwrap();
     assert!(
         cosine(&v[0], &v[1]) < 0.95,
         "inside the window the text changes the vector"
@@ -90,9 +93,9 @@ fn vectors_are_normalised_and_batch_independent() {
         "短い",
         "",
     ];
-    let together = embedder().embed(&texts, 128);
+    let together = embedder().embed(&texts, 128).unwrap();
     for (t, v) in texts.iter().zip(&together) {
-        let alone = embedder().embed(&[t], 128);
+        let alone = embedder().embed(&[t], 128).unwrap();
         assert!(cosine(v, &alone[0]) > 0.99999, "{t:?}");
         let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-4, "{t:?} norm {norm}");

@@ -9,10 +9,11 @@ use std::sync::atomic::AtomicBool;
 use chunkscope_core::cases::{norm, Cases};
 use chunkscope_core::chunk::{ChunkSettings, Preset};
 use chunkscope_core::corpus::{Corpus, CorpusRules};
+use chunkscope_core::embed::driver::embed_cached;
 use chunkscope_core::embed::{EmbedCache, Embedder};
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::eval::{evaluate, Bucket};
-use chunkscope_core::search::{embed_cached, SearchIndex};
+use chunkscope_core::search::SearchIndex;
 
 /// Both indexes over `chunking`, every chunk embedded (what it embeds) at window 128.
 fn indexed(

@@ -403,7 +403,7 @@ fn embedding_worker_embeds_only_changed_chunks() {
                     kept,
                     ..
                 } if g == generation => return (total, embedded, kept),
-                Event::EmbedFailed(e) => panic!("{e}"),
+                Event::Failed(e) => panic!("{e}"),
                 _ => {}
             }
         }
@@ -519,7 +519,7 @@ fn focused_files_are_embedded_first() {
                 ..
             } => reports.push((done, total, focus_fresh)),
             Event::Embedded { generation: 1, .. } => break,
-            Event::EmbedFailed(e) => panic!("{e}"),
+            Event::Failed(e) => panic!("{e}"),
             _ => {}
         }
     }

@@ -34,7 +34,7 @@ fn boundaries_equal_the_reference_rule() {
     let defaults = maxmin(0, MaxMinParams::default());
     let missing = store.missing(&engine, &defaults);
     assert!(!missing.is_empty());
-    store.fill(&embedder, &missing, 64, |_, _| true);
+    store.fill(&embedder, &missing, 64, |_, _| true).unwrap();
     assert!(store.missing(&engine, &defaults).is_empty());
 
     // The authors' defaults, and looser settings under which many sentences join.
@@ -123,7 +123,7 @@ fn maximum_size_holds_chunks_inside_the_window() {
     let capped = maxmin(60, loose);
     assert_eq!(capped.strategy, Strategy::MaxMin);
     let missing = store.missing(&engine, &capped);
-    store.fill(&embedder, &missing, 64, |_, _| true);
+    store.fill(&embedder, &missing, 64, |_, _| true).unwrap();
     let chunking = engine
         .chunk_all_with(&capped, Some(&store), &AtomicBool::new(false))
         .unwrap();
@@ -137,7 +137,7 @@ fn maximum_size_holds_chunks_inside_the_window() {
     // Without the cap the same loose rule makes fewer, longer chunks.
     let uncapped = maxmin(0, loose);
     let missing = store.missing(&engine, &uncapped);
-    store.fill(&embedder, &missing, 64, |_, _| true);
+    store.fill(&embedder, &missing, 64, |_, _| true).unwrap();
     let free = engine
         .chunk_all_with(&uncapped, Some(&store), &AtomicBool::new(false))
         .unwrap();

@@ -11,12 +11,13 @@ use std::sync::atomic::AtomicBool;
 use chunkscope_core::cases::Cases;
 use chunkscope_core::chunk::{ChunkSettings, Preset};
 use chunkscope_core::config::Config;
+use chunkscope_core::embed::driver::embed_cached;
 use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::embed::{cosine, BackendChoice, EmbedCache, EmbedSpec, Embedder};
 use chunkscope_core::engine::Engine;
 use chunkscope_core::eval::evaluate;
 use chunkscope_core::model::ModelInfo;
-use chunkscope_core::search::{embed_cached, SearchIndex};
+use chunkscope_core::search::SearchIndex;
 
 fn at(precision: Precision) -> EmbedSpec {
     EmbedSpec {
@@ -63,7 +64,7 @@ fn reduced_precisions_stay_close_to_fp32() {
         );
         let mut worst = 1.0f32;
         for window in [128usize, 256] {
-            for (name, v) in names.iter().zip(e.embed(&refs, window)) {
+            for (name, v) in names.iter().zip(e.embed(&refs, window).unwrap()) {
                 let want: Vec<f32> = fx["windows"][window.to_string()][name]
                     .as_array()
                     .unwrap()
@@ -76,8 +77,9 @@ fn reduced_precisions_stay_close_to_fp32() {
             }
             for (a, b) in e
                 .embed(&varied, window)
+                .unwrap()
                 .iter()
-                .zip(f32e.embed(&varied, window))
+                .zip(f32e.embed(&varied, window).unwrap())
             {
                 let c = cosine(a, &b);
                 assert!(c >= floor, "{precision} at {window}: {c} to our f32");
@@ -112,7 +114,7 @@ fn precisions_have_their_own_cache_keys() {
     let (a, _) = embed_cached(&f32e, &mut cache, &[text], 128, |_, _| true).unwrap();
     let (b, _) = embed_cached(&int8, &mut cache, &[text], 128, |_, _| true).unwrap();
     assert_ne!(a[0], b[0], "the int8 run got the f32 vector from the cache");
-    assert_eq!(b[0], int8.embed(&[text], 128)[0]);
+    assert_eq!(b[0], int8.embed(&[text], 128).unwrap()[0]);
 }
 
 /// Where bf16 and int8 cannot apply the user is told, not given f32 silently.
@@ -191,7 +193,7 @@ fn tiny_native_models_at_reduced_precision() {
             let docs: Vec<String> = texts.iter().map(|t| format!("{prompt}{t}")).collect();
             let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
             for (window, want) in entry["windows"].as_object().unwrap() {
-                let ours = e.embed(&refs, window.parse().unwrap());
+                let ours = e.embed(&refs, window.parse().unwrap()).unwrap();
                 for (i, (a, b)) in ours
                     .iter()
                     .zip(want["docs"].as_array().unwrap())

@@ -106,11 +106,15 @@ fn mpnet_agrees_with_sentence_transformers() {
         let theirs = &want["windows"][w.to_string()];
         for (ours, theirs, what) in [
             (
-                embedder.embed(&doc_refs, w),
+                embedder.embed(&doc_refs, w).unwrap(),
                 &theirs["documents"],
                 "document",
             ),
-            (embedder.embed(&query_refs, w), &theirs["queries"], "query"),
+            (
+                embedder.embed(&query_refs, w).unwrap(),
+                &theirs["queries"],
+                "query",
+            ),
         ] {
             for (i, (a, b)) in ours.iter().zip(theirs.as_array().unwrap()).enumerate() {
                 let b: Vec<f32> = b

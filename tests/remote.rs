@@ -307,7 +307,7 @@ fn remote_backend_against_a_real_server() {
     }
     let before: usize = answered(&log).iter().map(|e| e.2.len()).sum();
     assert!(before > 0 && before < a.len(), "{before} of {}", a.len());
-    let (_again, _) = start_proxy(&py, &base, &log, Some(port), &[]);
+    let (again, _) = start_proxy(&py, &base, &log, Some(port), &[]);
     let second = embed(&cache, &die_args);
     assert!(second.ok, "{}", second.stderr);
     let resumed = vectors(&second.stdout);
@@ -325,6 +325,31 @@ fn remote_backend_against_a_real_server() {
     }
     let twice: Vec<_> = times.iter().filter(|(_, n)| **n > 1).collect();
     assert!(twice.is_empty(), "embedded twice: {twice:?}");
+
+    // 3b. Each request answers for itself: with every chunk vector cached, a server that dies
+    //     after the dimension probe fails the query's vector alone. The vector column says why,
+    //     BM25 still answers, and the exit is clean.
+    drop(again);
+    let (_once, _) = start_proxy(&py, &base, &log, Some(port), &["--die-after", "1"]);
+    let mut args = vec!["which key rotates every ninety days"];
+    args.extend(die_args.iter().copied());
+    let q = chunkscope("query", &cache, &args);
+    assert!(q.ok, "{}", q.stderr);
+    let after_vector = q.stdout.split("vector:").nth(1).unwrap_or_default();
+    assert!(
+        after_vector
+            .trim_start()
+            .starts_with("vector search failed:")
+            && after_vector.contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        q.stdout
+    );
+    let bm25 = q.stdout.split("vector:").next().unwrap_or_default();
+    assert!(
+        bm25.lines().count() > 2,
+        "BM25 answered nothing: {}",
+        q.stdout
+    );
 
     // 4. A server that refuses inputs over its window: chunks over it are counted as rejected
     //    (not as tails), and --fail-on-tail fails on them.

@@ -233,7 +233,11 @@ fn check_query(uri: &str, jsonl: &Path) {
         .collect();
     let info = &common::model();
     let e = chunkscope_core::embed::Embedder::load(info).unwrap();
-    let qv = e.embed(&[e.query_text(q).as_ref()], 256).pop().unwrap();
+    let qv = e
+        .embed(&[e.query_text(q).as_ref()], 256)
+        .unwrap()
+        .pop()
+        .unwrap();
     let mut exact: Vec<(f32, String)> = std::fs::read_to_string(jsonl)
         .unwrap()
         .lines()

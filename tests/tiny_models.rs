@@ -125,8 +125,16 @@ fn agree_with_record(set: &std::path::Path, at_least: usize) {
             for (window, want) in entry["windows"].as_object().unwrap() {
                 let w: usize = window.parse().unwrap();
                 for (ours, theirs, what) in [
-                    (e.embed(&doc_refs, w), vectors(&want["docs"]), "docs"),
-                    (e.embed(&q_refs, w), vectors(&want["queries"]), "queries"),
+                    (
+                        e.embed(&doc_refs, w).unwrap(),
+                        vectors(&want["docs"]),
+                        "docs",
+                    ),
+                    (
+                        e.embed(&q_refs, w).unwrap(),
+                        vectors(&want["queries"]),
+                        "queries",
+                    ),
                 ] {
                     assert_eq!(ours.len(), theirs.len());
                     for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
@@ -305,7 +313,12 @@ fn candle_and_native_agree_on_bert() {
             "the cache tells backends apart"
         );
         for w in [16, 64] {
-            for (a, b) in native.embed(&refs, w).iter().zip(candle.embed(&refs, w)) {
+            for (a, b) in native
+                .embed(&refs, w)
+                .unwrap()
+                .iter()
+                .zip(candle.embed(&refs, w).unwrap())
+            {
                 assert!(cosine(a, &b) >= 0.9999, "{name} window {w}");
             }
         }
@@ -396,7 +409,12 @@ fn half_precision_weights_load_natively() {
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let full = Embedder::load(&ModelInfo::from_dir("f32", &src, "fixture").unwrap()).unwrap();
         let half = Embedder::load(&ModelInfo::from_dir("half", &dir, "test").unwrap()).unwrap();
-        for (a, b) in full.embed(&refs, 64).iter().zip(half.embed(&refs, 64)) {
+        for (a, b) in full
+            .embed(&refs, 64)
+            .unwrap()
+            .iter()
+            .zip(half.embed(&refs, 64).unwrap())
+        {
             let c = cosine(a, &b);
             assert!(c >= min_cos, "{dtype:?}: cosine {c}");
         }
@@ -426,16 +444,20 @@ fn jina_alibi_table_grows_without_changing_vectors() {
         ..Default::default()
     };
     let grown = Embedder::open(&info, &candle).unwrap();
-    let short = grown.embed(&["Rotate the signing keys."], 2048);
+    let short = grown.embed(&["Rotate the signing keys."], 2048).unwrap();
     assert_eq!(short.len(), 1);
-    let after = grown.embed(&[long.as_str()], 2048);
+    let after = grown.embed(&[long.as_str()], 2048).unwrap();
     let alone = Embedder::open(&info, &candle)
         .unwrap()
-        .embed(&[long.as_str()], 2048);
+        .embed(&[long.as_str()], 2048)
+        .unwrap();
     let c = cosine(&after[0], &alone[0]);
     assert!(c >= 0.99999, "cosine {c}");
     // The native path (ALiBi computed per sequence) agrees at that length.
-    let native = Embedder::load(&info).unwrap().embed(&[long.as_str()], 2048);
+    let native = Embedder::load(&info)
+        .unwrap()
+        .embed(&[long.as_str()], 2048)
+        .unwrap();
     let c = cosine(&native[0], &alone[0]);
     assert!(c >= 0.9999, "native vs candle at 600+ tokens: cosine {c}");
     let tok = EmbedTokenizer::from_file(&info.tokenizer_path()).unwrap();
@@ -481,14 +503,18 @@ fn nomic_prefixed_and_padded_weights() {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let want = Embedder::load(&ModelInfo::from_dir("n", &src, "fixture").unwrap())
         .unwrap()
-        .embed(&refs, 64);
+        .embed(&refs, 64)
+        .unwrap();
     let padded = ModelInfo::from_dir("p", &dir, "test").unwrap();
     let candle = chunkscope_core::embed::EmbedSpec {
         backend: chunkscope_core::embed::BackendChoice::Candle,
         ..Default::default()
     };
     for spec in [Default::default(), candle] {
-        let got = Embedder::open(&padded, &spec).unwrap().embed(&refs, 64);
+        let got = Embedder::open(&padded, &spec)
+            .unwrap()
+            .embed(&refs, 64)
+            .unwrap();
         for (a, b) in want.iter().zip(&got) {
             assert!(cosine(a, b) >= 0.99999);
         }

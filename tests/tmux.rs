@@ -327,7 +327,7 @@ fn store_in_tmux() {
     // column must search these, not vectors recomputed from the texts.
     let e = chunkscope_core::embed::Embedder::load(common::model()).unwrap();
     // Embedded at 256 (the long one is past 128): the screen takes the window from them.
-    let v = e.embed(&texts, 256);
+    let v = e.embed(&texts, 256).unwrap();
     let lines = [
         serde_json::json!({"id": "kb-1", "page_content": texts[0], "metadata": {"source": "keys.md"}, "embedding": v[2]}),
         serde_json::json!({"id": "kb-2", "page_content": texts[1], "metadata": {"source": "refunds.md"}, "embedding": v[1]}),

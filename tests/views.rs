@@ -300,10 +300,24 @@ fn prefix_parent_and_query_panes() {
         hybrid: vec![hit],
         rrf_k: 60,
         embedder: "native f32".into(),
+        vector_error: None,
         expect: None,
     });
     let t = render(&m);
     let screen = t.backend().to_string();
+    // A query the server could not embed: the vector column says why instead of staying empty.
+    let whole = m.query.results.clone();
+    let mut failed = whole.clone().unwrap();
+    failed.vector.clear();
+    failed.vector_error =
+        Some("vector search failed: http://127.0.0.1:9/v1/embeddings: connection refused".into());
+    m.query.results = Some(failed);
+    let broken = render(&m).backend().to_string();
+    assert!(
+        broken.contains("vector search failed: http://127.0.0.1"),
+        "{broken}"
+    );
+    m.query.results = whole;
     // [CLS], then the prefix's tokens, then 3 tokens of the text.
     assert_eq!(first.prefix_tokens, 4, "section : rotate keys");
     assert!(screen.contains("@tok 8 window"), "{screen}");

@@ -48,7 +48,7 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                     m.rechunk()
                 }
                 Err(e) => {
-                    m.error = Some(e);
+                    m.error = Some(e.to_string());
                     Vec::new()
                 }
             }
@@ -84,7 +84,7 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                     m.clamp_focus();
                     return m.embed_cmd();
                 }
-                Err(e) => m.error = Some(e),
+                Err(e) => m.error = Some(e.to_string()),
             }
             Vec::new()
         }
@@ -147,8 +147,8 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
             }
             Vec::new()
         }
-        Event::EmbedFailed(e) => {
-            m.error = Some(e);
+        Event::Failed(e) => {
+            m.error = Some(e.to_string());
             Vec::new()
         }
         Event::QueryDone {

@@ -10,10 +10,10 @@ use anyhow::{Context, Result};
 use chunkscope_core::chunk::Strategy;
 use chunkscope_core::config::Config;
 use chunkscope_core::corpus::Corpus;
-use chunkscope_core::embed::{cache, EmbedCache, EmbedSpec, Embedder};
+use chunkscope_core::embed::driver::Driver;
+use chunkscope_core::embed::{cache, EmbedCache, EmbedError, EmbedSpec, Embedder};
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::model;
-use chunkscope_core::search::embed_cached;
 use chunkscope_core::sentences::SentenceStore;
 use chunkscope_core::tokenize::EmbedTokenizer;
 use chunkscope_core::window::Window;
@@ -102,7 +102,7 @@ pub(crate) fn chunk(
             last = std::time::Instant::now();
         }
         true
-    });
+    })?;
     if embedded == 0 {
         say("maxmin: every sentence vector from the cache, nothing embedded");
     } else {
@@ -128,60 +128,46 @@ pub(crate) fn chunk_vectors(
     say: &mut dyn FnMut(&str),
 ) -> Result<(Embedder, EmbedCache, Vec<Vec<f32>>)> {
     let embedder = Embedder::open(&engine.model, spec)?;
-    let remote = spec.remote.as_ref();
     let mut cache = EmbedCache::open(&cache::default_path(&embedder.model_key), embedder.dim());
     let owned = chunking.embed_texts(engine);
     let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
     let started = std::time::Instant::now();
     let mut last = std::time::Instant::now();
-    let mut saved = std::time::Instant::now();
-    let slice = match &remote {
-        Some(r) => (r.batch * r.in_flight * 4).max(1),
-        None => texts.len().max(1),
-    };
-    let (mut vectors, mut embedded) = (Vec::with_capacity(texts.len()), 0);
-    for part in texts.chunks(slice) {
+    let mut driver = Driver::new(&embedder);
+    let total = texts.len();
+    let mut vectors = Vec::with_capacity(total);
+    for part in texts.chunks(driver.slice()) {
         let done_before = vectors.len();
-        let total = texts.len();
-        let (vs, n) = embed_cached(&embedder, &mut cache, part, window.tokens, |done, _| {
-            if last.elapsed().as_millis() > 500 {
-                say(&format!("embedding {}/{total} chunks…", done_before + done));
-                last = std::time::Instant::now();
-            }
-            true
-        })
-        .context("embedding stopped")?;
-        if let Some(e) = embedder.take_error() {
-            if let Err(s) = cache.save() {
-                say(&format!("embedding cache not saved: {s}"));
-            }
-            anyhow::bail!(
-                "{e}; the vectors received so far are kept, a rerun embeds only the rest"
-            );
-        }
+        let vs = driver
+            .run(&embedder, &mut cache, part, window.tokens, |done| {
+                if last.elapsed().as_millis() > 500 {
+                    say(&format!("embedding {}/{total} chunks…", done_before + done));
+                    last = std::time::Instant::now();
+                }
+                true
+            })
+            .map_err(|e| match e {
+                EmbedError::Server(_) => anyhow::anyhow!(
+                    "{e}; the vectors received so far are kept, a rerun embeds only the rest"
+                ),
+                e => anyhow::anyhow!("{e}"),
+            })?;
         vectors.extend(vs);
-        embedded += n;
-        if remote.is_some() && saved.elapsed().as_secs() >= 2 {
-            if let Err(s) = cache.save() {
-                say(&format!("embedding cache not saved: {s}"));
-            }
-            saved = std::time::Instant::now();
-        }
     }
+    let embedded = driver.embedded;
     if embedded == 0 {
         say(&format!(
-            "{} chunks, all embeddings from the cache: nothing embedded",
-            texts.len()
+            "{total} chunks, all embeddings from the cache: nothing embedded"
         ));
     } else {
         say(&format!(
-            "embedded {embedded} of {} chunks in {:.1} s ({} from the cache)",
-            texts.len(),
+            "embedded {embedded} of {total} chunks in {:.1} s ({} from the cache)",
             started.elapsed().as_secs_f64(),
-            texts.len() - embedded
+            total - embedded
         ));
     }
-    if let Err(e) = cache.save() {
+    driver.save(&mut cache);
+    if let Some(e) = &driver.unsaved {
         say(&format!("embedding cache not saved: {e}"));
     }
     Ok((embedder, cache, vectors))

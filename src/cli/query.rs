@@ -81,7 +81,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             if let Some(stored) = &opened.store.chunks[i].vector {
                 let m = &opened.chunking.files[i].chunks[0];
                 let text = m.embed_text(&opened.store.chunks[i].text);
-                let now = embedder.embed(&[text.as_ref()], opened.window.tokens);
+                let now = embedder.embed(&[text.as_ref()], opened.window.tokens)?;
                 w.stored_vector_cos = now.first().map(|v| cosine(stored, v));
             }
         }
@@ -153,13 +153,16 @@ impl Search<'_> {
                     .unwrap_or_else(|| format!("holds {:?}", text.unwrap_or("")))
             );
         };
+        // A query that could not be embedded was already said in the results
+        // (`vector_error`); the explanation then has no vector side.
         let qv = explain::query_vector(
             self.index,
             embedder,
             cache,
             &results.query,
             self.window.tokens,
-        );
+        )
+        .unwrap_or_default();
         explain::why_not(
             self.index,
             self.engine,
@@ -200,6 +203,9 @@ fn write_results(
         (hybrid.as_str(), &results.hybrid),
     ] {
         writeln!(out, "{name}:")?;
+        if let (true, Some(why)) = (hits.is_empty() && name == "vector", &results.vector_error) {
+            writeln!(out, "  {why}")?;
+        }
         for h in hits.iter() {
             writeln!(
                 out,

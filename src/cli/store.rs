@@ -90,7 +90,7 @@ fn detect_window(
 ) -> Result<Option<Window>> {
     let embedder = Embedder::open(&engine.model, &config.embed_spec())?;
     let found = check::store_window(store, engine, chunking, auto.tokens, &mut |t, w| {
-        Ok(embedder.embed(t, w))
+        embedder.embed(t, w)
     })?;
     Ok(found.map(|(tokens, source)| {
         say(&format!("window {tokens}, {source}; --window sets another"));
@@ -129,7 +129,7 @@ impl Opened {
             &recomputed,
             self.window.tokens,
             &others,
-            &mut |texts, w| Ok(embedder.embed(texts, w)),
+            &mut |texts, w| embedder.embed(texts, w),
             &self.engine.model.id,
         )?;
         Ok((embedder, cache, recomputed, result))

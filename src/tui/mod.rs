@@ -133,7 +133,7 @@ pub fn run(
     std::panic::set_hook(Box::new(move |p| {
         // A parser panic the converter catches is no reason to leave the screen (the
         // converter's quiet hook may sit inside this one when a document converted first).
-        if chunkscope_core::corpus::convert::converting() {
+        if chunkscope_core::panics::contained() {
             return;
         }
         terminal::restore_terminal(mouse);

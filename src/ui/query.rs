@@ -71,28 +71,34 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             (&r.bm25, &r.vector, &r.hybrid)
         });
     let rrf_k = m.query.results.as_ref().map_or(0, |r| r.rrf_k);
+    let failed = m
+        .query
+        .results
+        .as_ref()
+        .and_then(|r| r.vector_error.as_deref());
     column(
         frame,
         cols[0],
         m,
-        " BM25 (tantivy) ".to_string(),
-        bm,
+        (" BM25 (tantivy) ".to_string(), bm, None),
         Retriever::Bm25,
     );
     column(
         frame,
         cols[1],
         m,
-        format!(" vector ({}, window {window}) ", m.model_name),
-        vec,
+        (
+            format!(" vector ({}, window {window}) ", m.model_name),
+            vec,
+            failed,
+        ),
         Retriever::Vector,
     );
     column(
         frame,
         cols[2],
         m,
-        format!(" hybrid (RRF k={rrf_k}) "),
-        hybrid,
+        (format!(" hybrid (RRF k={rrf_k}) "), hybrid, None),
         Retriever::Hybrid,
     );
     frame.render_widget(
@@ -194,9 +200,17 @@ pub fn text_line(
     Line::from(spans)
 }
 
-fn column(frame: &mut Frame, area: Rect, m: &Model, title: String, hits: &[Hit], col: Retriever) {
+/// One retriever's hits; `failed` says why the column is empty (the query's vector could not be
+/// made).
+fn column(
+    frame: &mut Frame,
+    area: Rect,
+    m: &Model,
+    (title, hits, failed): (String, &[Hit], Option<&str>),
+    col: Retriever,
+) {
     let t = &m.theme;
-    let items: Vec<ListItem> = hits
+    let mut items: Vec<ListItem> = hits
         .iter()
         .map(|h| {
             let place = match (h.token_offset, h.in_tail) {
@@ -232,6 +246,9 @@ fn column(frame: &mut Frame, area: Rect, m: &Model, title: String, hits: &[Hit],
             ListItem::new(lines)
         })
         .collect();
+    if let (true, Some(why)) = (hits.is_empty(), failed) {
+        items.push(ListItem::new(Line::styled(why.to_string(), t.warn)));
+    }
     let focused = m.query.column == col && !m.query.editing;
     let list = List::new(items)
         .block(Block::default().borders(Borders::ALL).title(Span::styled(

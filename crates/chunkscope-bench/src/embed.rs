@@ -165,9 +165,10 @@ fn run_backend(
     for &window in &args.windows {
         let tokens: usize = refs.iter().map(|t| emb.ids(t, window).len()).sum();
         // One untimed pass warms caches and the thread pool.
-        emb.embed(&refs[..refs.len().min(16)], window);
+        emb.embed(&refs[..refs.len().min(16)], window)
+            .expect("embed");
         let reference = references.get(&window);
-        let vectors = emb.embed(refs, window);
+        let vectors = emb.embed(refs, window).expect("embed");
         let mut said = Vec::new();
         if reduced {
             if let Some(f32s) = ours_f32.get(&window) {
@@ -200,7 +201,7 @@ fn run_backend(
             for _ in 0..args.repeat.max(1) {
                 let t0 = Instant::now();
                 for batch in refs.chunks(b.max(1)) {
-                    emb.embed(batch, window);
+                    emb.embed(batch, window).expect("embed");
                 }
                 best = best.min(t0.elapsed().as_secs_f64());
             }
@@ -241,7 +242,7 @@ fn server(
     let local = {
         let t0 = Instant::now();
         for batch in refs.chunks(32) {
-            emb.embed(batch, window);
+            emb.embed(batch, window).expect("embed");
         }
         t0.elapsed().as_secs_f64()
     };

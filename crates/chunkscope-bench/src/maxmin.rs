@@ -41,7 +41,9 @@ pub fn maxmin(
     let mut settings = ChunkSettings::default();
     Preset::MaxMin.apply(&mut settings);
     let t = Instant::now();
-    let (embedded, _) = store.embed_missing(&engine, &settings, &embedder, |_, _| true);
+    let (embedded, _) = store
+        .embed_missing(&engine, &settings, &embedder, |_, _| true)
+        .expect("sentences embedded");
     writeln!(
         out,
         "corpus: {n} files, {:.1} MB; {embedded} distinct sentences found and embedded once in {:.1} s",

@@ -5,9 +5,10 @@
 use serde::Serialize;
 
 use super::cases::{norm, Case, Cases};
+use super::embed::driver::embed_cached;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
-use super::search::{embed_cached, SearchIndex};
+use super::search::SearchIndex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
@@ -373,8 +374,8 @@ pub fn evaluate(
         .map(|c| embedder.query_text(&c.question))
         .collect();
     let questions: Vec<&str> = prompted.iter().map(|q| q.as_ref()).collect();
-    let (qvs, _) =
-        embed_cached(embedder, cache, &questions, window, |_, _| true).unwrap_or_default();
+    let (qvs, _) = embed_cached(embedder, cache, &questions, window, |_, _| true)
+        .map_err(|e| anyhow::anyhow!("the questions could not be embedded: {e}"))?;
     let first_hit = |ranking: &[u64], answer: &str| {
         ranking
             .iter()

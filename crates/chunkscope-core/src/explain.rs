@@ -74,14 +74,14 @@ pub fn query_vector(
     cache: &mut crate::embed::EmbedCache,
     query: &str,
     window: usize,
-) -> Vec<f32> {
+) -> Result<Vec<f32>, crate::embed::EmbedError> {
     if !index.has_vectors() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let q = embedder.query_text(query);
-    crate::search::embed_cached(embedder, cache, &[q.as_ref()], window, |_, _| true)
-        .and_then(|(v, _)| v.into_iter().next())
-        .unwrap_or_default()
+    let (v, _) =
+        crate::embed::driver::embed_cached(embedder, cache, &[q.as_ref()], window, |_, _| true)?;
+    Ok(v.into_iter().next().unwrap_or_default())
 }
 
 /// Explain chunk `id` for the search that gave `results` (`qv`: the query's vector, empty when

@@ -63,6 +63,7 @@ pub mod jobs;
 pub mod measure;
 pub mod metadata;
 pub mod model;
+pub mod panics;
 pub mod search;
 pub mod sentences;
 pub mod stats;

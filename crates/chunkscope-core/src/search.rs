@@ -6,47 +6,12 @@ use std::collections::{HashMap, HashSet};
 use anyhow::Result;
 use serde::Serialize;
 
-use super::embed::cache::key;
+use super::embed::driver::embed_cached;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
 use super::index::bm25::Bm25Doc;
 use super::index::{Bm25, VectorIndex};
 use super::measure::MeasuredChunk;
-
-/// Embed `texts` at `window`, taking what the cache has and embedding only the rest.
-/// `progress(done, total)` is called between passes and may stop the run by returning false.
-pub fn embed_cached(
-    embedder: &Embedder,
-    cache: &mut EmbedCache,
-    texts: &[&str],
-    window: usize,
-    mut progress: impl FnMut(usize, usize) -> bool,
-) -> Option<(Vec<Vec<f32>>, usize)> {
-    let keys: Vec<u128> = texts
-        .iter()
-        .map(|t| key(&embedder.model_key, window, t))
-        .collect();
-    let mut missing: Vec<usize> = Vec::new();
-    let mut seen = HashSet::new();
-    for (i, k) in keys.iter().enumerate() {
-        if cache.get(*k).is_none() && seen.insert(*k) {
-            missing.push(i);
-        }
-    }
-    let total = missing.len();
-    if total > 0 {
-        let todo: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
-        let (vectors, _) = embedder.embed_with(&todo, window, |done| progress(done, total))?;
-        for (&i, v) in missing.iter().zip(vectors) {
-            cache.insert(keys[i], v);
-        }
-    }
-    let out = keys
-        .iter()
-        .map(|k| cache.get(*k).cloned().unwrap_or_default())
-        .collect();
-    Some((out, total))
-}
 
 /// One retrieved chunk.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -102,6 +67,10 @@ pub struct Results {
     pub rrf_k: usize,
     /// The embedder's backend and precision the vector column came from.
     pub embedder: String,
+    /// Why the vector column is empty when the query could not be embedded (a server down, a
+    /// failed forward pass); BM25 still answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_error: Option<String>,
     /// The chunk that should have been found, explained (`--expect`, the workbench's `x`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect: Option<Box<crate::explain::WhyNot>>,
@@ -439,19 +408,11 @@ impl SearchIndex {
             }
             None => false,
         });
-        let qv = if self.has_vectors() {
-            embed_cached(
-                embedder,
-                cache,
-                &[embedder.query_text(query).as_ref()],
-                window,
-                |_, _| true,
-            )
-            .map(|(v, _)| v.into_iter().next().unwrap_or_default())
-            .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        let (qv, vector_error) =
+            match crate::explain::query_vector(self, embedder, cache, query, window) {
+                Ok(v) => (v, None),
+                Err(e) => (Vec::new(), Some(format!("vector search failed: {e}"))),
+            };
         let mut vec_hits = if qv.is_empty() {
             Vec::new()
         } else {
@@ -584,6 +545,7 @@ impl SearchIndex {
             hybrid,
             rrf_k: self.rrf_k,
             embedder: embedder.backend_name(),
+            vector_error,
             expect: None,
         })
     }
@@ -622,7 +584,7 @@ fn best_sentence(
     // The same segmenter Max-Min uses.
     let spans = crate::chunk::maxmin::trimmed_sentences(text);
     let texts: Vec<&str> = spans.iter().map(|&(a, b)| &text[a..b]).collect();
-    let (vs, _) = embed_cached(embedder, cache, &texts, window, |_, _| true)?;
+    let (vs, _) = embed_cached(embedder, cache, &texts, window, |_, _| true).ok()?;
     vs.iter()
         .zip(&spans)
         .map(|(v, &(a, _))| (v.iter().zip(qv).map(|(x, y)| x * y).sum::<f32>(), a))

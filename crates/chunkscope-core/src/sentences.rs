@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use super::chunk::maxmin::sentence_text;
 use super::chunk::{ChunkSettings, SentenceVectors};
 use super::embed::cache::{default_path, key};
-use super::embed::{EmbedCache, Embedder};
+use super::embed::{EmbedCache, EmbedError, Embedder};
 use super::engine::{parallel_map, Engine};
 use super::tokenize::Unit;
 use super::window::WindowSpec;
@@ -83,14 +83,15 @@ impl SentenceStore {
     }
 
     /// Embed `texts` in slices of `slice`; `go(done, total)` is asked between slices and stops the
-    /// run by returning false (what was embedded stays). Returns how many were embedded.
+    /// run by returning false (what was embedded stays). Returns how many were embedded, or why
+    /// a slice failed (the slices before it stay).
     pub fn fill(
         &mut self,
         embedder: &Embedder,
         texts: &[String],
         slice: usize,
         mut go: impl FnMut(usize, usize) -> bool,
-    ) -> usize {
+    ) -> Result<usize, EmbedError> {
         let total = texts.len();
         let mut done = 0;
         for part in texts.chunks(slice.max(1)) {
@@ -98,13 +99,13 @@ impl SentenceStore {
                 break;
             }
             let refs: Vec<&str> = part.iter().map(String::as_str).collect();
-            for (t, v) in part.iter().zip(embedder.embed(&refs, self.window)) {
+            for (t, v) in part.iter().zip(embedder.embed(&refs, self.window)?) {
                 self.cache.insert(key(&self.model_key, self.window, t), v);
             }
             done += part.len();
         }
         go(done, total);
-        done
+        Ok(done)
     }
 
     /// Max-Min's one preparation, for the pipeline, the headless commands and the benchmarks:
@@ -112,17 +113,18 @@ impl SentenceStore {
     /// save what was added. `go(done, total)` is asked between slices (only when something is
     /// missing) and stops the run by returning false. Returns (embedded, missing): all missing
     /// sentences have vectors when the two are equal. Once an engine's sentences are complete
-    /// for a unit and size, asking again costs nothing.
+    /// for a unit and size, asking again costs nothing. A failed slice is an error (what came
+    /// before it is saved).
     pub fn embed_missing(
         &mut self,
         engine: &Engine,
         settings: &ChunkSettings,
         embedder: &Embedder,
         go: impl FnMut(usize, usize) -> bool,
-    ) -> (usize, usize) {
+    ) -> Result<(usize, usize), EmbedError> {
         let marker = (engine.id, settings.unit, settings.size);
         if self.complete == Some(marker) {
-            return (0, 0);
+            return Ok((0, 0));
         }
         let missing = self.missing(engine, settings);
         let done = if missing.is_empty() {
@@ -130,12 +132,12 @@ impl SentenceStore {
         } else {
             let done = self.fill(embedder, &missing, 64, go);
             self.save();
-            done
+            done?
         };
         if done == missing.len() {
             self.complete = Some(marker);
         }
-        (done, missing.len())
+        Ok((done, missing.len()))
     }
 
     /// Write the disk file (atomically) if anything was added.

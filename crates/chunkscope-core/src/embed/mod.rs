@@ -5,6 +5,7 @@
 pub mod bert;
 pub mod cache;
 pub mod candle;
+pub mod driver;
 pub mod hf_config;
 pub mod kernels;
 pub mod lowp;
@@ -83,8 +84,34 @@ pub struct Embedder {
     /// Identifies the model in cache keys: its id and the weights' size, or the server and its
     /// model name.
     pub model_key: String,
-    /// Why the last run stopped, when a server failed (taken by the caller to report it).
-    error: std::sync::Mutex<Option<String>>,
+}
+
+/// Why embedding did not give every vector asked for. Each call answers with its own error;
+/// nothing is left behind for a later call to find.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EmbedError {
+    /// The embedding server failed (after its retries), or answered with something unusable.
+    #[error("{0}")]
+    Server(String),
+    /// The local forward pass failed (candle reports errors; the native path does not).
+    #[error("{0}")]
+    Forward(String),
+    /// The model or server could not be opened.
+    #[error("{0}")]
+    Load(String),
+    /// The caller asked the run to stop.
+    #[error("embedding was cancelled")]
+    Cancelled,
+}
+
+/// The vectors of one run, in the order of its texts, and how it ended. When `error` is set,
+/// the texts it failed on have an empty vector and the others are kept (a server's batches that
+/// arrived before it failed).
+#[derive(Debug, Clone, Default)]
+pub struct Embedded {
+    pub vectors: Vec<Vec<f32>>,
+    pub run: EmbedRun,
+    pub error: Option<EmbedError>,
 }
 
 /// What an embedding run measured.
@@ -138,7 +165,6 @@ impl Embedder {
             backend,
             tok,
             model_key,
-            error: Default::default(),
         })
     }
 
@@ -162,7 +188,6 @@ impl Embedder {
             model_key: config.model_key(),
             backend: Backend::Remote(server),
             tok,
-            error: Default::default(),
         })
     }
 
@@ -189,18 +214,6 @@ impl Embedder {
             Backend::Remote(r) => Some(r),
             _ => None,
         }
-    }
-
-    /// Remember why a run failed, for the caller's `take_error`.
-    fn fail(&self, why: String) {
-        if let Ok(mut slot) = self.error.lock() {
-            *slot = Some(why);
-        }
-    }
-
-    /// Why the last run stopped early, when a server failed; cleared by the call.
-    pub fn take_error(&self) -> Option<String> {
-        self.error.lock().ok().and_then(|mut e| e.take())
     }
 
     pub fn dim(&self) -> usize {
@@ -296,7 +309,7 @@ impl Embedder {
         texts: &[&str],
         window: usize,
         mut keep_going: impl FnMut(usize) -> bool,
-    ) -> Option<(Vec<Vec<f32>>, EmbedRun)> {
+    ) -> Option<Embedded> {
         // The native path packs a pass's sequences end to end; candle pads them to the longest,
         // so there the pass's budget counts the padding too.
         type Pass<'a> = Box<dyn Fn(&[Vec<u32>]) -> Result<(Vec<f32>, Vec<usize>), String> + 'a>;
@@ -331,6 +344,7 @@ impl Embedder {
             TOKENS_PER_PASS
         };
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); ids.len()];
+        let mut error = None;
         let mut done = 0;
         let mut at = 0;
         while at < order.len() {
@@ -368,21 +382,22 @@ impl Embedder {
                         };
                     }
                 }
-                // The failed texts keep no vector; the caller takes the error.
-                Err(why) => self.fail(why),
+                // The failed texts keep no vector; the run says why.
+                Err(why) => error = Some(EmbedError::Forward(why)),
             }
             done += end - at;
             at = end;
         }
         keep_going(done);
-        Some((
-            out,
-            EmbedRun {
+        Some(Embedded {
+            vectors: out,
+            run: EmbedRun {
                 texts: texts.len(),
                 tokens,
                 seconds: started.elapsed().as_secs_f64(),
             },
-        ))
+            error,
+        })
     }
 
     /// The server's vectors for `texts`, sent whole (the server truncates at its window). A
@@ -394,7 +409,7 @@ impl Embedder {
         texts: &[&str],
         window: usize,
         mut keep_going: impl FnMut(usize) -> bool,
-    ) -> Option<(Vec<Vec<f32>>, EmbedRun)> {
+    ) -> Option<Embedded> {
         let started = Instant::now();
         let dim = server.dim;
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
@@ -432,21 +447,31 @@ impl Embedder {
             seconds: started.elapsed().as_secs_f64(),
         };
         match result {
-            Ok(true) => Some((out, run)),
+            Ok(true) => Some(Embedded {
+                vectors: out,
+                run,
+                error: None,
+            }),
             Ok(false) => None,
-            Err(e) => {
-                // What arrived is kept (empty vectors where nothing did), so the caller can
-                // store it before reporting the error from `take_error`.
-                self.fail(e.to_string());
-                Some((out, run))
-            }
+            // What arrived is kept (empty vectors where nothing did), so the caller can store it
+            // before reporting the error.
+            Err(e) => Some(Embedded {
+                vectors: out,
+                run,
+                error: Some(EmbedError::Server(e.to_string())),
+            }),
         }
     }
 
-    pub fn embed(&self, texts: &[&str], window: usize) -> Vec<Vec<f32>> {
-        self.embed_with(texts, window, |_| true)
-            .map(|r| r.0)
-            .unwrap_or_default()
+    /// The vectors of `texts` at `window`, or why not all of them could be made.
+    pub fn embed(&self, texts: &[&str], window: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let done = self
+            .embed_with(texts, window, |_| true)
+            .ok_or(EmbedError::Cancelled)?;
+        match done.error {
+            Some(e) => Err(e),
+            None => Ok(done.vectors),
+        }
     }
 }
 
@@ -456,7 +481,7 @@ impl Embedder {
 pub struct SharedEmbedder {
     info: ModelInfo,
     spec: EmbedSpec,
-    loaded: std::sync::Arc<std::sync::OnceLock<Result<std::sync::Arc<Embedder>, String>>>,
+    loaded: std::sync::Arc<std::sync::OnceLock<Result<std::sync::Arc<Embedder>, EmbedError>>>,
 }
 
 impl SharedEmbedder {
@@ -475,12 +500,12 @@ impl SharedEmbedder {
     }
 
     /// The model, loading it the first time; a failed load is reported every time it is asked.
-    pub fn get(&self) -> Result<std::sync::Arc<Embedder>, String> {
+    pub fn get(&self) -> Result<std::sync::Arc<Embedder>, EmbedError> {
         self.loaded
             .get_or_init(|| {
                 Embedder::open(&self.info, &self.spec)
                     .map(std::sync::Arc::new)
-                    .map_err(|e| format!("{e:#}"))
+                    .map_err(|e| EmbedError::Load(format!("{e:#}")))
             })
             .clone()
     }

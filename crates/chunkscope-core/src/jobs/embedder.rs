@@ -8,14 +8,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
-use super::{Emitter, Event, Latest, Stamped, Wait};
+use super::{Emitter, Event, JobError, Latest, Stamped, Wait};
 use crate::embed::cache::default_path;
-use crate::embed::{cosine, EmbedCache, Embedder, SharedEmbedder};
+use crate::embed::driver::Driver;
+use crate::embed::{cosine, EmbedCache, EmbedError, Embedder, SharedEmbedder};
 use crate::engine::{Chunking, Engine};
-use crate::search::{embed_cached, SearchIndex};
-
-/// Texts embedded between two looks at the request queue.
-const SLICE: usize = 64;
+use crate::search::SearchIndex;
 
 /// The sentence appended by the tail probe: distinctive, and unlike any corpus text.
 pub const PROBE_SENTENCE: &str =
@@ -49,6 +47,9 @@ enum Request {
     Focus {
         files: Vec<usize>,
     },
+    /// A bug, on purpose: the test that a dead worker is reported sends it.
+    #[cfg(test)]
+    Crash,
 }
 
 pub struct EmbedWorker {
@@ -76,7 +77,19 @@ impl EmbedWorker {
         let out = Emitter::new(out);
         thread::Builder::new()
             .name("embedder".into())
-            .spawn(move || worker(embedder, rrf_k, worker_jobs, rx, out))
+            .spawn(move || {
+                // A bug that panics the worker is reported, not left as a silent dead thread.
+                let report = out.clone();
+                if let Err(why) =
+                    crate::panics::contain(move || worker(embedder, rrf_k, worker_jobs, rx, out))
+                {
+                    log::error!("the embedding worker panicked: {why}");
+                    report.emit(Event::Failed(JobError::WorkerDied {
+                        worker: "embedding",
+                        why,
+                    }));
+                }
+            })
             .expect("spawn embedder thread");
         EmbedWorker { jobs, requests }
     }
@@ -211,7 +224,7 @@ impl<M: From<Event>> State<M> {
                 true
             }
             Err(e) => {
-                self.out.emit(Event::EmbedFailed(e));
+                self.out.emit(Event::Failed(e.into()));
                 false
             }
         }
@@ -222,6 +235,8 @@ impl<M: From<Event>> State<M> {
         while let Ok(r) = requests.try_recv() {
             match r {
                 Request::Eval { cases } => self.pending_eval = Some(cases),
+                #[cfg(test)]
+                Request::Crash => panic!("crash requested by a test"),
                 Request::Focus { files } => {
                     self.focus_changed |= files != self.focus;
                     self.focus = files;
@@ -287,7 +302,7 @@ fn run_embed<M: From<Event>>(
     };
     if let Err(e) = &index {
         st.out
-            .emit(Event::EmbedFailed(format!("BM25 index: {e:#}")));
+            .emit(Event::Failed(JobError::Index(format!("{e:#}"))));
     }
     let mut index = index.ok();
     if let Some(ix) = index.as_mut() {
@@ -311,17 +326,10 @@ fn run_embed<M: From<Event>>(
     }
     st.focus_changed = false;
     let total = todo.len();
-    let mut embedded = 0usize;
+    let Some(mut driver) = st.embedder.as_deref().map(Driver::new) else {
+        return;
+    };
     let mut done = 0usize;
-    let mut saved = Instant::now();
-    // A server gets enough texts per slice to keep every request slot busy.
-    let slice = st
-        .embedder
-        .as_ref()
-        .and_then(|e| e.remote())
-        .map_or(SLICE, |r| {
-            SLICE.max(r.config.batch * r.config.in_flight * 2)
-        });
     while done < total {
         if cancel.is_cancelled() {
             return;
@@ -334,7 +342,7 @@ fn run_embed<M: From<Event>>(
                 focus_first(&mut todo[done..], &st.focus, ix);
             }
         }
-        let end = (done + slice).min(total);
+        let end = (done + driver.slice()).min(total);
         let Some(ix) = st.current.as_ref().and_then(|c| c.index.as_ref()) else {
             return;
         };
@@ -353,86 +361,53 @@ fn run_embed<M: From<Event>>(
         let (Some(embedder), Some(cache)) = (st.embedder.as_ref(), st.cache.as_mut()) else {
             return;
         };
-        let out = &st.out;
+        let (out, before) = (&st.out, driver.embedded);
         let mut heard = Instant::now();
-        let Some((vs, new)) = embed_cached(embedder, cache, &texts, window, |d, _| {
+        let progress = |d: usize| {
             // A server answers slowly: progress (with requests in flight and retries) goes out
             // as batches arrive and while waiting for them, not only per slice.
-            if let Some(r) = embedder.remote() {
-                if heard.elapsed().as_millis() >= 250 {
-                    heard = Instant::now();
-                    let secs = started.elapsed().as_secs_f64();
-                    out.emit(Event::EmbedProgress {
-                        generation,
-                        done: all - total + done + d,
-                        total: all,
-                        embedded: embedded + d,
-                        per_second: (embedded + d) as f64 / secs.max(1e-9),
-                        requests: Some((
-                            r.traffic
-                                .in_flight
-                                .load(std::sync::atomic::Ordering::Relaxed),
-                            r.traffic.retries.load(std::sync::atomic::Ordering::Relaxed),
-                        )),
-                        focus_fresh: fresh_before,
-                    });
-                }
+            if embedder.remote().is_some() && heard.elapsed().as_millis() >= 250 {
+                heard = Instant::now();
+                out.emit(progress_event(
+                    generation,
+                    (all - total + done + d, all),
+                    before + d,
+                    started,
+                    embedder,
+                    fresh_before,
+                ));
             }
             !cancel.is_cancelled()
-        }) else {
-            return;
         };
-        if let Some(e) = embedder.take_error() {
-            // A server failed: keep what arrived, say why, and stop this chunking's run.
-            if let Err(s) = cache.save() {
-                log::warn!("embedding cache not saved: {s}");
+        let vs = match driver.run(embedder, cache, &texts, window, progress) {
+            Ok(vs) => vs,
+            Err(EmbedError::Cancelled) => return,
+            Err(e) => {
+                // Keep what arrived, say why, and stop this chunking's run.
+                st.out.emit(Event::Failed(e.into()));
+                return;
             }
-            st.out.emit(Event::EmbedFailed(format!(
-                "{e}; the vectors received so far are kept"
-            )));
-            return;
-        }
-        if embedder.remote().is_some() && saved.elapsed().as_secs() >= 2 {
-            // Vectors from a server are stored as they arrive.
-            if let Err(s) = cache.save() {
-                log::warn!("embedding cache not saved: {s}");
-            }
-            saved = Instant::now();
-        }
-        let requests = embedder.remote().map(|r| {
-            (
-                r.traffic
-                    .in_flight
-                    .load(std::sync::atomic::Ordering::Relaxed),
-                r.traffic.retries.load(std::sync::atomic::Ordering::Relaxed),
-            )
-        });
-        embedded += new;
+        };
         // Vectors go in slice by slice: a cancelled run leaves them for the next update.
         if let Some(ix) = st.current.as_mut().and_then(|c| c.index.as_mut()) {
             ix.add_vectors(&todo[done..end], &vs);
         }
         done = end;
-        let secs = started.elapsed().as_secs_f64();
-        st.out.emit(Event::EmbedProgress {
-            generation,
-            done: all - total + done,
-            total: all,
-            embedded,
-            per_second: if secs > 0.0 {
-                embedded as f64 / secs
-            } else {
-                0.0
-            },
-            requests,
-            focus_fresh,
-        });
-    }
-    if let Some(cache) = st.cache.as_mut() {
-        if let Err(e) = cache.save() {
-            log::warn!("embedding cache not saved: {e}");
+        if let Some(embedder) = st.embedder.as_deref() {
+            st.out.emit(progress_event(
+                generation,
+                (all - total + done, all),
+                driver.embedded,
+                started,
+                embedder,
+                focus_fresh,
+            ));
         }
     }
+    if let Some(cache) = st.cache.as_mut() {
+        driver.save(cache);
+    }
+    let embedded = driver.embedded;
     log::info!(
         "generation {generation}: {all} chunks, {total} without a vector, {embedded} embedded in {:.2} s",
         started.elapsed().as_secs_f64()
@@ -444,6 +419,38 @@ fn run_embed<M: From<Event>>(
         kept: all - total,
         seconds: started.elapsed().as_secs_f64(),
     });
+}
+
+/// Progress of a run: (done, total) chunks with a vector, `embedded` by this run since
+/// `started`; with a server, its requests in flight and retries.
+fn progress_event(
+    generation: u64,
+    (done, total): (usize, usize),
+    embedded: usize,
+    started: Instant,
+    embedder: &Embedder,
+    focus_fresh: bool,
+) -> Event {
+    use std::sync::atomic::Ordering::Relaxed;
+    let secs = started.elapsed().as_secs_f64();
+    Event::EmbedProgress {
+        generation,
+        done,
+        total,
+        embedded,
+        per_second: if secs > 0.0 {
+            embedded as f64 / secs
+        } else {
+            0.0
+        },
+        requests: embedder.remote().map(|r| {
+            (
+                r.traffic.in_flight.load(Relaxed),
+                r.traffic.retries.load(Relaxed),
+            )
+        }),
+        focus_fresh,
+    }
 }
 
 /// True when chunk `id` belongs to a file in `focus`.
@@ -465,6 +472,8 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
     match request {
         // Taken by `serve_urgent` before anything is served.
         Request::Focus { .. } => {}
+        #[cfg(test)]
+        Request::Crash => {}
         Request::Query {
             id,
             text,
@@ -486,8 +495,11 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
                         let Some(id) = expect.and_then(|(f, c)| ix.id_of(f, c)) else {
                             return Ok(r);
                         };
+                        // A query that could not be embedded says so in `vector_error`; the
+                        // explanation then has no vector side.
                         let qv =
-                            crate::explain::query_vector(ix, embedder, cache, &text, cur.window);
+                            crate::explain::query_vector(ix, embedder, cache, &text, cur.window)
+                                .unwrap_or_default();
                         r.expect = Some(Box::new(crate::explain::why_not(
                             ix,
                             &cur.engine,
@@ -499,8 +511,8 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
                         )?));
                         Ok(r)
                     })
-                    .map_err(|e| format!("{e:#}")),
-                None => Err("no index yet".into()),
+                    .map_err(|e| JobError::Search(format!("{e:#}"))),
+                None => Err(JobError::NoIndex),
             };
             st.out.emit(Event::QueryDone {
                 id,
@@ -519,7 +531,13 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
             };
             let text = c.1.embed_text(&cur.engine.corpus.docs[c.0.doc].text);
             let probed = format!("{text}{PROBE_SENTENCE}");
-            let vs = embedder.embed(&[text.as_ref(), probed.as_str()], cur.window);
+            let vs = match embedder.embed(&[text.as_ref(), probed.as_str()], cur.window) {
+                Ok(vs) => vs,
+                Err(e) => {
+                    st.out.emit(Event::Failed(e.into()));
+                    return;
+                }
+            };
             let cos = vs.get(1).map_or(0.0, |b| cosine(&vs[0], b));
             st.out.emit(Event::ProbeDone {
                 generation: cur.generation,
@@ -550,7 +568,9 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
             st.out.emit(Event::EvalDone {
                 generation: cur.generation,
                 window: cur.window,
-                result: result.map(Arc::new).map_err(|e| format!("{e:#}")),
+                result: result
+                    .map(Arc::new)
+                    .map_err(|e| JobError::Eval(format!("{e:#}"))),
             });
         }
     }
@@ -562,5 +582,34 @@ fn load_cases(path: &std::path::Path, engine: &Engine) -> anyhow::Result<crate::
         Ok(Cases::from_squad(path)?.1)
     } else {
         Cases::from_tsv(path, &engine.corpus)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic on the worker's thread becomes one `WorkerDied` event naming the panic, and the
+    /// thread's death does not take the caller down.
+    #[test]
+    fn a_dead_worker_is_reported() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/tiny/bert-relu");
+        let info = crate::model::ModelInfo::from_dir("tiny-bert", &dir, "test").unwrap();
+        let (tx, rx) = channel::<Event>();
+        let worker = EmbedWorker::spawn(SharedEmbedder::new(info), tx);
+        worker.request(Request::Crash);
+        let deadline = std::time::Duration::from_secs(60);
+        loop {
+            match rx.recv_timeout(deadline) {
+                Ok(Event::Failed(JobError::WorkerDied { worker, why })) => {
+                    assert_eq!(worker, "embedding");
+                    assert!(why.contains("crash requested by a test"), "{why}");
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => panic!("no report of the dead worker: {e}"),
+            }
+        }
     }
 }

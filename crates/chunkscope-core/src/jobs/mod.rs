@@ -11,9 +11,36 @@ use std::sync::Arc;
 
 pub use latest::{CancelToken, Latest, Stamped, Wait};
 
+use crate::embed::EmbedError;
 use crate::engine::{Chunking, Engine};
 use crate::eval::Report;
 use crate::search::Results;
+
+/// Why a worker's job gave no result, by stage. The messages name the file, line or server they
+/// concern, as the stage's own error does.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JobError {
+    /// The corpus (or store) could not be read.
+    #[error("{0}")]
+    Read(String),
+    /// The chunking failed (Max-Min without its sentence vectors, a bad setting).
+    #[error("{0}")]
+    Chunk(String),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error("BM25 index: {0}")]
+    Index(String),
+    /// A query asked before the chunking's index exists.
+    #[error("no index yet")]
+    NoIndex,
+    #[error("{0}")]
+    Search(String),
+    #[error("{0}")]
+    Eval(String),
+    /// A worker's thread stopped on a bug (a panic); its stage does no more work this session.
+    #[error("the {worker} worker stopped: {why}; restart chunkscope (the log has the details)")]
+    WorkerDied { worker: &'static str, why: String },
+}
 
 /// What the workers report.
 #[derive(Debug)]
@@ -21,7 +48,7 @@ pub enum Event {
     /// The corpus was read and tokenized.
     Loaded {
         generation: u64,
-        result: Result<Arc<Engine>, String>,
+        result: Result<Arc<Engine>, JobError>,
         /// Files tokenized by this load (the others kept their tokens).
         tokenized: usize,
     },
@@ -39,15 +66,13 @@ pub enum Event {
         source: String,
     },
     /// The corpus changed on disk (a debounced burst of `paths` events).
-    FilesChanged {
-        paths: usize,
-    },
+    FilesChanged { paths: usize },
     /// A chunking finished.
     Chunked {
         generation: u64,
         /// The engine (corpus and tokens) the chunking was made from.
         engine: Arc<Engine>,
-        result: Result<Arc<Chunking>, String>,
+        result: Result<Arc<Chunking>, JobError>,
         millis: u64,
     },
     /// Max-Min chunking is embedding the sentences it needs (once; later turns reuse them).
@@ -78,11 +103,13 @@ pub enum Event {
         kept: usize,
         seconds: f64,
     },
-    EmbedFailed(String),
+    /// A failure outside one generation's result: an embedding run (what was embedded is kept),
+    /// the model's loading, the BM25 index, a worker that stopped.
+    Failed(JobError),
     QueryDone {
         id: u64,
         generation: u64,
-        result: Result<Results, String>,
+        result: Result<Results, JobError>,
     },
     ProbeDone {
         generation: u64,
@@ -94,12 +121,18 @@ pub enum Event {
     EvalDone {
         generation: u64,
         window: usize,
-        result: Result<Arc<Report>, String>,
+        result: Result<Arc<Report>, JobError>,
     },
 }
 
 /// Where a worker sends its events: any channel whose message type can be made from one.
 pub struct Emitter<M>(std::sync::mpsc::Sender<M>);
+
+impl<M> Clone for Emitter<M> {
+    fn clone(&self) -> Self {
+        Emitter(self.0.clone())
+    }
+}
 
 impl<M: From<Event>> Emitter<M> {
     pub fn new(out: std::sync::mpsc::Sender<M>) -> Emitter<M> {

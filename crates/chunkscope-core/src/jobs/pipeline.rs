@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
-use super::{Emitter, Event, Latest, Stamped, Wait};
+use super::{Emitter, Event, JobError, Latest, Stamped, Wait};
 use crate::chunk::{ChunkSettings, Strategy};
 use crate::corpus::CorpusRules;
 use crate::embed::SharedEmbedder;
@@ -50,7 +50,19 @@ impl Pipeline {
         let out = Emitter::new(out);
         thread::Builder::new()
             .name("pipeline".into())
-            .spawn(move || worker(source, embedder, worker_jobs, out))
+            .spawn(move || {
+                // A bug that panics the worker is reported, not left as a silent dead thread.
+                let report = out.clone();
+                if let Err(why) =
+                    crate::panics::contain(move || worker(source, embedder, worker_jobs, out))
+                {
+                    log::error!("the chunking worker panicked: {why}");
+                    report.emit(Event::Failed(JobError::WorkerDied {
+                        worker: "chunking",
+                        why,
+                    }));
+                }
+            })
             .expect("spawn pipeline thread");
         Pipeline { jobs }
     }
@@ -138,7 +150,7 @@ fn worker<M: From<Event>>(
         }
         let mut started = Instant::now();
         let result = match settings.validate() {
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(JobError::Chunk(e.to_string())),
             Ok(()) => {
                 let vectors = if settings.strategy == Strategy::MaxMin {
                     match st.sentences_for(&engine, &settings, generation, &cancel, &out) {
@@ -146,7 +158,7 @@ fn worker<M: From<Event>>(
                             out.emit(Event::Chunked {
                                 generation,
                                 engine,
-                                result: Err(e),
+                                result: Err(JobError::Chunk(e)),
                                 millis: 0,
                             });
                             continue;
@@ -193,7 +205,7 @@ impl State {
         &mut self,
         generation: u64,
         out: &Emitter<M>,
-    ) -> (Result<Arc<Engine>, String>, usize) {
+    ) -> (Result<Arc<Engine>, JobError>, usize) {
         if let Some(opts) = self.source.store.clone() {
             return self.read_store(&opts, generation, out);
         }
@@ -221,7 +233,7 @@ impl State {
                 )
             })
             .map(|(e, n)| (Arc::new(e), n))
-            .map_err(|e| format!("{e:#}"));
+            .map_err(|e| JobError::Read(format!("{e:#}")));
         let tokenized = result.as_ref().map_or(0, |r| r.1);
         log::info!(
             "corpus loaded in {:?}, {tokenized} files tokenized",
@@ -239,7 +251,7 @@ impl State {
         opts: &crate::store::StoreOptions,
         generation: u64,
         out: &Emitter<M>,
-    ) -> (Result<Arc<Engine>, String>, usize) {
+    ) -> (Result<Arc<Engine>, JobError>, usize) {
         let uri = opts.uri.clone().unwrap_or_default();
         let mut last = Instant::now();
         let read = crate::store::open(&uri, opts, &mut |n, _| {
@@ -253,16 +265,18 @@ impl State {
             }
         });
         let s = &self.source;
-        let result = read.map_err(|e| e.to_string()).and_then(|store| {
-            crate::store::check::engine_for(
-                &store,
-                s.model.clone(),
-                Arc::clone(&s.tok),
-                &ChunkSettings::default(),
-            )
-            .map(|(engine, chunking)| (store, engine, chunking))
-            .map_err(|e| format!("{e:#}"))
-        });
+        let result = read
+            .map_err(|e| JobError::Read(e.to_string()))
+            .and_then(|store| {
+                crate::store::check::engine_for(
+                    &store,
+                    s.model.clone(),
+                    Arc::clone(&s.tok),
+                    &ChunkSettings::default(),
+                )
+                .map(|(engine, chunking)| (store, engine, chunking))
+                .map_err(|e| JobError::Read(format!("{e:#}")))
+            });
         match result {
             Ok((store, engine, chunking)) => {
                 self.detect_window(&store, (&engine, &chunking), generation, out);
@@ -295,7 +309,7 @@ impl State {
         let auto = engine.model.windows.resolve(WindowSpec::Auto).tokens;
         let found =
             crate::store::check::store_window(store, engine, chunking, auto, &mut |t, w| {
-                Ok(embedder.embed(t, w))
+                embedder.embed(t, w)
             });
         if let Ok(Some((tokens, source))) = found {
             out.emit(Event::StoreWindow {
@@ -324,14 +338,16 @@ impl State {
             .sentences
             .get_or_insert_with(|| SentenceStore::on_disk(engine, embedder.dim()));
         let started = Instant::now();
-        let (done, missing) = store.embed_missing(engine, settings, &embedder, |done, total| {
-            out.emit(Event::SentenceProgress {
-                generation,
-                done,
-                total,
-            });
-            !cancel.is_cancelled()
-        });
+        let (done, missing) = store
+            .embed_missing(engine, settings, &embedder, |done, total| {
+                out.emit(Event::SentenceProgress {
+                    generation,
+                    done,
+                    total,
+                });
+                !cancel.is_cancelled()
+            })
+            .map_err(|e| format!("maxmin could not embed its sentences: {e}"))?;
         if missing > 0 {
             log::info!(
                 "embedded {done} of {missing} sentences in {:.2} s",

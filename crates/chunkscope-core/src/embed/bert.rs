@@ -71,6 +71,10 @@ pub fn nomic_unsupported(v: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// Layers a config may declare: more than any released model has (a mistyped count would
+/// otherwise have the load reserve room for billions of them).
+const MAX_LAYERS: usize = 4096;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct BertConfig {
     pub family: Family,
@@ -97,16 +101,42 @@ pub struct BertConfig {
 impl BertConfig {
     pub fn from_file(path: &Path) -> Result<BertConfig> {
         let c = BertConfig::read(path)?;
-        // Sizes the forward pass divides by or loops over: refused here rather than panicking in
-        // the embedder's thread.
-        // Sizes the forward pass slices by: refused here rather than panicking in the
-        // embedder's thread (zero and uneven sizes are refused by hf_config).
+        // Sizes the forward pass slices by or the load reserves for: refused here rather than
+        // panicking (or aborting on a failed allocation) in the embedder's thread (zero and
+        // uneven sizes are refused by hf_config).
         if c.max_positions <= c.position_offset {
             bail!(
                 "{}: {} positions leave no room for a token (offset {})",
                 path.display(),
                 c.max_positions,
                 c.position_offset
+            );
+        }
+        if c.layers > MAX_LAYERS {
+            bail!(
+                "{}: {} layers is more than any model has (at most {MAX_LAYERS} are read)",
+                path.display(),
+                c.layers
+            );
+        }
+        // The largest weight tables, in bytes: q|k|v, the feed-forward (gated: twice), the
+        // position table. One past the address space describes weights no file holds.
+        let up = if c.gated() { 2 } else { 1 };
+        let bytes = |n: &[usize]| {
+            n.iter()
+                .try_fold(4usize, |a, &b| a.checked_mul(b))
+                .filter(|&b| b <= isize::MAX as usize)
+        };
+        if bytes(&[3, c.hidden, c.hidden]).is_none()
+            || bytes(&[up, c.intermediate, c.hidden]).is_none()
+            || bytes(&[c.max_positions, c.hidden]).is_none()
+        {
+            bail!(
+                "{}: hidden size {}, intermediate size {} and {} positions describe weights larger than memory can address",
+                path.display(),
+                c.hidden,
+                c.intermediate,
+                c.max_positions
             );
         }
         Ok(c)
@@ -209,9 +239,9 @@ impl BertConfig {
             // transformers' MPNet counts positions from its padding index 1 whatever the
             // config says.
             Family::MpNet => 2,
-            Family::Roberta => {
-                v.get("pad_token_id").and_then(|n| n.as_u64()).unwrap_or(1) as usize + 1
-            }
+            Family::Roberta => (v.get("pad_token_id").and_then(|n| n.as_u64()).unwrap_or(1)
+                as usize)
+                .saturating_add(1),
             _ => 0,
         };
         Ok(BertConfig {
@@ -923,8 +953,24 @@ fn linear(
     n: usize,
     out: &mut [f32],
 ) {
+    // The unsafe product below reads and writes by these lengths: check them here, where a
+    // shape mismatch is a clear panic rather than a read past a buffer.
+    assert!(
+        x.len() >= rows * k && out.len() >= rows * n && b.is_none_or(|b| b.len() == n),
+        "linear: {rows}x{k} input ({} values), {n} outputs ({} values)",
+        x.len(),
+        out.len()
+    );
     let w = match w {
-        Dense::F32(w) => w,
+        Dense::F32(w) => {
+            assert_eq!(
+                w.len(),
+                n * k,
+                "linear: weights of {} values for {n}x{k}",
+                w.len()
+            );
+            w
+        }
         Dense::Packed(p) => return p.matmul(x, rows, b, out),
     };
     let out = &mut out[..rows * n];
@@ -983,6 +1029,28 @@ fn residual_norm(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The product's unsafe call reads by the lengths it is told: weights or inputs shorter than
+    /// the shape stop at the check, naming the shape, instead of reading past the buffer.
+    #[test]
+    fn linear_checks_its_lengths() {
+        let w = Dense::F32(vec![0.5; 6]);
+        let mut out = vec![0.0; 4];
+        linear(&[1.0; 6], 2, 3, &w, None, 2, &mut out);
+        assert_eq!(out, [1.5; 4]);
+        for (x, w, n) in [
+            (vec![1.0; 5], vec![0.5; 6], 2),
+            (vec![1.0; 6], vec![0.5; 5], 2),
+        ] {
+            let why = std::panic::catch_unwind(move || {
+                let mut out = vec![0.0; 4];
+                linear(&x, 2, 3, &Dense::F32(w), None, n, &mut out)
+            })
+            .unwrap_err();
+            let why = why.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert!(why.contains("linear:"), "{why}");
+        }
+    }
 
     /// A table whose shape is not rows x columns (a scalar, a vector, no rows) is an error
     /// naming the tensor, not a panic in the embedder's thread.

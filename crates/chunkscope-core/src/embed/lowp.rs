@@ -257,7 +257,7 @@ impl Packed {
         kernel: Kernel,
     ) {
         let (n, k) = (self.n, self.k);
-        assert!(x.len() >= rows * k && out.len() >= rows * n);
+        assert!(x.len() >= rows * k && out.len() >= rows * n && bias.is_none_or(|b| b.len() >= n));
         // The fast kernels' instructions must exist on this CPU.
         assert!(
             Kernel::available(self.precision()).contains(&kernel),
@@ -316,7 +316,10 @@ impl Packed {
                                 );
                             }
                         }
-                        _ => bf16_tile_portable(r, x, xs, w, self.steps, dst, n, cols, b),
+                        // SAFETY: `for_tiles` hands each tile its own rows and panel of `out`.
+                        _ => unsafe {
+                            bf16_tile_portable(r, x, xs, w, self.steps, dst, n, cols, b)
+                        },
                     }
                 });
             }
@@ -369,7 +372,8 @@ impl Packed {
                                 );
                             }
                         }
-                        _ => int8_tile_portable(r, x, xs, w, self.steps, dst, n, &cs),
+                        // SAFETY: as for bf16.
+                        _ => unsafe { int8_tile_portable(r, x, xs, w, self.steps, dst, n, &cs) },
                     }
                 });
             }
@@ -410,7 +414,9 @@ impl Packed {
                 while r0 < r_end {
                     let r = (r_end - r0).min(mr);
                     // Each task writes its own rows and panels of `out`.
-                    tile(r0, r, p, ptr.at(r0 * n + p * NR));
+                    // SAFETY: r0 < rows and p * NR < n, so the offset lies inside `out`
+                    // (rows * n values, checked by `matmul_with`).
+                    tile(r0, r, p, unsafe { ptr.at(r0 * n + p * NR) });
                     r0 += r;
                 }
             }
@@ -429,9 +435,12 @@ struct OutPtr(*mut f32);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 impl OutPtr {
-    fn at(self, i: usize) -> *mut f32 {
-        // SAFETY: callers pass offsets inside the output.
-        unsafe { self.0.add(i) }
+    /// The output from element `i` on.
+    ///
+    /// # Safety
+    /// `i` must lie inside the output this pointer was made from.
+    unsafe fn at(self, i: usize) -> *mut f32 {
+        self.0.add(i)
     }
 }
 
@@ -503,8 +512,12 @@ pub fn quantize_rows(src: &[f32], k: usize, dst: &mut [u8], stride: usize, scale
 }
 
 /// The bf16 tile by plain loops: the same sums in the same layout.
+///
+/// # Safety
+/// `dst` must hold `r` rows of the tile's columns at stride `n`, valid for writes and written by
+/// no one else meanwhile.
 #[allow(clippy::too_many_arguments)]
-fn bf16_tile_portable(
+unsafe fn bf16_tile_portable(
     r: usize,
     x: &[u16],
     xs: usize,
@@ -527,15 +540,18 @@ fn bf16_tile_portable(
             }
         }
         for (c, &a) in acc.iter().enumerate().take(cols) {
-            // SAFETY: the caller's tile holds r rows of `cols` values at stride n.
-            unsafe { *dst.add(i * n + c) = a + bias.map_or(0.0, |b| b[c]) };
+            *dst.add(i * n + c) = a + bias.map_or(0.0, |b| b[c]);
         }
     }
 }
 
 /// The int8 tile by plain loops.
+///
+/// # Safety
+/// `dst` must hold `r` rows of the tile's columns at stride `n`, valid for writes and written by
+/// no one else meanwhile.
 #[allow(clippy::too_many_arguments)]
-fn int8_tile_portable(
+unsafe fn int8_tile_portable(
     r: usize,
     x: &[u8],
     xs: usize,
@@ -559,218 +575,13 @@ fn int8_tile_portable(
             }
         }
         for (c, &a) in acc.iter().enumerate().take(d.scale.len()) {
-            // SAFETY: as for the bf16 tile.
-            unsafe { *dst.add(i * n + c) = d.value(i, c, a) };
+            *dst.add(i * n + c) = d.value(i, c, a);
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
-    use super::{Dequant, NR};
-    use std::arch::x86_64::*;
-
-    /// Lanes of a 16-wide vector that hold columns below `cols`, from column `c0`.
-    #[inline(always)]
-    fn mask(cols: usize, c0: usize) -> __mmask16 {
-        if cols >= c0 + 16 {
-            0xffff
-        } else {
-            ((1u32 << (cols - c0)) - 1) as __mmask16
-        }
-    }
-
-    /// An r-row tile (r <= 6) of a bf16 product: `x` holds pairs of bf16 as u32 (`xs` per row),
-    /// `w` the panel; `dst` gets `cols` values per row at stride `n`, plus the bias.
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
-    pub unsafe fn bf16_tile(
-        r: usize,
-        x: *const u32,
-        xs: usize,
-        w: *const u16,
-        steps: usize,
-        dst: *mut f32,
-        n: usize,
-        cols: usize,
-        bias: Option<&[f32]>,
-    ) {
-        match r {
-            6 => bf16_rows::<6>(x, xs, w, steps, dst, n, cols, bias),
-            5 => bf16_rows::<5>(x, xs, w, steps, dst, n, cols, bias),
-            4 => bf16_rows::<4>(x, xs, w, steps, dst, n, cols, bias),
-            3 => bf16_rows::<3>(x, xs, w, steps, dst, n, cols, bias),
-            2 => bf16_rows::<2>(x, xs, w, steps, dst, n, cols, bias),
-            _ => bf16_rows::<1>(x, xs, w, steps, dst, n, cols, bias),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
-    unsafe fn bf16_rows<const R: usize>(
-        x: *const u32,
-        xs: usize,
-        w: *const u16,
-        steps: usize,
-        dst: *mut f32,
-        n: usize,
-        cols: usize,
-        bias: Option<&[f32]>,
-    ) {
-        let mut acc = [[_mm512_setzero_ps(); 4]; R];
-        let mut wp = w as *const __m512i;
-        for s in 0..steps {
-            let b: [__m512bh; 4] = [
-                std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(wp)),
-                std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(wp.add(1))),
-                std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(wp.add(2))),
-                std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(wp.add(3))),
-            ];
-            wp = wp.add(4);
-            for (i, row) in acc.iter_mut().enumerate() {
-                let a = std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(
-                    *x.add(i * xs + s) as i32,
-                ));
-                for v in 0..4 {
-                    row[v] = _mm512_dpbf16_ps(row[v], a, b[v]);
-                }
-            }
-        }
-        for (i, row) in acc.iter().enumerate() {
-            for (v, &sum) in row.iter().enumerate() {
-                let c0 = v * 16;
-                if c0 >= cols {
-                    break;
-                }
-                let m = mask(cols, c0);
-                let val = match bias {
-                    Some(b) => _mm512_add_ps(sum, _mm512_maskz_loadu_ps(m, b.as_ptr().add(c0))),
-                    None => sum,
-                };
-                _mm512_mask_storeu_ps(dst.add(i * n + c0), m, val);
-            }
-        }
-        let _ = NR;
-    }
-
-    /// An r-row tile of an int8 product: `x` holds quads of u8 codes as u32, `w` the panel's
-    /// int8 quads; sums are corrected for the rows' zero points and scaled back.
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    pub unsafe fn int8_tile(
-        r: usize,
-        x: *const u32,
-        xs: usize,
-        w: *const i8,
-        steps: usize,
-        dst: *mut f32,
-        n: usize,
-        d: &Dequant,
-    ) {
-        match r {
-            6 => int8_rows::<6>(x, xs, w, steps, dst, n, d),
-            5 => int8_rows::<5>(x, xs, w, steps, dst, n, d),
-            4 => int8_rows::<4>(x, xs, w, steps, dst, n, d),
-            3 => int8_rows::<3>(x, xs, w, steps, dst, n, d),
-            2 => int8_rows::<2>(x, xs, w, steps, dst, n, d),
-            _ => int8_rows::<1>(x, xs, w, steps, dst, n, d),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn int8_rows<const R: usize>(
-        x: *const u32,
-        xs: usize,
-        w: *const i8,
-        steps: usize,
-        dst: *mut f32,
-        n: usize,
-        d: &Dequant,
-    ) {
-        let mut acc = [[_mm512_setzero_si512(); 4]; R];
-        let mut wp = w as *const __m512i;
-        for s in 0..steps {
-            let b = [
-                _mm512_loadu_si512(wp),
-                _mm512_loadu_si512(wp.add(1)),
-                _mm512_loadu_si512(wp.add(2)),
-                _mm512_loadu_si512(wp.add(3)),
-            ];
-            wp = wp.add(4);
-            for (i, row) in acc.iter_mut().enumerate() {
-                let a = _mm512_set1_epi32(*x.add(i * xs + s) as i32);
-                for v in 0..4 {
-                    row[v] = _mm512_dpbusd_epi32(row[v], a, b[v]);
-                }
-            }
-        }
-        for (i, row) in acc.iter().enumerate() {
-            for (v, &sum) in row.iter().enumerate() {
-                if v * 16 >= d.scale.len() {
-                    break;
-                }
-                int8_out(sum, i, v * 16, d, dst.add(i * n));
-            }
-        }
-    }
-
-    /// Sixteen int32 sums of row i from column c0, corrected for the row's zero point, scaled
-    /// back and biased, stored into `row` (columns past the panel's are left alone).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn int8_out(sum: __m512i, i: usize, c0: usize, d: &Dequant, row: *mut f32) {
-        let m = mask(d.scale.len(), c0);
-        let colsum = _mm512_maskz_loadu_epi32(m, d.colsum.as_ptr().add(c0));
-        let zp = _mm512_set1_epi32(d.zp[i]);
-        let exact = _mm512_sub_epi32(sum, _mm512_mullo_epi32(zp, colsum));
-        let scale = _mm512_maskz_loadu_ps(m, d.scale.as_ptr().add(c0));
-        let sx = _mm512_set1_ps(d.sx[i]);
-        let mut val = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(exact), sx), scale);
-        if let Some(b) = d.bias {
-            val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, b.as_ptr().add(c0)));
-        }
-        _mm512_mask_storeu_ps(row.add(c0), m, val);
-    }
-
-    /// An AMX block's bf16 sums (f32 bits, rows of 64) of `r` rows and `cols` columns, plus the
-    /// bias, into `dst` (stride n).
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn finish_bf16(
-        sums: &[u32],
-        r: usize,
-        cols: usize,
-        bias: Option<&[f32]>,
-        dst: *mut f32,
-        n: usize,
-    ) {
-        for i in 0..r {
-            for c0 in (0..cols).step_by(16) {
-                let m = mask(cols, c0);
-                let mut val = _mm512_castsi512_ps(_mm512_loadu_si512(
-                    sums.as_ptr().add(i * NR + c0) as *const __m512i,
-                ));
-                if let Some(b) = bias {
-                    val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(m, b.as_ptr().add(c0)));
-                }
-                _mm512_mask_storeu_ps(dst.add(i * n + c0), m, val);
-            }
-        }
-    }
-
-    /// An AMX block's int8 sums (i32, rows of 64) of `r` rows, turned into values, into `dst`.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn finish_int8(sums: &[u32], r: usize, d: &Dequant, dst: *mut f32, n: usize) {
-        for i in 0..r {
-            for c0 in (0..d.scale.len()).step_by(16) {
-                let sum = _mm512_loadu_si512(sums.as_ptr().add(i * NR + c0) as *const __m512i);
-                int8_out(sum, i, c0, d, dst.add(i * n));
-            }
-        }
-    }
-}
+mod avx512;
 
 #[cfg(test)]
 mod tests {
@@ -874,6 +685,89 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The AVX-512 tiles read activations through pointers made from u16 and u8 buffers, which
+    /// promise no 4-byte alignment: at an odd offset they must give the portable loops' sums (a
+    /// plain `*ptr` read there is undefined, and debug builds stop on it).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn tiles_read_activations_at_any_alignment() {
+        let (r, steps, cols) = (3, 16, NR);
+        let bits = |v: &[f32]| v.iter().map(|&f| bf16_bits(f)).collect::<Vec<u16>>();
+        let w16 = bits(&data(steps * NR * 2, 4));
+        let x16 = bits(&data(1 + r * steps * 2, 5));
+        let w8: Vec<i8> = (0..steps * NR * 4).map(|i| (i % 251) as i8).collect();
+        let x8: Vec<u8> = (0..1 + r * steps * 4)
+            .map(|i| (i * 7 % 256) as u8)
+            .collect();
+        let (sx, zp) = (vec![0.01f32; r], vec![3i32; r]);
+        let (scale, colsum) = (vec![0.02f32; cols], vec![5i32; cols]);
+        let d = Dequant {
+            sx: &sx,
+            zp: &zp,
+            scale: &scale,
+            colsum: &colsum,
+            bias: None,
+        };
+        let mut want = vec![0.0f32; r * NR];
+        let mut got = vec![0.0f32; r * NR];
+        if Kernel::available(Precision::Bf16).contains(&Kernel::Avx512) {
+            // SAFETY: the CPU has AVX-512 BF16; every buffer holds r rows of `steps` pairs (from
+            // element 1) and r rows of NR outputs.
+            unsafe {
+                bf16_tile_portable(
+                    r,
+                    &x16[1..],
+                    steps * 2,
+                    &w16,
+                    steps,
+                    want.as_mut_ptr(),
+                    NR,
+                    cols,
+                    None,
+                );
+                let x = x16.as_ptr().add(1) as *const u32;
+                avx512::bf16_tile(
+                    r,
+                    x,
+                    steps,
+                    w16.as_ptr(),
+                    steps,
+                    got.as_mut_ptr(),
+                    NR,
+                    cols,
+                    None,
+                );
+            }
+            assert_eq!(want, got, "bf16 at an odd offset");
+        } else {
+            eprintln!(
+                "NOT RUN lowp::tiles_read_activations_at_any_alignment bf16: no AVX-512 BF16"
+            );
+        }
+        if Kernel::available(Precision::Int8).contains(&Kernel::Avx512) {
+            // SAFETY: as above, with AVX-512 VNNI and quads of u8.
+            unsafe {
+                int8_tile_portable(
+                    r,
+                    &x8[1..],
+                    steps * 4,
+                    &w8,
+                    steps,
+                    want.as_mut_ptr(),
+                    NR,
+                    &d,
+                );
+                let x = x8.as_ptr().add(1) as *const u32;
+                avx512::int8_tile(r, x, steps, w8.as_ptr(), steps, got.as_mut_ptr(), NR, &d);
+            }
+            assert_eq!(want, got, "int8 at an odd offset");
+        } else {
+            eprintln!(
+                "NOT RUN lowp::tiles_read_activations_at_any_alignment int8: no AVX-512 VNNI"
+            );
         }
     }
 

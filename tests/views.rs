@@ -9,7 +9,7 @@ use std::sync::Arc;
 use chunkscope::app::keymap::Keymap;
 use chunkscope::app::Model;
 use chunkscope::ui;
-use chunkscope::ui::theme::Theme;
+use chunkscope::theme::Theme;
 use chunkscope_core::chunk::ChunkSettings;
 use chunkscope_core::corpus::{Corpus, Document, Skipped};
 use chunkscope_core::engine::Engine;

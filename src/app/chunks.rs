@@ -8,7 +8,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::keymap::Action;
 use super::{Cmd, Model, Prompt, PromptKind, View};
-use crate::ui::theme::Theme;
+use crate::theme::Theme;
 
 /// How much one press of a size or overlap key changes it: about an eighth, at least 1.
 fn step(v: usize) -> usize {
@@ -56,7 +56,7 @@ pub(super) fn mouse(m: &mut Model, ev: MouseEvent) {
 /// does: just enough to keep the selection in view).
 fn click(m: &mut Model, column: u16, row: u16) {
     let (w, h) = m.size;
-    let files = crate::ui::areas(ratatui::layout::Rect::new(0, 0, w, h)).files;
+    let files = crate::layout::areas(ratatui::layout::Rect::new(0, 0, w, h)).files;
     let inside = column > files.x
         && column < files.x + files.width.saturating_sub(1)
         && row > files.y
@@ -165,24 +165,9 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
                 .config_path
                 .clone()
                 .unwrap_or_else(|| "workbench.toml".into());
-            // The corpus is read-only to us: its own workbench.toml is not rewritten.
-            let inside = std::fs::canonicalize(
-                path.parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .unwrap_or(std::path::Path::new(".")),
-            )
-            .ok()
-            .zip(std::fs::canonicalize(&m.corpus_path).ok())
-            .is_some_and(|(dir, corpus)| corpus.is_dir() && dir.starts_with(&corpus));
-            if inside {
-                m.error = Some(format!(
-                    "{} lies inside the corpus, which chunkscope never writes; copy the command line (y) instead",
-                    path.display()
-                ));
-                return Vec::new();
-            }
             return vec![Cmd::SaveKnobs {
                 path,
+                corpus: m.corpus_path.clone(),
                 settings: m.settings.clone(),
                 window: m.window_spec,
             }];

@@ -113,9 +113,11 @@ pub enum Cmd {
     Copy {
         text: String,
     },
-    /// Write these knobs into the workbench.toml at `path` (comments kept, atomically).
+    /// Write these knobs into the workbench.toml at `path` (comments kept, atomically), unless it
+    /// lies inside `corpus` (never written).
     SaveKnobs {
         path: PathBuf,
+        corpus: PathBuf,
         settings: ChunkSettings,
         window: chunkscope_core::window::WindowSpec,
     },

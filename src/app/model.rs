@@ -12,7 +12,7 @@ use chunkscope_core::window::{ModelWindows, Window, WindowSpec};
 
 use super::keymap::{Keymap, Layer};
 use super::Cmd;
-use crate::ui::theme::Theme;
+use crate::theme::Theme;
 
 /// Where the embedding of the current chunking stands.
 #[derive(Debug, Clone, Copy, PartialEq)]

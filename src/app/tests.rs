@@ -1,5 +1,5 @@
 use super::*;
-use crate::ui::theme::Theme;
+use crate::theme::Theme;
 use chunkscope_core::chunk::Strategy;
 use chunkscope_core::tokenize::Unit;
 use chunkscope_core::window::{ModelWindows, WindowSpec};

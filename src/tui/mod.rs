@@ -17,8 +17,8 @@ use ratatui::Terminal;
 
 use crate::app::keymap::Keymap;
 use crate::app::{update, Cmd, LoadedModel, Model, Msg};
+use crate::theme::Theme;
 use crate::ui;
-use crate::ui::theme::Theme;
 use chunkscope_core::config::Config;
 use chunkscope_core::embed::SharedEmbedder;
 use chunkscope_core::jobs::embedder::EmbedWorker;
@@ -392,10 +392,11 @@ where
                     Cmd::Copy { text } => copy_to_clipboard(&text),
                     Cmd::SaveKnobs {
                         path,
+                        corpus,
                         settings,
                         window,
                     } => {
-                        let said = match save_knobs(&path, &settings, window) {
+                        let said = match save_knobs(&path, &corpus, &settings, window) {
                             Ok(()) => format!("knobs written to {}", path.display()),
                             Err(e) => format!("not saved: {e:#}"),
                         };
@@ -422,10 +423,27 @@ fn copy_to_clipboard(text: &str) {
 /// when there is none yet), keeping everything else, atomically.
 fn save_knobs(
     path: &Path,
+    corpus: &Path,
     settings: &chunkscope_core::chunk::ChunkSettings,
     window: chunkscope_core::window::WindowSpec,
 ) -> Result<()> {
     use chunkscope_core::config::{save, DEFAULT_TOML};
+    // The corpus is read-only to us: its own workbench.toml is not rewritten.
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let inside = std::fs::canonicalize(dir)
+        .ok()
+        .zip(std::fs::canonicalize(corpus).ok())
+        .is_some_and(|(dir, corpus)| corpus.is_dir() && dir.starts_with(&corpus));
+    if inside {
+        anyhow::bail!(
+            "{} lies inside the corpus, which chunkscope never writes; copy the command line (y) \
+             instead",
+            path.display()
+        );
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => DEFAULT_TOML.to_string(),
@@ -433,4 +451,30 @@ fn save_knobs(
     };
     let new = save::with_knobs(&text, settings, window)?;
     save::write_atomically(path, &new)
+}
+
+#[cfg(test)]
+mod tests {
+    use chunkscope_core::window::WindowSpec;
+
+    /// The workbench never writes into the corpus: a workbench.toml there is refused, and nothing
+    /// is created.
+    #[test]
+    fn knobs_are_never_written_inside_the_corpus() {
+        let corpus = std::env::temp_dir().join(format!("chunkscope-knobs-{}", std::process::id()));
+        std::fs::create_dir_all(corpus.join("docs")).unwrap();
+        let settings = chunkscope_core::chunk::ChunkSettings::default();
+        for path in [corpus.join("workbench.toml"), corpus.join("docs/w.toml")] {
+            let err = super::save_knobs(&path, &corpus, &settings, WindowSpec::Auto).unwrap_err();
+            assert!(err.to_string().contains("inside the corpus"), "{err}");
+            assert!(!path.exists());
+        }
+        let outside = corpus.with_extension("toml");
+        super::save_knobs(&outside, &corpus, &settings, WindowSpec::Auto).unwrap();
+        assert!(std::fs::read_to_string(&outside)
+            .unwrap()
+            .contains("window"));
+        let _ = std::fs::remove_file(outside);
+        let _ = std::fs::remove_dir_all(corpus);
+    }
 }

@@ -11,7 +11,7 @@ use unicode_width::UnicodeWidthChar;
 
 use super::{stale_mark, thousands};
 use crate::app::Model;
-use crate::ui::theme::Theme;
+use crate::theme::Theme;
 use chunkscope_core::corpus::Document;
 use chunkscope_core::measure::MeasuredChunk;
 

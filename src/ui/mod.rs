@@ -8,10 +8,9 @@ pub mod help;
 pub mod query;
 pub mod stats;
 pub mod status;
-pub mod theme;
 pub mod worst;
 
-use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::Frame;
 
 use crate::app::Model;
@@ -35,7 +34,7 @@ pub fn list_with_hint(
     items: Vec<ratatui::widgets::ListItem>,
     (title, selected): (String, usize),
     hint: String,
-    t: &theme::Theme,
+    t: &crate::theme::Theme,
 ) {
     use ratatui::text::{Line, Span};
     use ratatui::widgets::{Block, Borders, List, ListState, Paragraph};
@@ -57,55 +56,9 @@ pub fn list_with_hint(
     frame.render_widget(Paragraph::new(Line::styled(hint, t.dim)), hint_area);
 }
 
-/// Where each part of the screen goes in `area`.
-pub struct Areas {
-    pub top: Rect,
-    pub files: Rect,
-    pub stats: Rect,
-    pub main: Rect,
-    pub status: Rect,
-    pub hints: Rect,
-}
-
-/// The screen's layout: a third of the width for files and stats (24 to 90 columns), the rest
-/// for the pane in view; stats take 11 rows when there is room, else the files keep half.
-pub fn areas(area: Rect) -> Areas {
-    let rows = Layout::default()
-        .direction(Direction::Vertical)
-        .constraints([
-            Constraint::Length(1),
-            Constraint::Min(3),
-            Constraint::Length(1),
-            Constraint::Length(1),
-        ])
-        .split(area);
-    let left_width = (rows[1].width / 3).clamp(24, 90);
-    let cols = Layout::default()
-        .direction(Direction::Horizontal)
-        .constraints([Constraint::Length(left_width), Constraint::Min(10)])
-        .split(rows[1]);
-    let stats_rows = if cols[0].height >= 22 {
-        11
-    } else {
-        cols[0].height / 2
-    };
-    let left = Layout::default()
-        .direction(Direction::Vertical)
-        .constraints([Constraint::Min(3), Constraint::Length(stats_rows)])
-        .split(cols[0]);
-    Areas {
-        top: rows[0],
-        files: left[0],
-        stats: left[1],
-        main: cols[1],
-        status: rows[2],
-        hints: rows[3],
-    }
-}
-
 /// Draw the whole screen.
 pub fn draw(frame: &mut Frame, m: &Model) {
-    let a = areas(frame.area());
+    let a = crate::layout::areas(frame.area());
     status::top(frame, a.top, m);
     files::draw(frame, a.files, m);
     stats::draw(frame, a.stats, m);

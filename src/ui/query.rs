@@ -186,7 +186,7 @@ fn query_line(m: &Model) -> Line<'static> {
 pub fn text_line(
     b: &crate::app::textbox::TextBox,
     focused: bool,
-    t: &crate::ui::theme::Theme,
+    t: &crate::theme::Theme,
 ) -> Line<'static> {
     if b.select_all {
         return Line::from(Span::styled(b.text.clone(), t.selected));

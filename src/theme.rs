@@ -8,9 +8,9 @@ use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
 
 pub const BUILT_IN: &[(&str, &str)] = &[
-    ("dark", include_str!("../../themes/dark.toml")),
-    ("light", include_str!("../../themes/light.toml")),
-    ("mono", include_str!("../../themes/mono.toml")),
+    ("dark", include_str!("../themes/dark.toml")),
+    ("light", include_str!("../themes/light.toml")),
+    ("mono", include_str!("../themes/mono.toml")),
 ];
 
 #[derive(Debug, Deserialize, Default, Clone)]

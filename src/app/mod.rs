@@ -59,6 +59,43 @@ pub enum Msg {
         generation: u64,
         result: Result<Arc<LoadedModel>, String>,
     },
+    /// What the session was configured with, once before the first frame.
+    Configured(Box<Setup>),
+    /// The workers of a model started: what the screen says about the model.
+    Started(Box<ModelFacts>),
+    /// The corpus watcher's mode, or why the corpus is not watched.
+    Watching(Result<String, String>),
+}
+
+/// The session's configuration as the screen needs it (the terminal side reads the files).
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    pub config_path: Option<PathBuf>,
+    /// Problems with the configuration, keymap or theme, shown once and kept in the notes.
+    pub notes: Vec<String>,
+    /// The store opened as the corpus, when one is.
+    pub store: Option<String>,
+    pub search_k: usize,
+    pub precision: chunkscope_core::embed::lowp::Precision,
+    /// The models `m` cycles through (the configured one first).
+    pub models: Vec<String>,
+    /// The evaluation cases of the eval pane.
+    pub cases: Option<PathBuf>,
+}
+
+/// A started model as the status line shows it.
+#[derive(Debug, Clone, Default)]
+pub struct ModelFacts {
+    pub name: String,
+    pub windows: chunkscope_core::window::ModelWindows,
+    pub specials: usize,
+    pub backend: String,
+    pub backend_kind: chunkscope_core::embed::BackendKind,
+    pub server: Option<chunkscope_core::embed::remote::ServerWindow>,
+    /// Worth saying once (no modules.json, a server that counts differently); the last one is
+    /// also shown as the error line.
+    pub notes: Vec<String>,
+    pub warning: Option<String>,
 }
 
 impl From<Event> for Msg {
@@ -136,6 +173,46 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
         }
         Msg::Mouse(ev) => {
             chunks::mouse(m, ev);
+            Vec::new()
+        }
+        Msg::Configured(setup) => {
+            m.config_path = setup.config_path;
+            m.error = setup.notes.first().cloned();
+            m.notes = setup.notes;
+            if setup.store.is_some() {
+                m.notes.push(
+                    "stored chunks: the chunking knobs do not change them; the vector column searches the stored vectors (`chunkscope audit --store` checks them against the text)".into(),
+                );
+            }
+            m.store = setup.store;
+            m.query.k = setup.search_k;
+            m.precision = setup.precision;
+            m.models = setup.models;
+            m.cases = setup.cases;
+            m.generation = m.generation.max(1);
+            Vec::new()
+        }
+        Msg::Started(f) => {
+            m.model_name = f.name;
+            m.windows = f.windows;
+            m.specials = f.specials;
+            m.backend = f.backend;
+            m.backend_kind = f.backend_kind;
+            m.server = f.server;
+            m.notes.extend(f.notes);
+            if f.warning.is_some() {
+                m.error = f.warning;
+            }
+            Vec::new()
+        }
+        Msg::Watching(mode) => {
+            match mode {
+                Ok(mode) => m.watch = mode,
+                Err(e) => {
+                    m.watch = "not watching".into();
+                    m.notes.push(e);
+                }
+            }
             Vec::new()
         }
         Msg::Resize(w, h) => {

@@ -424,3 +424,41 @@ fn typed_values_and_k() {
     let cmds = update(&mut m, code(KeyCode::Up, KeyModifiers::CONTROL));
     assert!(matches!(&cmds[..], [Cmd::Query { k: 6, text, .. }] if text == "keys"));
 }
+
+/// The terminal side hands the session's setup, a started model and the watcher's mode to the
+/// model as messages; update alone writes them.
+#[test]
+fn setup_model_and_watcher_arrive_as_messages() {
+    let mut m = model();
+    let cmds = update(
+        &mut m,
+        Msg::Configured(Box::new(Setup {
+            notes: vec!["workbench.toml:3: bad key; using defaults".into()],
+            store: Some("jsonl:chunks.jsonl".into()),
+            search_k: 7,
+            models: vec!["a".into(), "b".into()],
+            ..Setup::default()
+        })),
+    );
+    assert!(cmds.is_empty());
+    assert_eq!(m.query.k, 7);
+    assert_eq!(m.models, ["a", "b"]);
+    assert_eq!(m.generation, 1);
+    assert_eq!(m.error.as_deref(), Some("workbench.toml:3: bad key; using defaults"));
+    assert!(m.notes.iter().any(|n| n.starts_with("stored chunks")));
+    update(
+        &mut m,
+        Msg::Started(Box::new(ModelFacts {
+            name: "tiny".into(),
+            specials: 3,
+            backend: "native bf16".into(),
+            warning: Some("the server counts differently".into()),
+            ..ModelFacts::default()
+        })),
+    );
+    assert_eq!((m.model_name.as_str(), m.specials), ("tiny", 3));
+    assert_eq!(m.error.as_deref(), Some("the server counts differently"));
+    update(&mut m, Msg::Watching(Err("a store is not watched".into())));
+    assert_eq!(m.watch, "not watching");
+    assert!(m.notes.iter().any(|n| n == "a store is not watched"));
+}

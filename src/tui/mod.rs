@@ -16,7 +16,7 @@ use ratatui::crossterm::event::{self, Event};
 use ratatui::Terminal;
 
 use crate::app::keymap::Keymap;
-use crate::app::{update, Cmd, LoadedModel, Model, Msg};
+use crate::app::{update, Cmd, LoadedModel, Model, ModelFacts, Msg, Setup};
 use crate::theme::Theme;
 use crate::ui;
 use chunkscope_core::config::Config;
@@ -74,30 +74,16 @@ pub fn run(
         theme,
         keymap,
     );
-    m.config_path = config.source.clone();
-    m.error = notes.first().cloned();
-    m.notes = notes;
-    m.store = store.clone();
-    if store.is_some() {
-        m.notes.push(
-            "stored chunks: the chunking knobs do not change them; the vector column searches the stored vectors (`chunkscope audit --store` checks them against the text)".into(),
-        );
-    }
-    for n in &m.notes {
+    for n in &notes {
         log::warn!("{n}");
     }
-
     let (tx, rx) = channel::<Msg>();
-    m.query.k = config.search_k;
-    m.precision = config.precision;
-    m.models = std::iter::once(config.model.clone())
-        .chain(config.compare.iter().cloned())
-        .fold(Vec::new(), |mut v, id| {
-            if !v.contains(&id) {
-                v.push(id);
-            }
-            v
-        });
+    let mut models: Vec<String> = Vec::new();
+    for id in std::iter::once(&config.model).chain(&config.compare) {
+        if !models.contains(id) {
+            models.push(id.clone());
+        }
+    }
     // Evaluation cases: --cases, else CORPUS/cases.tsv, else the SQuAD JSON the corpus came from.
     let cases = cases.or_else(|| {
         let tsv = corpus.join("cases.tsv");
@@ -109,24 +95,33 @@ pub fn run(
             None
         }
     });
-    m.cases = cases;
-    m.generation = 1;
+    update(
+        &mut m,
+        Msg::Configured(Box::new(Setup {
+            config_path: config.source.clone(),
+            notes,
+            store: store.clone(),
+            search_k: config.search_k,
+            precision: config.precision,
+            models,
+            cases,
+        })),
+    );
     let mut session = Session::start(&mut m, &config, corpus, &first, &tx);
     let watched = match store {
         Some(_) => Err("a store is not watched (F5 reads it again)".to_string()),
         None => chunkscope_core::jobs::watcher::watch(corpus, tx.clone()),
     };
-    let _watcher = match watched {
-        Ok(w) => {
-            m.watch = w.mode().to_string();
-            Some(w)
-        }
-        Err(e) => {
-            m.watch = "not watching".into();
-            m.notes.push(e);
-            None
-        }
-    };
+    update(
+        &mut m,
+        Msg::Watching(
+            watched
+                .as_ref()
+                .map(|w| w.mode().to_string())
+                .map_err(Clone::clone),
+        ),
+    );
+    let _watcher = watched.ok();
 
     let mouse = config.mouse;
     let previous_hook = std::panic::take_hook();
@@ -147,7 +142,7 @@ pub fn run(
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     terminal.clear()?;
     if let Ok(size) = terminal.size() {
-        m.size = (size.width, size.height);
+        update(&mut m, Msg::Resize(size.width, size.height));
     }
     // Only now: the input thread holds crossterm's event reader, which clear() also needs.
     spawn_input(tx.clone());
@@ -230,30 +225,38 @@ impl Session {
             info.dir.display(),
             info.found_in
         );
-        m.model_name = info.short_name();
-        m.windows = info.windows;
-        m.specials = tok.specials();
-        m.backend = format!(
-            "{} · {}",
-            chunkscope_core::embed::backend_label(info, &config.embed_spec()),
-            info.modules.describe()
-        );
-        m.backend_kind = chunkscope_core::embed::backend_kind(info, &config.embed_spec());
+        let mut facts = ModelFacts {
+            name: info.short_name(),
+            windows: info.windows,
+            specials: tok.specials(),
+            backend: format!(
+                "{} · {}",
+                chunkscope_core::embed::backend_label(info, &config.embed_spec()),
+                info.modules.describe()
+            ),
+            backend_kind: chunkscope_core::embed::backend_kind(info, &config.embed_spec()),
+            server: loaded.server.clone(),
+            ..Default::default()
+        };
         if !info.modules.declared {
-            m.notes.push(format!(
+            facts.notes.push(format!(
                 "{}: no modules.json: mean pooling without normalisation, as sentence-transformers does for a plain transformers folder",
                 info.id
             ));
         }
         if let Some(r) = config.remote() {
-            m.backend = format!("remote {} {}", r.endpoint, r.model);
+            facts.backend = format!("remote {} {}", r.endpoint, r.model);
         }
-        m.server = loaded.server.clone();
-        if let Some(note) = m.server.as_ref().and_then(|s| s.tokenizer_mismatch.clone()) {
+        if let Some(note) = facts
+            .server
+            .as_ref()
+            .and_then(|s| s.tokenizer_mismatch.clone())
+        {
             log::warn!("{note}");
-            m.notes.push(note.clone());
-            m.error = Some(note);
+            facts.notes.push(note.clone());
+            facts.warning = Some(note);
         }
+        update(m, Msg::Started(Box::new(facts)));
         let spec = config.embed_spec();
         // One model per session, shared by Max-Min's sentences and the chunks' vectors.
         let shared = SharedEmbedder::with_spec(info.clone(), spec);

@@ -55,6 +55,25 @@ then
 fi
 export CHUNKSCOPE_REF_PYTHON="$PWD/$ref_venv/bin/python"
 
+# The splitter libraries behind the text-splitter, semchunk and haystack presets
+# (tests/parity_splitters.rs), pinned, in their own environment.
+splitters_venv=.venv-splitters
+splitters_pins=("semantic-text-splitter==0.33.1" "semchunk==4.1.1" "haystack-ai==3.4.1"
+  "tokenizers==0.23.3" "transformers==5.24.0")
+if ! "$splitters_venv/bin/python" - "${splitters_pins[@]}" 2>/dev/null <<'PY'
+import sys
+from importlib.metadata import version
+for pin in sys.argv[1:]:
+    name, want = pin.split("==")
+    assert version(name) == want, pin
+PY
+then
+  echo "== setting up $splitters_venv (${splitters_pins[*]})"
+  python3 -m venv "$splitters_venv"
+  "$splitters_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${splitters_pins[@]}"
+fi
+export CHUNKSCOPE_SPLITTERS_PYTHON="$PWD/$splitters_venv/bin/python"
+
 # cl100k ranks for the Spring AI reference, from the tiktoken-rs crate we build with (never a
 # download): its manifest path comes from cargo metadata.
 if [ -z "${CL100K_BASE_TIKTOKEN:-}" ]; then

@@ -23,6 +23,9 @@ fn settings_grid() -> Vec<ChunkSettings> {
         (Strategy::Langchain, vec![Unit::Chars, Unit::Embed]),
         (Strategy::SpringAi, vec![Unit::Cl100k]),
         (Strategy::Markdown, vec![Unit::Chars, Unit::Embed]),
+        (Strategy::TextSplitter, vec![Unit::Chars, Unit::Embed]),
+        (Strategy::Semchunk, vec![Unit::Chars, Unit::Embed]),
+        (Strategy::Haystack, vec![Unit::Embed]),
     ] {
         for unit in units {
             for (size, overlap) in [(97, 13), (300, 0), (800, 0)] {

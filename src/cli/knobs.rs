@@ -48,10 +48,13 @@ pub struct Knobs {
     #[arg(long)]
     precision: Option<String>,
     /// Preset: spring-ai, langchain-chars (1500/150 chars), langchain-tokens (240/32 embed tokens),
-    /// markdown (structure first, 120 embed tokens), maxmin (semantic, at most 120 embed tokens).
+    /// markdown (structure first, 120 embed tokens), maxmin (semantic, at most 120 embed tokens),
+    /// text-splitter (the crate, 120 embed tokens), semchunk (chunkerify's size: the model's
+    /// model_max_length less specials), haystack (DocumentSplitter, 200 words).
     #[arg(long)]
     preset: Option<String>,
-    /// Strategy: fixed, recursive, spring-ai, langchain, markdown, maxmin.
+    /// Strategy: fixed, recursive, spring-ai, langchain, markdown, maxmin, text-splitter,
+    /// semchunk, haystack.
     #[arg(long)]
     strategy: Option<String>,
     /// Unit: chars, cl100k, embed.

@@ -324,7 +324,8 @@ impl Engine {
         let path = self.corpus.docs[doc].path.as_str();
         let spans = (settings.strategy == Strategy::MaxMin)
             .then(|| self.sentence_spans(doc, settings.unit, settings.size));
-        let mut raw = settings.chunker_with(vectors, spans).chunk(&view);
+        let markdown = self.corpus.docs[doc].is_markdown();
+        let mut raw = settings.chunker_for(vectors, spans, markdown).chunk(&view);
         let mut parents: Vec<Parent> = Vec::new();
         let mut parent_of: Vec<Option<usize>> = vec![None; raw.len()];
         let secs = self.sections(doc);

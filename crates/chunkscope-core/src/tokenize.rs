@@ -92,6 +92,9 @@ pub struct EmbedTokenizer {
     /// slice (BERT's pre-tokenizer splits on whitespace and punctuation and each word is encoded on
     /// its own). Other tokenizers are measured chunk by chunk.
     word_local: bool,
+    /// `model_max_length` of the tokenizer_config.json beside tokenizer.json, as transformers
+    /// reads it (None when absent or unset: transformers then uses a huge number).
+    model_max_length: Option<usize>,
 }
 
 impl EmbedTokenizer {
@@ -110,11 +113,23 @@ impl EmbedTokenizer {
             inner.get_pre_tokenizer(),
             Some(PreTokenizerWrapper::BertPreTokenizer(_))
         );
+        let model_max_length =
+            std::fs::read_to_string(path.with_file_name("tokenizer_config.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v.get("model_max_length")?.as_u64())
+                .and_then(|n| usize::try_from(n).ok());
         Ok(EmbedTokenizer {
             inner,
             specials,
             word_local,
+            model_max_length,
         })
+    }
+
+    /// The tokenizer's `model_max_length` (tokenizer_config.json), when it declares one.
+    pub fn model_max_length(&self) -> Option<usize> {
+        self.model_max_length
     }
 
     /// Tokens the model adds around every input ([CLS] and [SEP]).

@@ -3,19 +3,25 @@
 //! carries its own text as well.
 
 mod fixed;
+mod haystack;
 mod markdown;
 pub mod maxmin;
 mod recursive;
+mod semchunk;
 mod spring_ai;
+mod textsplit;
 
 use std::fmt;
 use std::str::FromStr;
 
 pub use fixed::Fixed;
+pub use haystack::Haystack;
 pub use markdown::{sections, Markdown, Section};
 pub use maxmin::{MaxMin, MaxMinParams, SentenceVectors};
 pub use recursive::Recursive;
+pub use semchunk::Semchunk;
 pub use spring_ai::{SpringAi, SpringAiParams};
+pub use textsplit::TextSplitterChunker;
 
 use crate::metadata::MetadataPolicy;
 use crate::tokenize::{cl100k_count, DocTokens, EmbedTokenizer, Unit};
@@ -77,14 +83,23 @@ pub enum Strategy {
     Langchain,
     Markdown,
     MaxMin,
+    /// benbrandt's text-splitter crate (TextSplitter; MarkdownSplitter for Markdown files).
+    TextSplitter,
+    /// semchunk's recursive splitter.
+    Semchunk,
+    /// Haystack's DocumentSplitter, split by word.
+    Haystack,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 6] = [
+    pub const ALL: [Strategy; 9] = [
         Strategy::SpringAi,
         Strategy::Langchain,
         Strategy::Markdown,
         Strategy::MaxMin,
+        Strategy::TextSplitter,
+        Strategy::Semchunk,
+        Strategy::Haystack,
         Strategy::Recursive,
         Strategy::Fixed,
     ];
@@ -97,6 +112,9 @@ impl Strategy {
             Strategy::Langchain => "langchain",
             Strategy::Markdown => "markdown",
             Strategy::MaxMin => "maxmin",
+            Strategy::TextSplitter => "text-splitter",
+            Strategy::Semchunk => "semchunk",
+            Strategy::Haystack => "haystack",
         }
     }
 
@@ -122,8 +140,11 @@ impl FromStr for Strategy {
             "langchain" => Ok(Strategy::Langchain),
             "markdown" => Ok(Strategy::Markdown),
             "maxmin" | "max-min" => Ok(Strategy::MaxMin),
+            "text-splitter" | "text_splitter" | "textsplitter" => Ok(Strategy::TextSplitter),
+            "semchunk" => Ok(Strategy::Semchunk),
+            "haystack" => Ok(Strategy::Haystack),
             other => Err(format!(
-                "unknown strategy '{other}' (expected fixed, recursive, spring-ai, langchain, markdown or maxmin)"
+                "unknown strategy '{other}' (expected fixed, recursive, spring-ai, langchain, markdown, maxmin, text-splitter, semchunk or haystack)"
             )),
         }
     }
@@ -137,15 +158,21 @@ pub enum Preset {
     LangchainTokens,
     Markdown,
     MaxMin,
+    TextSplitter,
+    Semchunk,
+    Haystack,
 }
 
 impl Preset {
-    pub const ALL: [Preset; 5] = [
+    pub const ALL: [Preset; 8] = [
         Preset::SpringAi,
         Preset::LangchainChars,
         Preset::LangchainTokens,
         Preset::Markdown,
         Preset::MaxMin,
+        Preset::TextSplitter,
+        Preset::Semchunk,
+        Preset::Haystack,
     ];
 
     pub fn name(self) -> &'static str {
@@ -155,6 +182,9 @@ impl Preset {
             Preset::LangchainTokens => "langchain-tokens",
             Preset::Markdown => "markdown",
             Preset::MaxMin => "maxmin",
+            Preset::TextSplitter => "text-splitter",
+            Preset::Semchunk => "semchunk",
+            Preset::Haystack => "haystack",
         }
     }
 
@@ -167,6 +197,15 @@ impl Preset {
             Preset::Markdown => (Strategy::Markdown, Unit::Embed, 120, 0),
             // The authors' rule and defaults, capped so that every chunk fits the 128 window.
             Preset::MaxMin => (Strategy::MaxMin, Unit::Embed, 120, 0),
+            // The library has no default capacity: sized by the embedder's tokenizer like the
+            // markdown preset, to fit all-MiniLM-L6-v2's 128-token window.
+            Preset::TextSplitter => (Strategy::TextSplitter, Unit::Embed, 120, 0),
+            // chunkerify's own size for the model's tokenizer (0 = model_max_length - specials:
+            // 510 for all-MiniLM-L6-v2), no overlap (semchunk's default).
+            Preset::Semchunk => (Strategy::Semchunk, Unit::Embed, 0, 0),
+            // DocumentSplitter's defaults: 200 words, no overlap, threshold 0. The unit only
+            // changes what the panes measure.
+            Preset::Haystack => (Strategy::Haystack, Unit::Embed, 200, 0),
         };
         s.strategy = strategy;
         s.unit = unit;
@@ -188,7 +227,7 @@ impl FromStr for Preset {
             .into_iter()
             .find(|p| p.name() == s)
             .ok_or_else(|| {
-                format!("unknown preset '{s}' (expected spring-ai, langchain-chars, langchain-tokens, markdown or maxmin)")
+                format!("unknown preset '{s}' (expected spring-ai, langchain-chars, langchain-tokens, markdown, maxmin, text-splitter, semchunk or haystack)")
             })
     }
 }
@@ -215,6 +254,8 @@ pub enum SettingsError {
     SpringAiOverlap,
     #[error("chunking.separators must not be empty for strategy recursive")]
     NoSeparators,
+    #[error("chunking.size 0 (semchunk's own size: model_max_length - specials) counts the model's tokens: keep unit = \"embed\", or set a size")]
+    SemchunkAutoUnit { unit: Unit },
 }
 
 impl SettingsError {
@@ -226,7 +267,9 @@ impl SettingsError {
             | SettingsError::SpringAiOverlap => ("chunking", "overlap"),
             SettingsError::MaxMinNotANumber => ("maxmin", "fixed_threshold"),
             SettingsError::ZeroSize => ("chunking", "size"),
-            SettingsError::SpringAiUnit { .. } => ("chunking", "unit"),
+            SettingsError::SpringAiUnit { .. } | SettingsError::SemchunkAutoUnit { .. } => {
+                ("chunking", "unit")
+            }
             SettingsError::NoSeparators => ("chunking", "separators"),
         }
     }
@@ -298,6 +341,13 @@ impl ChunkSettings {
             }
             return Ok(());
         }
+        if self.strategy == Strategy::Semchunk && self.size == 0 {
+            // chunkerify's size; semchunk caps the overlap below it itself.
+            if self.unit != Unit::Embed {
+                return Err(SettingsError::SemchunkAutoUnit { unit: self.unit });
+            }
+            return Ok(());
+        }
         if self.size == 0 {
             return Err(SettingsError::ZeroSize);
         }
@@ -333,6 +383,17 @@ impl ChunkSettings {
         &self,
         vectors: Option<&'a dyn SentenceVectors>,
         spans: Option<maxmin::Spans>,
+    ) -> Box<dyn Chunker + 'a> {
+        self.chunker_for(vectors, spans, false)
+    }
+
+    /// `chunker_with` for a document that is Markdown or not (`text-splitter` then uses its
+    /// MarkdownSplitter).
+    pub fn chunker_for<'a>(
+        &self,
+        vectors: Option<&'a dyn SentenceVectors>,
+        spans: Option<maxmin::Spans>,
+        markdown: bool,
     ) -> Box<dyn Chunker + 'a> {
         match self.strategy {
             Strategy::MaxMin => Box::new(MaxMin {
@@ -370,6 +431,22 @@ impl ChunkSettings {
                 size: self.size,
                 params: self.spring_ai.clone(),
             }),
+            Strategy::TextSplitter => Box::new(TextSplitterChunker {
+                unit: self.unit,
+                size: self.size,
+                overlap: self.overlap,
+                markdown,
+            }),
+            Strategy::Semchunk => Box::new(Semchunk {
+                unit: self.unit,
+                size: self.size,
+                overlap: self.overlap,
+            }),
+            Strategy::Haystack => Box::new(Haystack {
+                length: self.size,
+                overlap: self.overlap,
+                threshold: 0,
+            }),
         }
     }
 
@@ -398,6 +475,12 @@ impl ChunkSettings {
                 "maxmin {max} floor {:.2} c {:.2} init {:.2}",
                 p.fixed_threshold, p.c, p.init_constant
             );
+        }
+        if self.strategy == Strategy::Haystack {
+            return format!("haystack {} words overlap {}", self.size, self.overlap);
+        }
+        if self.strategy == Strategy::Semchunk && self.size == 0 {
+            return format!("semchunk auto {} overlap {}", self.unit, self.overlap);
         }
         format!(
             "{} {} {} overlap {}",

@@ -257,6 +257,67 @@ impl<M: From<Event>> State<M> {
     }
 }
 
+impl<M: From<Event>> State<M> {
+    /// Chunks of the files in focus first in `todo`, the order otherwise kept.
+    fn refocus(&mut self, todo: &mut [u64]) {
+        self.focus_changed = false;
+        if let Some(ix) = self.current.as_ref().and_then(|c| c.index.as_ref()) {
+            focus_first(todo, &self.focus, ix);
+        }
+    }
+
+    /// Make `chunking` current with its indexes: the previous ones updated in place when there
+    /// are some (only chunks whose key changed are deleted or added; a new window drops every
+    /// vector but not BM25), else built; stored vectors go in at once.
+    fn index_chunking(
+        &mut self,
+        generation: u64,
+        (engine, chunking): (&Arc<Engine>, &Arc<Chunking>),
+        window: usize,
+    ) {
+        let dim = self.embedder.as_ref().map_or(0, |e| e.dim());
+        let started = Instant::now();
+        let index = match self.current.take() {
+            Some(Current {
+                index: Some(mut ix),
+                window: old_window,
+                ..
+            }) => ix.update(engine, chunking).map(|ch| {
+                log::info!(
+                    "generation {generation}: index updated in {:.1} ms: +{} -{} ={}",
+                    started.elapsed().as_secs_f64() * 1000.0,
+                    ch.added,
+                    ch.removed,
+                    ch.kept
+                );
+                if old_window != window {
+                    ix.clear_vectors();
+                }
+                ix
+            }),
+            _ => SearchIndex::build(engine, chunking, None, dim).map(|mut ix| {
+                ix.rrf_k = self.rrf_k;
+                ix
+            }),
+        };
+        if let Err(e) = &index {
+            self.out
+                .emit(Event::Failed(JobError::Index(format!("{e:#}"))));
+        }
+        let mut index = index.ok();
+        if let Some(ix) = index.as_mut() {
+            ix.add_stored_vectors(chunking);
+        }
+        self.current = Some(Current {
+            generation,
+            engine: Arc::clone(engine),
+            chunking: Arc::clone(chunking),
+            window,
+            index,
+        });
+    }
+}
+
 fn run_embed<M: From<Event>>(
     st: &mut State<M>,
     requests: &Receiver<Request>,
@@ -271,60 +332,15 @@ fn run_embed<M: From<Event>>(
             window,
         },
     } = job;
-    let dim = st.embedder.as_ref().map_or(0, |e| e.dim());
     let started = Instant::now();
-    // Update the indexes in place when there are some: only chunks whose key changed are deleted
-    // or added, and only chunks without a vector are embedded. A new window invalidates every
-    // vector but not BM25.
-    let previous = st.current.take();
-    let index = match previous {
-        Some(Current {
-            index: Some(mut ix),
-            window: old_window,
-            ..
-        }) => ix.update(&engine, &chunking).map(|ch| {
-            log::info!(
-                "generation {generation}: index updated in {:.1} ms: +{} -{} ={}",
-                started.elapsed().as_secs_f64() * 1000.0,
-                ch.added,
-                ch.removed,
-                ch.kept
-            );
-            if old_window != window {
-                ix.clear_vectors();
-            }
-            ix
-        }),
-        _ => SearchIndex::build(&engine, &chunking, None, dim).map(|mut ix| {
-            ix.rrf_k = st.rrf_k;
-            ix
-        }),
-    };
-    if let Err(e) = &index {
-        st.out
-            .emit(Event::Failed(JobError::Index(format!("{e:#}"))));
-    }
-    let mut index = index.ok();
-    if let Some(ix) = index.as_mut() {
-        ix.add_stored_vectors(&chunking);
-    }
-    st.current = Some(Current {
-        generation,
-        engine: Arc::clone(&engine),
-        chunking: Arc::clone(&chunking),
-        window,
-        index,
-    });
+    st.index_chunking(generation, (&engine, &chunking), window);
     // Only the chunks without a vector are embedded (their embedded text: prefix + text), those
     // of the files in focus first.
     let (mut todo, all) = match st.current.as_ref().and_then(|c| c.index.as_ref()) {
         Some(ix) => (ix.missing_vectors(), ix.len()),
         None => (Vec::new(), 0),
     };
-    if let Some(ix) = st.current.as_ref().and_then(|c| c.index.as_ref()) {
-        focus_first(&mut todo, &st.focus, ix);
-    }
-    st.focus_changed = false;
+    st.refocus(&mut todo);
     let total = todo.len();
     let Some(mut driver) = st.embedder.as_deref().map(Driver::new) else {
         return;
@@ -337,23 +353,13 @@ fn run_embed<M: From<Event>>(
         st.serve_urgent(requests);
         if st.focus_changed {
             // The user looked elsewhere: what is left is reordered, their files first.
-            st.focus_changed = false;
-            if let Some(ix) = st.current.as_ref().and_then(|c| c.index.as_ref()) {
-                focus_first(&mut todo[done..], &st.focus, ix);
-            }
+            st.refocus(&mut todo[done..]);
         }
         let end = (done + driver.slice()).min(total);
         let Some(ix) = st.current.as_ref().and_then(|c| c.index.as_ref()) else {
             return;
         };
-        let owned: Vec<std::borrow::Cow<str>> = todo[done..end]
-            .iter()
-            .filter_map(|&id| ix.chunk_ref(id))
-            .map(|(fp, c)| {
-                let f = &chunking.files[fp];
-                f.chunks[c].embed_text(&engine.corpus.docs[f.doc].text)
-            })
-            .collect();
+        let owned = embed_texts(ix, (&engine, &chunking), &todo[done..end]);
         let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
         // The focused files are fresh once none of their chunks is left in the queue.
         let fresh_from = |from: usize| todo[from..].iter().all(|&id| !in_focus(ix, id, &st.focus));
@@ -408,17 +414,32 @@ fn run_embed<M: From<Event>>(
         driver.save(cache);
     }
     let embedded = driver.embedded;
+    let seconds = started.elapsed().as_secs_f64();
     log::info!(
-        "generation {generation}: {all} chunks, {total} without a vector, {embedded} embedded in {:.2} s",
-        started.elapsed().as_secs_f64()
+        "generation {generation}: {all} chunks, {total} without a vector, {embedded} embedded in {seconds:.2} s"
     );
     st.out.emit(Event::Embedded {
         generation,
         total: all,
         embedded,
         kept: all - total,
-        seconds: started.elapsed().as_secs_f64(),
+        seconds,
     });
+}
+
+/// The texts the model reads for chunks `ids` (prefix + text).
+fn embed_texts<'a>(
+    ix: &SearchIndex,
+    (engine, chunking): (&'a Engine, &'a Chunking),
+    ids: &[u64],
+) -> Vec<std::borrow::Cow<'a, str>> {
+    ids.iter()
+        .filter_map(|&id| ix.chunk_ref(id))
+        .map(|(fp, c)| {
+            let f = &chunking.files[fp];
+            f.chunks[c].embed_text(&engine.corpus.docs[f.doc].text)
+        })
+        .collect()
 }
 
 /// Progress of a run: (done, total) chunks with a vector, `embedded` by this run since

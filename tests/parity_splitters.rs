@@ -1,0 +1,499 @@
+//! Preset parity with three more splitter libraries, run for real in the Python environment named
+//! by CHUNKSCOPE_SPLITTERS_PYTHON (tests/reference/splitters_ref.py; scripts/test.sh sets it up with
+//! the pinned versions): our `text-splitter` chunks equal semantic-text-splitter 0.33.1's (the
+//! Python binding of the crate we link), `semchunk` equals semchunk 4.1.1 with the embedder's
+//! tokenizer as its token counter, `haystack` equals haystack-ai 3.4.1's
+//! DocumentSplitter(split_by="word"). Chunk texts and start offsets (in code points) must be
+//! identical on the examples, the shared seed articles and XQuAD contexts, and hard cases
+//! (abbreviations and decimals, CJK punctuation, long words, empty lines, tables, code fences,
+//! text without separators).
+
+mod common;
+
+use std::path::PathBuf;
+
+use chunkscope_core::chunk::{ChunkSettings, Chunker, DocView, Haystack, Preset, Strategy};
+use chunkscope_core::tokenize::{DocTokens, Unit};
+use common::{model, python_with, tokenizer, varied_texts};
+use serde_json::{json, Value};
+
+/// The pinned reference packages, as scripts/test.sh installs them.
+const PINS: &[(&str, &str)] = &[
+    ("semantic-text-splitter", "0.33.1"),
+    ("semchunk", "4.1.1"),
+    ("haystack-ai", "3.4.1"),
+    ("tokenizers", "0.23.3"),
+    ("transformers", "5.24.0"),
+];
+
+const TEST: &str = "parity: text-splitter, semchunk, haystack";
+
+/// The interpreter of CHUNKSCOPE_SPLITTERS_PYTHON when it has the pinned packages; otherwise the
+/// test is reported as skipped (a failure under CI=true).
+fn splitters_python() -> Option<PathBuf> {
+    let Some(exe) = std::env::var_os("CHUNKSCOPE_SPLITTERS_PYTHON").map(PathBuf::from) else {
+        common::skip(
+            TEST,
+            "CHUNKSCOPE_SPLITTERS_PYTHON is not set; run scripts/test.sh (it sets up .venv-splitters) or point it at a Python with the pinned splitters",
+        );
+        return None;
+    };
+    let check = PINS
+        .iter()
+        .map(|(p, v)| format!("('{p}', '{v}')"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let script = format!(
+        "from importlib.metadata import version\n\
+         import semantic_text_splitter, semchunk, haystack, tokenizers, transformers\n\
+         bad = [f'{{p}} {{version(p)}} (want {{v}})' for p, v in [{check}] if version(p) != v]\n\
+         assert not bad, ', '.join(bad)\n"
+    );
+    let out = std::process::Command::new(&exe)
+        .args(["-c", &script])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Some(exe),
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let last = err.lines().last().unwrap_or("").to_string();
+            common::skip(
+                TEST,
+                &format!(
+                    "{} lacks the pinned splitters ({last}); run scripts/test.sh",
+                    exe.display()
+                ),
+            );
+            None
+        }
+        Err(e) => {
+            common::skip(
+                TEST,
+                &format!("{}: {e}; run scripts/test.sh", exe.display()),
+            );
+            None
+        }
+    }
+}
+
+/// Hard cases on top of `varied_texts`; names ending in .md are Markdown.
+fn hard_cases() -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = Vec::new();
+    let mut add = |n: &str, t: String| v.push((n.to_string(), t));
+    add(
+        "abbreviations.txt",
+        "Dr. Smith paid $3.50 for 2.5 kg of apples, i.e. about 1.40 per kg. Mr. J. R. R. Tolkien \
+         wrote e.g. The Hobbit (1937), pp. 12-15; vol. 2. U.S.A. vs. U.K.: 3.14159 > 2.71828... \
+         Really?! Yes. Version 1.2.3 shipped at 10 a.m. on Jan. 5th, etc. \"Quoted.\" 'Single.' \
+         (Parenthetical.) [Bracketed.] Done.\n"
+            .repeat(25),
+    );
+    add(
+        "cjk punctuation.txt",
+        "你好，世界！这是一个测试。「引号」和『书名号』；还有：冒号、顿号……以及——破折号。\
+         日本語の文です。句読点、そして。한국어 문장입니다. 全角\u{3000}空格\u{3000}在这里。\n"
+            .repeat(30),
+    );
+    add(
+        "long words.txt",
+        format!(
+            "Supercalifragilisticexpialidocious {} pneumonoultramicroscopicsilicovolcanoconiosis \
+             https://example.com/a/very/long/path/with-many-segments_and_underscores?query=1&x=2 {}\n",
+            "a".repeat(1500),
+            "antidisestablishmentarianism".repeat(40)
+        )
+        .repeat(4),
+    );
+    add(
+        "empty lines.txt",
+        "para one line\n\n\n\npara two\n \n\t\n\npara three\r\n\r\nend of it\n\n\n\n\n\n"
+            .repeat(40),
+    );
+    add("no separators.txt", "x".repeat(6000));
+    add(
+        "cjk no punctuation.txt",
+        "检索增强生成的质量在切分时就已决定".repeat(300),
+    );
+    add(
+        "joiners only.txt",
+        "alpha.beta,gamma;delta(epsilon)zeta[eta]theta-iota/kappa\\lambda&mu–nu—xi…omicron:pi*rho"
+            .repeat(60),
+    );
+    add(
+        "spaces.txt",
+        "a\u{a0}b  c   d\u{2003}e f\u{a0}\u{a0}g. h i, j\u{3000}k; l ".repeat(200),
+    );
+    add(
+        "tabs.txt",
+        "col1\tcol2\t\tcol3\t\t\tcol4 and some words here\t".repeat(150),
+    );
+    add(
+        "trailing spaces.txt",
+        "ends with spaces   and  doubles  ".repeat(120),
+    );
+    add("empty.txt", String::new());
+    add("one space.txt", " ".to_string());
+    let mut table =
+        String::from("# Plans\n\n| Plan | Price | Refund | Notes |\n| --- | ---: | --- | --- |\n");
+    for i in 0..120 {
+        table.push_str(&format!(
+            "| Plan {i} | {}.{:02} | pro rata after {} days | row {i} of the table, with words |\n",
+            i * 3,
+            i % 100,
+            i % 30
+        ));
+    }
+    table.push_str("\nAfter the table, a closing paragraph. It has two sentences.\n");
+    add("table.md", table);
+    let mut fences = String::from("# Code\n\nSome intro text before the fence.\n\n");
+    for i in 0..25 {
+        fences.push_str(&format!(
+            "## Step {i}\n\nRun this:\n\n```rust\nfn step_{i}() {{\n    let xs: Vec<u32> = (0..{i}).collect();\n    println!(\"{{:?}}\", xs); // a comment that is fairly long to push the size\n}}\n```\n\n- item one\n- item two with `inline code`\n  - nested item\n\n> A quote, with **bold** and _emphasis_.\n\n"
+        ));
+    }
+    add("fences.md", fences);
+    v.extend(generated());
+    v
+}
+
+/// Texts drawn from a fixed pseudo-random sequence of words, punctuation, whitespace runs and
+/// other scripts: every splitter level of each library gets exercised in odd combinations.
+fn generated() -> Vec<(String, String)> {
+    const PIECES: &[&str] = &[
+        "the",
+        "chunk",
+        "window",
+        "embedding",
+        "retrieval",
+        "model's",
+        "x",
+        "tokenizer",
+        "Ünïcödé",
+        "naïve",
+        "中文",
+        "検索",
+        "😀",
+        "👩‍🔬",
+        "3.14",
+        "e.g.",
+        "U.S.",
+        "co-op",
+        "and/or",
+        " ",
+        " ",
+        " ",
+        " ",
+        "  ",
+        "   ",
+        "\n",
+        "\n\n",
+        "\n\n\n",
+        "\r\n",
+        "\t",
+        "\t\t",
+        "\u{a0}",
+        "\u{3000}",
+        ". ",
+        ", ",
+        "; ",
+        ": ",
+        "! ",
+        "? ",
+        "… ",
+        "—",
+        "–",
+        "-",
+        "/",
+        "(",
+        ")",
+        "[",
+        "]",
+        "\"",
+        "'",
+        "“",
+        "”",
+        "*",
+        "`",
+        "&",
+        "。",
+        "，",
+        "、",
+        "# ",
+        "| a | b |\n",
+        "```\n",
+        "- ",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    (0..10)
+        .map(|i| {
+            let n = 300 + 150 * i;
+            let mut t = String::new();
+            for _ in 0..n {
+                t.push_str(PIECES[next() % PIECES.len()]);
+                if next() % 3 == 0 {
+                    t.push(' ');
+                }
+            }
+            let name = if i % 3 == 0 {
+                format!("generated {i}.md")
+            } else {
+                format!("generated {i}.txt")
+            };
+            (name, t)
+        })
+        .collect()
+}
+
+struct Doc {
+    name: String,
+    text: String,
+    tokens: DocTokens,
+    markdown: bool,
+}
+
+fn docs() -> Vec<Doc> {
+    let tok = tokenizer();
+    let mut all = varied_texts();
+    all.extend(hard_cases());
+    all.into_iter()
+        .map(|(name, text)| Doc {
+            markdown: name.ends_with(".md"),
+            tokens: DocTokens::new(&text, &tok).unwrap(),
+            name,
+            text,
+        })
+        .collect()
+}
+
+/// Our chunks of one document as (start in code points, text).
+fn ours(doc: &Doc, chunker: &dyn Chunker) -> Vec<(u64, String)> {
+    let tok = tokenizer();
+    let view = DocView {
+        text: &doc.text,
+        tokens: &doc.tokens,
+        tok: &tok,
+    };
+    chunker
+        .chunk(&view)
+        .into_iter()
+        .map(|c| {
+            let start = doc.text[..c.start].chars().count() as u64;
+            (start, c.text(&doc.text).to_string())
+        })
+        .collect()
+}
+
+/// Compare every document with the reference; panic with the share identical and the first
+/// difference of each differing document.
+fn compare(label: &str, docs: &[Doc], reference: &Value, make: &dyn Fn(&Doc) -> Box<dyn Chunker>) {
+    let expected = reference["chunks"].as_array().unwrap();
+    assert_eq!(expected.len(), docs.len());
+    let mut same = 0;
+    let mut chunks = 0;
+    let mut diffs = Vec::new();
+    for (doc, exp) in docs.iter().zip(expected) {
+        let exp: Vec<(u64, String)> = exp
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_str().unwrap().to_string()))
+            .collect();
+        let got = ours(doc, make(doc).as_ref());
+        if got == exp {
+            same += 1;
+            chunks += got.len();
+            continue;
+        }
+        let i = got
+            .iter()
+            .zip(&exp)
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.len().min(exp.len()));
+        let show = |c: Option<&(u64, String)>| {
+            c.map(|(s, t)| format!("@{s} {:?}", t.chars().take(160).collect::<String>()))
+        };
+        diffs.push(format!(
+            "'{}': {} chunks vs reference {}; first difference at chunk {i}:\n ours: {:?}\n  ref: {:?}",
+            doc.name,
+            got.len(),
+            exp.len(),
+            show(got.get(i)),
+            show(exp.get(i))
+        ));
+    }
+    eprintln!(
+        "{label} ({}): {same}/{} texts identical ({chunks} chunks)",
+        reference["versions"],
+        docs.len()
+    );
+    assert!(
+        diffs.is_empty(),
+        "{label}: {same}/{} texts identical\n{}",
+        docs.len(),
+        diffs.join("\n")
+    );
+    assert!(chunks > 0, "{label}: nothing compared");
+}
+
+fn request(library: &str, docs: &[Doc], unit: Unit, size: Option<usize>, overlap: Value) -> Value {
+    json!({
+        "library": library,
+        "texts": docs.iter().map(|d| &d.text).collect::<Vec<_>>(),
+        "markdown": docs.iter().map(|d| d.markdown).collect::<Vec<_>>(),
+        "unit": unit.name(),
+        "tokenizer_json": model().tokenizer_path(),
+        "chunk_size": size,
+        "overlap": overlap,
+    })
+}
+
+fn settings(strategy: Strategy, unit: Unit, size: usize, overlap: usize) -> ChunkSettings {
+    let s = ChunkSettings {
+        strategy,
+        unit,
+        size,
+        overlap,
+        ..ChunkSettings::default()
+    };
+    s.validate().unwrap();
+    s
+}
+
+fn text_splitter(unit: Unit, size: usize, overlap: usize) {
+    let Some(py) = splitters_python() else {
+        return;
+    };
+    let docs = docs();
+    let reference = python_with(
+        &py,
+        "splitters_ref.py",
+        &request("text-splitter", &docs, unit, Some(size), json!(overlap)),
+    );
+    let s = settings(Strategy::TextSplitter, unit, size, overlap);
+    compare(
+        &format!("text-splitter {unit} {size}/{overlap}"),
+        &docs,
+        &reference,
+        &|d| s.chunker_for(None, None, d.markdown),
+    );
+}
+
+#[test]
+fn text_splitter_preset_matches_semantic_text_splitter() {
+    let mut s = ChunkSettings::default();
+    Preset::TextSplitter.apply(&mut s);
+    text_splitter(s.unit, s.size, s.overlap);
+}
+
+#[test]
+fn text_splitter_small_tokens_with_overlap_match() {
+    text_splitter(Unit::Embed, 40, 8);
+}
+
+#[test]
+fn text_splitter_chars_and_cl100k_match() {
+    text_splitter(Unit::Chars, 300, 50);
+    text_splitter(Unit::Cl100k, 64, 0);
+}
+
+/// semchunk with `size` (None: chunkerify's default) and `overlap` (tokens, or a fraction).
+fn semchunk(unit: Unit, size: Option<usize>, overlap: Value) {
+    let Some(py) = splitters_python() else {
+        return;
+    };
+    let docs = docs();
+    let reference = python_with(
+        &py,
+        "splitters_ref.py",
+        &request("semchunk", &docs, unit, size, overlap.clone()),
+    );
+    let chunk_size = reference["chunk_size"].as_u64().unwrap() as usize;
+    // A fraction of the size is semchunk's floor(size * f) tokens.
+    let tokens = match overlap.as_f64() {
+        Some(f) if f > 0.0 && f < 1.0 => (chunk_size as f64 * f).floor() as usize,
+        Some(f) => f as usize,
+        None => 0,
+    };
+    let s = settings(Strategy::Semchunk, unit, size.unwrap_or(0), tokens);
+    if size.is_none() {
+        let tok = tokenizer();
+        assert_eq!(
+            tok.model_max_length().map(|m| m - tok.specials()),
+            Some(chunk_size),
+            "chunkerify's default size"
+        );
+    }
+    compare(
+        &format!("semchunk {unit} {chunk_size}/{overlap}"),
+        &docs,
+        &reference,
+        &|d| s.chunker_for(None, None, d.markdown),
+    );
+}
+
+#[test]
+fn semchunk_preset_matches_chunkerify_defaults() {
+    let mut s = ChunkSettings::default();
+    Preset::Semchunk.apply(&mut s);
+    assert_eq!((s.unit, s.size, s.overlap), (Unit::Embed, 0, 0));
+    semchunk(Unit::Embed, None, json!(null));
+}
+
+#[test]
+fn semchunk_smaller_sizes_with_overlap_match() {
+    semchunk(Unit::Embed, Some(64), json!(16));
+    semchunk(Unit::Embed, Some(128), json!(0.25));
+}
+
+#[test]
+fn semchunk_chars_match() {
+    semchunk(Unit::Chars, Some(200), json!(null));
+    semchunk(Unit::Chars, Some(12), json!(5));
+}
+
+fn haystack(length: usize, overlap: usize, threshold: usize) {
+    let Some(py) = splitters_python() else {
+        return;
+    };
+    let docs = docs();
+    let mut req = request("haystack", &docs, Unit::Embed, Some(length), json!(overlap));
+    req["split_threshold"] = json!(threshold);
+    let reference = python_with(&py, "splitters_ref.py", &req);
+    let s = settings(Strategy::Haystack, Unit::Embed, length, overlap);
+    compare(
+        &format!("haystack {length}/{overlap} threshold {threshold}"),
+        &docs,
+        &reference,
+        &|d| {
+            if threshold == 0 {
+                s.chunker_for(None, None, d.markdown)
+            } else {
+                Box::new(Haystack {
+                    length,
+                    overlap,
+                    threshold,
+                })
+            }
+        },
+    );
+}
+
+#[test]
+fn haystack_preset_matches_document_splitter() {
+    let mut s = ChunkSettings::default();
+    Preset::Haystack.apply(&mut s);
+    haystack(s.size, s.overlap, 0);
+}
+
+#[test]
+fn haystack_overlap_and_threshold_match() {
+    haystack(50, 10, 0);
+    haystack(30, 0, 5);
+    haystack(7, 3, 4);
+}

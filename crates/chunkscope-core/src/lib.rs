@@ -5,7 +5,8 @@
 //! [`measure::MeasuredChunk`] knows where the model's window ends: its
 //! [`window::InvisibleTail`] is the text stored and returned but never embedded. [`search`]
 //! builds BM25 (tantivy) and vector indexes over a chunking, [`eval`] measures recall by where
-//! answers sit, and [`jobs`] runs all of it off the caller's thread, latest wins, reporting
+//! answers sit and, against [`judgments`] (BEIR folders, query logs), trec_eval's [`metrics`] by
+//! document, and [`jobs`] runs all of it off the caller's thread, latest wins, reporting
 //! [`jobs::Event`]s. No terminal code lives here.
 //!
 //! Audit a folder: every chunk that loses text past a 128-token window, and how much.
@@ -66,6 +67,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod model;
 pub mod panics;
+pub mod rerank;
 pub mod search;
 pub mod sentences;
 pub mod stats;

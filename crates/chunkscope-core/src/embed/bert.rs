@@ -60,7 +60,8 @@ pub struct Bert {
     pub precision: Precision,
     word: Vec<f32>,
     position: Vec<f32>,
-    token_type0: Vec<f32>,
+    /// The token type table (rows x hidden); one zero row when the model has none.
+    token_types: Vec<f32>,
     emb_ln_g: Vec<f32>,
     emb_ln_b: Vec<f32>,
     layers: Vec<Layer>,

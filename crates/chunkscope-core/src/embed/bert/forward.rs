@@ -49,6 +49,21 @@ impl Bert {
     /// The last layer's states of every token of every sequence, packed (rows of `hidden`), and
     /// the row each sequence starts at.
     pub fn hidden_states(&self, seqs: &[Vec<u32>]) -> (Vec<f32>, Vec<usize>) {
+        self.hidden_states_typed(seqs, None)
+    }
+
+    /// Rows of the token type table (2 for BERT, 1 for RoBERTa and models without types).
+    pub fn token_type_rows(&self) -> usize {
+        self.token_types.len() / self.config.hidden
+    }
+
+    /// As `hidden_states`, with each token's type (a cross-encoder's pair: 0 for the query, 1 for
+    /// the passage); types past the table read its last row, no types read row 0.
+    pub fn hidden_states_typed(
+        &self,
+        seqs: &[Vec<u32>],
+        types: Option<&[Vec<u32>]>,
+    ) -> (Vec<f32>, Vec<usize>) {
         let c = &self.config;
         let h = c.hidden;
         let total: usize = seqs.iter().map(Vec::len).sum();
@@ -63,24 +78,7 @@ impl Bert {
                 Some(at)
             })
             .collect();
-        // Embeddings: word + position + token type 0, then LayerNorm.
-        let mut x = vec![0.0f32; total * h];
-        for (s, seq) in seqs.iter().enumerate() {
-            for (p, &id) in seq.iter().enumerate() {
-                let row = &mut x[(starts[s] + p) * h..][..h];
-                let id = (id as usize).min(c.vocab - 1);
-                let w = &self.word[id * h..][..h];
-                for k in 0..h {
-                    row[k] = w[k] + self.token_type0[k];
-                }
-                if !self.position.is_empty() {
-                    let at = (p + c.position_offset).min(c.max_positions - 1);
-                    for (x, pos) in row.iter_mut().zip(&self.position[at * h..][..h]) {
-                        *x += pos;
-                    }
-                }
-            }
-        }
+        let mut x = self.embeddings(seqs, types, &starts, total);
         layer_norm_rows(&mut x, &self.emb_ln_g, &self.emb_ln_b, c.eps);
         let mut qkv = vec![0.0f32; total * 3 * h];
         let mut ctx = vec![0.0f32; total * h];
@@ -162,6 +160,41 @@ impl Bert {
             std::mem::swap(&mut x, &mut tmp);
         }
         (x, starts)
+    }
+
+    /// Word + position + token type embeddings of every token, packed (before the LayerNorm).
+    fn embeddings(
+        &self,
+        seqs: &[Vec<u32>],
+        types: Option<&[Vec<u32>]>,
+        starts: &[usize],
+        total: usize,
+    ) -> Vec<f32> {
+        let c = &self.config;
+        let h = c.hidden;
+        let last_type = self.token_type_rows().saturating_sub(1);
+        let mut x = vec![0.0f32; total * h];
+        for (s, seq) in seqs.iter().enumerate() {
+            for (p, &id) in seq.iter().enumerate() {
+                let row = &mut x[(starts[s] + p) * h..][..h];
+                let id = (id as usize).min(c.vocab - 1);
+                let t = types
+                    .and_then(|t| t.get(s)?.get(p).copied())
+                    .map_or(0, |t| (t as usize).min(last_type));
+                let w = &self.word[id * h..][..h];
+                let ty = &self.token_types[t * h..][..h];
+                for k in 0..h {
+                    row[k] = w[k] + ty[k];
+                }
+                if !self.position.is_empty() {
+                    let at = (p + c.position_offset).min(c.max_positions - 1);
+                    for (x, pos) in row.iter_mut().zip(&self.position[at * h..][..h]) {
+                        *x += pos;
+                    }
+                }
+            }
+        }
+        x
     }
 
     /// Self-attention of every sequence and head; writes the context vectors into `ctx`.

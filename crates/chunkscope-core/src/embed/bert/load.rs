@@ -83,132 +83,19 @@ impl Bert {
         let prefix = prefix.as_str();
         config.vocab = rows;
         let c = &config;
-        let (h, i) = (c.hidden, c.intermediate);
+        let h = c.hidden;
         let g = |name: &str, len: usize| tensor(&st, prefix, name, len);
-        // Tensor names per family: (layer prefix, q, k, v, attention out, first norm, up, down,
-        // second norm).
-        let names: [&str; 9] = match c.family {
-            Family::DistilBert => [
-                "transformer.layer",
-                "attention.q_lin",
-                "attention.k_lin",
-                "attention.v_lin",
-                "attention.out_lin",
-                "sa_layer_norm",
-                "ffn.lin1",
-                "ffn.lin2",
-                "output_layer_norm",
-            ],
-            Family::MpNet => [
-                "encoder.layer",
-                "attention.attn.q",
-                "attention.attn.k",
-                "attention.attn.v",
-                "attention.attn.o",
-                "attention.LayerNorm",
-                "intermediate.dense",
-                "output.dense",
-                "output.LayerNorm",
-            ],
-            Family::Nomic => [
-                "encoder.layers",
-                "attn.Wqkv",
-                "",
-                "",
-                "attn.out_proj",
-                "norm1",
-                "mlp.fc12",
-                "mlp.fc2",
-                "norm2",
-            ],
-            family => {
-                let mut names = [
-                    "encoder.layer",
-                    "attention.self.query",
-                    "attention.self.key",
-                    "attention.self.value",
-                    "attention.output.dense",
-                    "attention.output.LayerNorm",
-                    "intermediate.dense",
-                    "output.dense",
-                    "output.LayerNorm",
-                ];
-                // JinaBERT: BERT's attention, its own gated feed-forward.
-                if family == Family::Jina {
-                    names[6..].copy_from_slice(&["mlp.gated_layers", "mlp.wo", "mlp.layernorm"]);
-                }
-                names
-            }
-        };
-        let [layer, q, k, v, out, ln1, up, down, ln2] = names;
-        // A gated feed-forward projects to 2 x intermediate: the half its activation reads first,
-        // the half it multiplies by second.
-        let up_n = if c.gated() { 2 * i } else { i };
-        // A bias the config says is absent (NomicBERT) is zeros.
-        let bias = |name: String, len: usize, present: bool| -> Result<Vec<f32>> {
-            if present {
-                g(&name, len)
-            } else {
-                Ok(vec![0.0; len])
-            }
-        };
-        let [qkv_bias, up_bias, down_bias] = c.biases;
-        let mut layers = Vec::with_capacity(c.layers);
-        for l in 0..c.layers {
-            let p = format!("{layer}.{l}.");
-            let (qkv_w, qkv_b) = if c.family == Family::Nomic {
-                (
-                    g(&format!("{p}{q}.weight"), 3 * h * h)?,
-                    bias(format!("{p}{q}.bias"), 3 * h, qkv_bias)?,
-                )
-            } else {
-                let mut w = g(&format!("{p}{q}.weight"), h * h)?;
-                w.extend(g(&format!("{p}{k}.weight"), h * h)?);
-                w.extend(g(&format!("{p}{v}.weight"), h * h)?);
-                let mut b = g(&format!("{p}{q}.bias"), h)?;
-                b.extend(g(&format!("{p}{k}.bias"), h)?);
-                b.extend(g(&format!("{p}{v}.bias"), h)?);
-                (w, b)
-            };
-            let (inter_w, inter_b) = match c.family {
-                // fc12 is the gate (through SiLU), fc11 the value.
-                Family::Nomic => {
-                    let mut w = g(&format!("{p}mlp.fc12.weight"), i * h)?;
-                    w.extend(g(&format!("{p}mlp.fc11.weight"), i * h)?);
-                    let mut b = bias(format!("{p}mlp.fc12.bias"), i, up_bias)?;
-                    b.extend(bias(format!("{p}mlp.fc11.bias"), i, up_bias)?);
-                    (w, b)
-                }
-                Family::Jina => (g(&format!("{p}{up}.weight"), up_n * h)?, vec![0.0; up_n]),
-                _ => (
-                    g(&format!("{p}{up}.weight"), i * h)?,
-                    g(&format!("{p}{up}.bias"), i)?,
-                ),
-            };
-            let dense = |w, n, k| Dense::new(w, n, k, precision);
-            layers.push(Layer {
-                qkv_w: dense(qkv_w, 3 * h, h),
-                qkv_b,
-                out_w: dense(g(&format!("{p}{out}.weight"), h * h)?, h, h),
-                out_b: bias(format!("{p}{out}.bias"), h, qkv_bias)?,
-                ln1_g: g(&format!("{p}{ln1}.weight"), h)?,
-                ln1_b: g(&format!("{p}{ln1}.bias"), h)?,
-                inter_w: dense(inter_w, up_n, h),
-                inter_b,
-                down_w: dense(g(&format!("{p}{down}.weight"), h * i)?, h, i),
-                down_b: bias(format!("{p}{down}.bias"), h, down_bias)?,
-                ln2_g: g(&format!("{p}{ln2}.weight"), h)?,
-                ln2_b: g(&format!("{p}{ln2}.bias"), h)?,
-            });
-        }
-        // Token type 0 is added to every token (DistilBERT has no token types).
+        let names = tensor_names(c.family);
+        let layers = (0..c.layers)
+            .map(|l| load_layer(&g, c, &format!("{}.{l}.", names[0]), &names, precision))
+            .collect::<Result<Vec<Layer>>>()?;
+        // Token types: 0 for every token of an embedder's input, 1 for a cross-encoder's second
+        // text (DistilBERT has no token types: one zero row).
         let types_name = format!("{prefix}embeddings.token_type_embeddings.weight");
-        let token_type0 = match st.tensor(&types_name) {
+        let token_types = match st.tensor(&types_name) {
             Ok(_) => {
                 let rows = table_rows(&st, &types_name)?;
-                let mut v = g("embeddings.token_type_embeddings.weight", rows * h)?;
-                v.truncate(h);
-                v
+                g("embeddings.token_type_embeddings.weight", rows * h)?
             }
             Err(_) => vec![0.0; h],
         };
@@ -239,7 +126,7 @@ impl Bert {
             } else {
                 Vec::new()
             },
-            token_type0,
+            token_types,
             emb_ln_g: g(&format!("{emb_ln}.weight"), h)?,
             emb_ln_b: g(&format!("{emb_ln}.bias"), h)?,
             layers,
@@ -254,6 +141,134 @@ impl Bert {
             .map(|l| l.qkv_w.bytes() + l.out_w.bytes() + l.inter_w.bytes() + l.down_w.bytes())
             .sum()
     }
+}
+
+/// Tensor names per family: (layer prefix, q, k, v, attention out, first norm, up, down, second
+/// norm).
+fn tensor_names(family: Family) -> [&'static str; 9] {
+    match family {
+        Family::DistilBert => [
+            "transformer.layer",
+            "attention.q_lin",
+            "attention.k_lin",
+            "attention.v_lin",
+            "attention.out_lin",
+            "sa_layer_norm",
+            "ffn.lin1",
+            "ffn.lin2",
+            "output_layer_norm",
+        ],
+        Family::MpNet => [
+            "encoder.layer",
+            "attention.attn.q",
+            "attention.attn.k",
+            "attention.attn.v",
+            "attention.attn.o",
+            "attention.LayerNorm",
+            "intermediate.dense",
+            "output.dense",
+            "output.LayerNorm",
+        ],
+        Family::Nomic => [
+            "encoder.layers",
+            "attn.Wqkv",
+            "",
+            "",
+            "attn.out_proj",
+            "norm1",
+            "mlp.fc12",
+            "mlp.fc2",
+            "norm2",
+        ],
+        family => {
+            let mut names = [
+                "encoder.layer",
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+                "attention.output.dense",
+                "attention.output.LayerNorm",
+                "intermediate.dense",
+                "output.dense",
+                "output.LayerNorm",
+            ];
+            // JinaBERT: BERT's attention, its own gated feed-forward.
+            if family == Family::Jina {
+                names[6..].copy_from_slice(&["mlp.gated_layers", "mlp.wo", "mlp.layernorm"]);
+            }
+            names
+        }
+    }
+}
+
+/// Layer `p` (its name prefix, "encoder.layer.3."): attention with q, k and v stacked, the
+/// feed-forward (gated for NomicBERT and JinaBERT), both norms; dense weights packed for
+/// `precision`.
+fn load_layer(
+    g: &dyn Fn(&str, usize) -> Result<Vec<f32>>,
+    c: &BertConfig,
+    p: &str,
+    names: &[&str; 9],
+    precision: Precision,
+) -> Result<Layer> {
+    let (h, i) = (c.hidden, c.intermediate);
+    let [_, q, k, v, out, ln1, up, down, ln2] = *names;
+    // A gated feed-forward projects to 2 x intermediate: the half its activation reads first,
+    // the half it multiplies by second.
+    let up_n = if c.gated() { 2 * i } else { i };
+    // A bias the config says is absent (NomicBERT) is zeros.
+    let bias = |name: String, len: usize, present: bool| -> Result<Vec<f32>> {
+        if present {
+            g(&name, len)
+        } else {
+            Ok(vec![0.0; len])
+        }
+    };
+    let [qkv_bias, up_bias, down_bias] = c.biases;
+    let (qkv_w, qkv_b) = if c.family == Family::Nomic {
+        (
+            g(&format!("{p}{q}.weight"), 3 * h * h)?,
+            bias(format!("{p}{q}.bias"), 3 * h, qkv_bias)?,
+        )
+    } else {
+        let mut w = g(&format!("{p}{q}.weight"), h * h)?;
+        w.extend(g(&format!("{p}{k}.weight"), h * h)?);
+        w.extend(g(&format!("{p}{v}.weight"), h * h)?);
+        let mut b = g(&format!("{p}{q}.bias"), h)?;
+        b.extend(g(&format!("{p}{k}.bias"), h)?);
+        b.extend(g(&format!("{p}{v}.bias"), h)?);
+        (w, b)
+    };
+    let (inter_w, inter_b) = match c.family {
+        // fc12 is the gate (through SiLU), fc11 the value.
+        Family::Nomic => {
+            let mut w = g(&format!("{p}mlp.fc12.weight"), i * h)?;
+            w.extend(g(&format!("{p}mlp.fc11.weight"), i * h)?);
+            let mut b = bias(format!("{p}mlp.fc12.bias"), i, up_bias)?;
+            b.extend(bias(format!("{p}mlp.fc11.bias"), i, up_bias)?);
+            (w, b)
+        }
+        Family::Jina => (g(&format!("{p}{up}.weight"), up_n * h)?, vec![0.0; up_n]),
+        _ => (
+            g(&format!("{p}{up}.weight"), i * h)?,
+            g(&format!("{p}{up}.bias"), i)?,
+        ),
+    };
+    let dense = |w, n, k| Dense::new(w, n, k, precision);
+    Ok(Layer {
+        qkv_w: dense(qkv_w, 3 * h, h),
+        qkv_b,
+        out_w: dense(g(&format!("{p}{out}.weight"), h * h)?, h, h),
+        out_b: bias(format!("{p}{out}.bias"), h, qkv_bias)?,
+        ln1_g: g(&format!("{p}{ln1}.weight"), h)?,
+        ln1_b: g(&format!("{p}{ln1}.bias"), h)?,
+        inter_w: dense(inter_w, up_n, h),
+        inter_b,
+        down_w: dense(g(&format!("{p}{down}.weight"), h * i)?, h, i),
+        down_b: bias(format!("{p}{down}.bias"), h, down_bias)?,
+        ln2_g: g(&format!("{p}{ln2}.weight"), h)?,
+        ln2_b: g(&format!("{p}{ln2}.bias"), h)?,
+    })
 }
 
 /// Where an encoder's tensors start ("", "bert.", "roberta.", ...) and how many rows its word

@@ -5,7 +5,7 @@ use super::{Model, View};
 
 /// The eval pane's own actions; false when `a` is not one of them.
 pub(super) fn act(m: &mut Model, a: Action) -> bool {
-    let last = m.eval_rows().len().saturating_sub(1);
+    let last = m.eval_len().saturating_sub(1);
     let e = &mut m.eval;
     match a {
         Action::NextCase => e.selected = (e.selected + 1).min(last),
@@ -32,8 +32,19 @@ pub(super) fn act(m: &mut Model, a: Action) -> bool {
     true
 }
 
-/// Open the chunk that holds the selected case's answer, the answer highlighted.
+/// Open the chunk that holds the selected case's answer, the answer highlighted; for a judged
+/// query, the chunk its first relevant document ranks at (vectors, else BM25, else hybrid).
 fn open_case(m: &mut Model) {
+    let judged_at = m
+        .judged_rows()
+        .get(m.eval.selected)
+        .map(|q| q.best_place().map(|p| p.at));
+    if let Some(at) = judged_at {
+        if let Some((fp, ci)) = at {
+            m.open_chunk(fp, ci, Vec::new(), 0);
+        }
+        return;
+    }
     let rows = m.eval_rows();
     let Some(c) = rows.get(m.eval.selected) else {
         return;

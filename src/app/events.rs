@@ -179,7 +179,7 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                 Ok(r) if generation == m.chunked_generation && window == m.window().tokens => {
                     m.eval.report = Some(r);
                     m.eval.made_for = Some((generation, window));
-                    m.eval.selected = m.eval.selected.min(m.eval_rows().len().saturating_sub(1));
+                    m.eval.selected = m.eval.selected.min(m.eval_len().saturating_sub(1));
                 }
                 Ok(_) => {}
                 Err(e) => m.error = Some(format!("eval: {e}")),

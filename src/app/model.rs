@@ -6,6 +6,7 @@ use std::sync::Arc;
 use chunkscope_core::chunk::ChunkSettings;
 use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::eval::judged::{JudgedQuery, Ranker};
 use chunkscope_core::eval::{CaseResult, Report};
 use chunkscope_core::search::{Hit, Results};
 use chunkscope_core::window::{ModelWindows, Window, WindowSpec};
@@ -632,6 +633,30 @@ impl Model {
         }
         self.eval.running = true;
         vec![Cmd::Eval { cases }]
+    }
+
+    /// The judged queries listed in the eval pane when the report has no span cases (a BEIR
+    /// folder's): all, or with misses only those with a relevant document past k in BM25 or
+    /// vectors.
+    pub fn judged_rows(&self) -> Vec<&JudgedQuery> {
+        let e = &self.eval;
+        let Some(r) = &e.report else {
+            return Vec::new();
+        };
+        let Some(j) = r.judged.as_ref().filter(|_| r.results.is_empty()) else {
+            return Vec::new();
+        };
+        let missed =
+            |q: &JudgedQuery| !q.found_at(Ranker::Bm25, r.k) || !q.found_at(Ranker::Vector, r.k);
+        j.per_query
+            .iter()
+            .filter(|q| !e.misses_only || missed(q))
+            .collect()
+    }
+
+    /// How many rows the eval pane lists: its cases, or its judged queries.
+    pub fn eval_len(&self) -> usize {
+        self.eval_rows().len().max(self.judged_rows().len())
     }
 
     /// The cases listed in the eval pane (all, the misses at k, or those that flipped against A).

@@ -1,5 +1,6 @@
 //! `chunkscope eval`: recall@k and MRR by where answers sit, every miss explained, and a floor
-//! for CI.
+//! for CI; against relevance judgments (a BEIR folder, a JSONL query log), nDCG@10, MAP@10,
+//! recall@k and MRR per retriever at document level.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use chunkscope_core::cases::Cases;
+use chunkscope_core::cases::{Cases, JudgedSource};
 use chunkscope_core::config::Config;
 use chunkscope_core::embed::EmbedSpec;
 use chunkscope_core::engine::{Chunking, Engine};
@@ -39,15 +40,25 @@ pub enum EvalFormat {
 
 /// Recall@k and MRR of BM25, vectors and their hybrid on evaluation cases, by where the answer sits (inside
 /// the window, in the tail, split across chunks, in no chunk) and in its document, with every
-/// miss explained. CORPUS may be a SQuAD-format JSON file, which gives corpus and cases.
+/// miss explained. CORPUS may be a SQuAD-format JSON file, which gives corpus and cases, or a
+/// BEIR folder (corpus.jsonl, queries.jsonl, qrels/), which gives corpus and judgments: nDCG@10,
+/// MAP@10, recall@k and MRR per retriever, a document ranking at its best chunk.
 #[derive(Args)]
 pub struct EvalArgs {
-    /// The corpus folder or SQuAD JSON (optional with --store, which then needs --cases).
+    /// The corpus folder, BEIR folder or SQuAD JSON (optional with --store, which then needs
+    /// --cases or --judgments).
     corpus: Option<PathBuf>,
     /// Cases: TSV (question TAB answer [TAB file]) or SQuAD JSON (default: CORPUS/cases.tsv,
-    /// or the JSON itself).
-    #[arg(long)]
+    /// the JSON itself, or a BEIR folder's qrels).
+    #[arg(long, conflicts_with = "judgments")]
     cases: Option<PathBuf>,
+    /// Relevance judgments: a JSONL query log ({"query": ..., "relevant": [doc ids or paths],
+    /// "answer": optional} a line), a BEIR folder or one of its qrels/*.tsv.
+    #[arg(long)]
+    judgments: Option<PathBuf>,
+    /// The BEIR qrels split read (qrels/SPLIT.tsv).
+    #[arg(long, default_value = chunkscope_core::judgments::DEFAULT_SPLIT)]
+    split: String,
     #[command(flatten)]
     knobs: Knobs,
     /// The k values of recall@k, comma separated.
@@ -65,6 +76,9 @@ pub struct EvalArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = EvalFormat::Markdown)]
     format: EvalFormat,
+    /// JSON output (the same as --format json).
+    #[arg(long)]
+    json: bool,
     /// Misses listed in the Markdown report.
     #[arg(long, default_value_t = 20)]
     misses: usize,
@@ -79,16 +93,8 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
     let config = a
         .knobs
         .config(corpus.is_dir().then_some(corpus.as_path()))?;
-    let (engine, cases) = open_eval(&corpus, a.cases.as_deref(), &config, &mut say)?;
-    let bad = || {
-        for b in &cases.bad {
-            eprintln!("{}:{}: {}", cases.file, b.line, b.reason);
-        }
-    };
-    if cases.cases.is_empty() {
-        bad();
-        anyhow::bail!("{}: no usable cases", cases.file);
-    }
+    let (engine, cases) = open_eval(&corpus, &a, &config, &mut say)?;
+    usable(&cases)?;
     let window = super::prepare::window_for(&engine, &config);
     let chunking = chunk(&engine, &config, &mut say)?;
     let ks = chunkscope_core::eval::ks_with(&a.k, a.at);
@@ -104,13 +110,52 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
     report_and_floor(&a, &report, &cases)
 }
 
+/// Cases that can be evaluated: some span case or judged query; else the unusable lines and an
+/// error.
+fn usable(cases: &Cases) -> Result<()> {
+    let judged = cases.judged.as_ref().map_or(0, |j| j.judgments.cases.len());
+    if cases.cases.is_empty() && judged == 0 {
+        for b in &cases.bad {
+            eprintln!("{}:{}: {}", cases.file, b.line, b.reason);
+        }
+        anyhow::bail!("{}: no usable cases", cases.file);
+    }
+    Ok(())
+}
+
+/// The cases file named by --judgments or --cases, else found in `folder`: a BEIR folder's
+/// qrels, else its cases.tsv.
+fn cases_path(a: &EvalArgs, folder: Option<&Path>) -> Option<PathBuf> {
+    a.judgments.clone().or_else(|| a.cases.clone()).or_else(|| {
+        let dir = folder?;
+        Some(if chunkscope_core::judgments::is_beir_folder(dir) {
+            dir.to_path_buf()
+        } else {
+            dir.join("cases.tsv")
+        })
+    })
+}
+
+/// The eval pane's cases: `--cases` (a BEIR folder's qrels of `split`), else a BEIR corpus's
+/// `qrels/SPLIT.tsv`; `None` leaves the workbench's own default (CORPUS/cases.tsv).
+pub fn workbench_cases(corpus: &Path, cases: Option<PathBuf>, split: &str) -> Option<PathBuf> {
+    let qrels = |dir: &Path| dir.join("qrels").join(format!("{split}.tsv"));
+    match cases {
+        Some(c) if chunkscope_core::judgments::is_beir_folder(&c) => Some(qrels(&c)),
+        Some(c) => Some(c),
+        None => chunkscope_core::judgments::is_beir_folder(corpus).then(|| qrels(corpus)),
+    }
+}
+
 /// `eval --store`: the cases' answers located in the stored texts (a case's file column names a
-/// stored id or a source document), searched on the stored vectors.
+/// stored id or a source document), searched on the stored vectors. Judgments name documents:
+/// a stored chunk's document is its source (else its id).
 fn run_on_store(a: &EvalArgs, config: Config) -> Result<ExitCode> {
-    let cases_path = match (&a.cases, &a.corpus) {
-        (Some(c), _) => c.clone(),
-        (None, Some(dir)) if dir.is_dir() => dir.join("cases.tsv"),
-        _ => anyhow::bail!("eval --store needs --cases FILE (question TAB answer [TAB file])"),
+    let folder = a.corpus.as_deref().filter(|c| c.is_dir());
+    let Some(cases_path) = cases_path(a, folder) else {
+        anyhow::bail!(
+            "eval --store needs --cases FILE (question TAB answer [TAB file]) or --judgments FILE"
+        )
     };
     let opened = super::store::open(config)?;
     let chunks = &opened.store.chunks;
@@ -121,13 +166,17 @@ fn run_on_store(a: &EvalArgs, config: Config) -> Result<ExitCode> {
                 .as_deref()
                 .is_some_and(|s| s == f || s.strip_suffix(f).is_some_and(|p| p.ends_with('/')))
     };
-    let cases = Cases::from_tsv_matching(&cases_path, &opened.engine.corpus, &in_file)?;
-    if cases.cases.is_empty() {
-        for b in &cases.bad {
-            eprintln!("{}:{}: {}", cases.file, b.line, b.reason);
+    let cases = match JudgedSource::of(&cases_path, Some(&a.split)) {
+        Some(source) => {
+            let doc_ids = chunks
+                .iter()
+                .map(|c| c.source.clone().unwrap_or_else(|| c.id.clone()))
+                .collect();
+            Cases::from_judged(&source, &opened.engine.corpus, Some(doc_ids))?
         }
-        anyhow::bail!("{}: no usable cases", cases.file);
-    }
+        None => Cases::from_tsv_matching(&cases_path, &opened.engine.corpus, &in_file)?,
+    };
+    usable(&cases)?;
     let (embedder, mut cache, index) = opened.searchable()?;
     let ks = chunkscope_core::eval::ks_with(&a.k, a.at);
     let mut report = evaluate(
@@ -162,7 +211,7 @@ fn against_folder(
     let ks = chunkscope_core::eval::ks_with(&a.k, a.at);
     let config = &opened.config;
     let engine = open_engine(folder, config, &mut say)?;
-    let b_cases = Cases::from_tsv(cases_path, &engine.corpus)?;
+    let b_cases = Cases::load(cases_path, Some(&a.split), &engine.corpus)?;
     let chunking = chunk(&engine, config, &mut say)?;
     let b = eval(
         &engine,
@@ -174,7 +223,7 @@ fn against_folder(
     )?;
     let mut out = io::stdout().lock();
     let flips = chunkscope_core::eval::flips(report, &b);
-    match a.format {
+    match format(a) {
         EvalFormat::Json => writeln!(
             out,
             "{}",
@@ -193,29 +242,39 @@ fn against_folder(
             )?;
             write!(out, "{}", chunkscope_core::eval::markdown(&b, a.misses))?;
             writeln!(out, "\n# A -> B at k {}\n", a.at)?;
-            writeln!(
-                out,
-                "| retriever | A recall@{0} | B recall@{0} | gained | lost |",
-                a.at
-            )?;
-            writeln!(out, "|---|---|---|---|---|")?;
-            for (name, ra, rb, (gained, lost)) in [
-                ("BM25", &report.bm25, &b.bm25, flips.bm25),
-                ("vector", &report.vector, &b.vector, flips.vector),
-                ("hybrid", &report.hybrid, &b.hybrid, flips.hybrid),
-            ] {
-                writeln!(
-                    out,
-                    "| {name} | {:.2} | {:.2} | {gained} | {lost} |",
-                    ra.at(a.at),
-                    rb.at(a.at)
-                )?;
-            }
+            write!(out, "{}", a_to_b(report, &b, &flips, a.at))?;
         }
     }
     drop(out);
     // The floor is the real index's: --min-recall checks A.
     check_floor(a, report)
+}
+
+/// The A -> B tables: recall@AT of the answer spans with the cases gained and lost, and with
+/// judgments every headline measure of each retriever.
+fn a_to_b(report: &Report, b: &Report, flips: &chunkscope_core::eval::Flips, at: usize) -> String {
+    let mut s = String::new();
+    if !report.results.is_empty() || !b.results.is_empty() {
+        s.push_str(&format!(
+            "| retriever | A recall@{at} | B recall@{at} | gained | lost |\n|---|---|---|---|---|\n"
+        ));
+        for (name, ra, rb, (gained, lost)) in [
+            ("BM25", &report.bm25, &b.bm25, flips.bm25),
+            ("vector", &report.vector, &b.vector, flips.vector),
+            ("hybrid", &report.hybrid, &b.hybrid, flips.hybrid),
+        ] {
+            s.push_str(&format!(
+                "| {name} | {:.2} | {:.2} | {gained} | {lost} |\n",
+                ra.at(at),
+                rb.at(at)
+            ));
+        }
+    }
+    if let (Some(ja), Some(jb)) = (&report.judged, &b.judged) {
+        s.push_str(&format!("\njudged, at document level ({}):\n\n", ja.rule));
+        s.push_str(&chunkscope_core::eval::judged::compare_markdown(ja, jb, at));
+    }
+    s
 }
 
 /// Print the report, the unusable case lines, and check --min-recall.
@@ -226,7 +285,7 @@ fn report_and_floor(a: &EvalArgs, report: &Report, cases: &Cases) -> Result<Exit
         }
     };
     let mut out = io::stdout().lock();
-    match a.format {
+    match format(a) {
         EvalFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,
         EvalFormat::Markdown => {
             write!(out, "{}", chunkscope_core::eval::markdown(report, a.misses))?
@@ -234,6 +293,15 @@ fn report_and_floor(a: &EvalArgs, report: &Report, cases: &Cases) -> Result<Exit
     }
     bad();
     check_floor(a, report)
+}
+
+/// --format, or JSON with --json.
+fn format(a: &EvalArgs) -> EvalFormat {
+    if a.json {
+        EvalFormat::Json
+    } else {
+        a.format
+    }
 }
 
 /// --min-recall: exit 1 when a checked retriever's recall@AT falls below the floor.
@@ -259,33 +327,28 @@ fn check_floor(a: &EvalArgs, report: &Report) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `chunkscope eval` reads: SQuAD JSON gives corpus and cases; a directory needs a TSV
-/// (default CORPUS/cases.tsv).
+/// What `chunkscope eval` reads: SQuAD JSON gives corpus and cases; a BEIR folder gives corpus
+/// and judgments (its qrels of --split); a directory needs cases (default CORPUS/cases.tsv) or
+/// --judgments.
 fn open_eval(
     corpus: &Path,
-    cases: Option<&Path>,
+    a: &EvalArgs,
     config: &Config,
     say: &mut dyn FnMut(&str),
 ) -> Result<(Engine, Cases)> {
+    let named = a.judgments.as_deref().or(a.cases.as_deref());
     if corpus.extension().is_some_and(|e| e == "json") {
         let (c, from_json) = Cases::from_squad(corpus)?;
         let engine = engine_for(c, config, say)?;
-        let cases = match cases {
-            Some(p) if p != corpus => Cases::from_tsv(p, &engine.corpus)?,
+        let cases = match named {
+            Some(p) if p != corpus => Cases::load(p, Some(&a.split), &engine.corpus)?,
             _ => from_json,
         };
         return Ok((engine, cases));
     }
     let engine = open_engine(corpus, config, say)?;
-    let path = match cases {
-        Some(p) => p.to_path_buf(),
-        None => corpus.join("cases.tsv"),
-    };
-    let cases = if path.extension().is_some_and(|e| e == "json") {
-        Cases::from_squad(&path)?.1
-    } else {
-        Cases::from_tsv(&path, &engine.corpus)?
-    };
+    let path = cases_path(a, Some(corpus)).unwrap_or_else(|| corpus.join("cases.tsv"));
+    let cases = Cases::load(&path, Some(&a.split), &engine.corpus)?;
     Ok((engine, cases))
 }
 

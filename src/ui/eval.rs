@@ -1,13 +1,17 @@
 //! The eval pane: recall@k of BM25 and vectors, by where the answer sits, beside a pinned
 //! configuration A; the cases with every miss explained; Enter opens the chunk holding the answer.
+//! With relevance judgments, a block of document-level measures (nDCG@10, MAP@10, recall@k,
+//! MRR@10 per retriever, A under B when pinned) and nDCG@10 as a bar chart.
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, ListItem, Paragraph};
+use ratatui::widgets::{Bar, BarChart, Block, Borders, ListItem, Paragraph};
 use ratatui::Frame;
 
 use crate::app::keymap::Layer;
 use crate::app::Model;
+use chunkscope_core::eval::judged::{judged_doc_line, JudgedQuery, JudgedReport, Ranker};
 use chunkscope_core::eval::{CaseResult, Report};
 
 fn pct(v: f64) -> String {
@@ -41,21 +45,95 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         return;
     };
     let a = m.eval.pinned.as_deref();
+    let judged = r.judged.as_ref();
+    // Span tables when there are span cases (or no judgments to show instead).
+    let spans = !r.results.is_empty() || judged.is_none();
+    let a_judged = a.and_then(|a| a.judged.as_ref());
+    let mut heights = Vec::new();
+    if judged.is_some() {
+        let config = 1 + usize::from(a.is_some());
+        let rows = if a_judged.is_some() { 6 } else { 3 };
+        heights.push(Constraint::Length((2 + config + 1 + rows) as u16));
+    }
+    if spans {
+        heights.push(Constraint::Length(14));
+    }
+    heights.extend([Constraint::Min(4), Constraint::Length(1)]);
     let rows = Layout::default()
         .direction(Direction::Vertical)
-        .constraints([
-            Constraint::Length(14),
-            Constraint::Min(4),
-            Constraint::Length(1),
-        ])
+        .constraints(heights)
         .split(area);
-    let k = r.k;
     let stale =
         if m.eval.running || m.eval.made_for != Some((m.chunked_generation, m.window().tokens)) {
             " · stale, re-evaluating…"
         } else {
             ""
         };
+    let mut next = 0;
+    if let Some(j) = judged {
+        let title = format!(
+            " eval · {} · {} judged queries{stale} · {} ",
+            r.cases_file, j.queries, j.rule
+        );
+        judged_block(
+            frame,
+            rows[0],
+            m,
+            (j, a_judged),
+            (config_lines(m, r, a), title),
+        );
+        next = 1;
+    }
+    if spans {
+        let head = if judged.is_some() {
+            Vec::new()
+        } else {
+            config_lines(m, r, a)
+        };
+        span_block(frame, rows[next], m, head, stale);
+        next += 1;
+    }
+    let hint = format!(" {}", super::pane_keys(m, Layer::Eval));
+    let misses = if m.eval.misses_only {
+        " · misses only"
+    } else {
+        ""
+    };
+    let judged_rows = m.judged_rows();
+    if !judged_rows.is_empty() || !spans {
+        let items: Vec<ListItem> = judged_rows.iter().map(|q| judged_item(q, r.k, m)).collect();
+        let title = format!(
+            " judged queries{misses} · ✓/✗ BM25 vector hybrid: every relevant document in the first {} · rank at chunk #N, TAIL: that chunk is cut by the window ",
+            r.k
+        );
+        let area = (rows[next], rows[next + 1]);
+        super::list_with_hint(frame, area, items, (title, m.eval.selected), hint, t);
+        return;
+    }
+    let list_rows = m.eval_rows();
+    let items: Vec<ListItem> = list_rows.iter().map(|c| case_item(c, r.k, m)).collect();
+    let title = format!(
+        " cases{misses}{} · ✓/✗ BM25 vector hybrid at k {} ",
+        if m.eval.flipped_only {
+            " · flipped A -> B only"
+        } else {
+            ""
+        },
+        r.k
+    );
+    super::list_with_hint(
+        frame,
+        (rows[next], rows[next + 1]),
+        items,
+        (title, m.eval.selected),
+        hint,
+        t,
+    );
+}
+
+/// The B (now) line and, when pinned, the A line: model, embedder, knobs, window, vectors.
+fn config_lines<'a>(m: &Model, r: &Report, a: Option<&Report>) -> Vec<Line<'a>> {
+    let t = &m.theme;
     let mut lines = vec![Line::from(vec![Span::styled(
         format!(
             "B (now): {} ({}) · {} · window {} · {} vectors",
@@ -72,6 +150,145 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             t.dim,
         ));
     }
+    lines
+}
+
+/// The judged measures per retriever (A's under B's when pinned) beside the nDCG@10 bars, under
+/// the B and A lines.
+fn judged_block(
+    frame: &mut Frame,
+    area: Rect,
+    m: &Model,
+    (j, a): (&JudgedReport, Option<&JudgedReport>),
+    (config, title): (Vec<Line>, String),
+) {
+    let t = &m.theme;
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(title, t.title));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let parts = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Length(config.len() as u16), Constraint::Min(1)])
+        .split(inner);
+    frame.render_widget(Paragraph::new(config), parts[0]);
+    // The table's width with every recall@k; the bars take what is left (22 to 40 columns),
+    // and on a narrow pane the table keeps the recall columns of the largest k that fit.
+    let full = TABLE_FIXED + RECALL_WIDTH * j.ks.len();
+    let chart = (inner.width as usize)
+        .saturating_sub(full + 1)
+        .clamp(22, 40) as u16;
+    let cols = Layout::default()
+        .direction(Direction::Horizontal)
+        .constraints([
+            Constraint::Min(1),
+            Constraint::Length(1),
+            Constraint::Length(chart),
+        ])
+        .split(parts[1]);
+    let fit = (cols[0].width as usize).saturating_sub(TABLE_FIXED) / RECALL_WIDTH;
+    let ks = &j.ks[j.ks.len().saturating_sub(fit)..];
+    let mut head = format!(" {:<7}{:>7} {:>6}", "", "nDCG@10", "MAP@10");
+    for k in ks {
+        head.push_str(&format!(" {:>5}", format!("R@{k}")));
+    }
+    head.push_str(&format!(" {:>6}", "MRR@10"));
+    let mut lines = vec![Line::styled(head, t.dim)];
+    for r in Ranker::ALL {
+        lines.push(Line::styled(measures_row(r.label(), j, r, ks), t.text));
+        if let Some(a) = a {
+            lines.push(Line::styled(measures_row("A", a, r, ks), t.dim));
+        }
+    }
+    frame.render_widget(Paragraph::new(lines), cols[0]);
+    frame.render_widget(ndcg_chart(j, a, (t.bar, t.dim)), cols[2]);
+}
+
+/// Columns of a measures row without its recall columns: label, nDCG@10, MAP@10, MRR@10.
+const TABLE_FIXED: usize = 1 + 7 + 7 + 1 + 6 + 7;
+/// Columns of one recall@k.
+const RECALL_WIDTH: usize = 6;
+
+/// One retriever's mean measures: nDCG@10, MAP@10, recall at each of `ks`, MRR@10.
+fn measures_row(label: &str, j: &JudgedReport, r: Ranker, ks: &[usize]) -> String {
+    let head = j.mean_at(r, 10).unwrap_or_default();
+    let mut s = format!(" {label:<7}{:>7} {:>6}", pct(head.ndcg), pct(head.map));
+    for &k in ks {
+        let recall = j.mean_at(r, k).map_or(f64::NAN, |m| m.recall);
+        s.push_str(&format!(" {:>5}", pct(recall)));
+    }
+    s.push_str(&format!(" {:>6}", pct(head.mrr)));
+    s
+}
+
+/// nDCG@10 per retriever as horizontal bars (0 to 1), A's bar above B's when pinned.
+pub fn ndcg_chart<'a>(
+    j: &JudgedReport,
+    a: Option<&JudgedReport>,
+    (b_style, a_style): (Style, Style),
+) -> BarChart<'a> {
+    let bar = |label: String, v: f64, style: Style| {
+        Bar::with_label(label, (v.clamp(0.0, 1.0) * 100.0).round() as u64)
+            .text_value(format!("{v:.2}"))
+            .style(style)
+    };
+    let (now, pinned) = (j.ndcg10(), a.map(|a| a.ndcg10()));
+    let mut bars = Vec::new();
+    for (i, r) in Ranker::ALL.iter().enumerate() {
+        match pinned {
+            Some(p) => {
+                bars.push(bar(format!("A {}", r.label()), p[i], a_style));
+                bars.push(bar(format!("B {}", r.label()), now[i], b_style));
+            }
+            None => bars.push(bar(r.label().to_string(), now[i], b_style)),
+        }
+    }
+    BarChart::horizontal(bars)
+        .max(100)
+        .bar_width(1)
+        .bar_gap(0)
+        .block(Block::default().title(Span::styled("nDCG@10", a_style)))
+}
+
+/// A judged query: ✓/✗ per retriever (every relevant document within k), its id and text, and
+/// each relevant document's rank per retriever.
+fn judged_item<'a>(q: &JudgedQuery, k: usize, m: &Model) -> ListItem<'a> {
+    let t = &m.theme;
+    let mark = |ok: bool| {
+        if ok {
+            Span::raw("✓")
+        } else {
+            Span::styled("✗", t.warn)
+        }
+    };
+    let first = Line::from(vec![
+        mark(q.found_at(Ranker::Bm25, k)),
+        Span::raw(" "),
+        mark(q.found_at(Ranker::Vector, k)),
+        Span::raw(" "),
+        mark(q.found_at(Ranker::Hybrid, k)),
+        Span::raw(format!(" {:>4} ", q.id)),
+        Span::raw(q.query.clone()),
+    ]);
+    let docs: Vec<String> = q
+        .judged
+        .iter()
+        .filter(|d| d.grade > 0)
+        .map(judged_doc_line)
+        .collect();
+    let second = Line::styled(format!("        {}", docs.join("; ")), t.dim);
+    ListItem::new(vec![first, second])
+}
+
+/// recall@k by retriever and by answer position (A beside B when pinned), the flips or thirds.
+fn span_block(frame: &mut Frame, area: Rect, m: &Model, mut lines: Vec<Line>, stale: &str) {
+    let t = &m.theme;
+    let Some(r) = &m.eval.report else {
+        return;
+    };
+    let a = m.eval.pinned.as_deref();
+    let k = r.k;
     let mut head = "               ".to_string();
     for kk in &r.ks {
         head.push_str(&format!(" @{kk:<4}"));
@@ -148,31 +365,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             ),
             t.title,
         ))),
-        rows[0],
-    );
-    let list_rows = m.eval_rows();
-    let items: Vec<ListItem> = list_rows.iter().map(|c| case_item(c, k, m)).collect();
-    let title = format!(
-        " cases{}{} · ✓/✗ BM25 vector hybrid at k {k} ",
-        if m.eval.misses_only {
-            " · misses only"
-        } else {
-            ""
-        },
-        if m.eval.flipped_only {
-            " · flipped A -> B only"
-        } else {
-            ""
-        }
-    );
-    let hint = format!(" {}", super::pane_keys(m, Layer::Eval));
-    super::list_with_hint(
-        frame,
-        (rows[1], rows[2]),
-        items,
-        (title, m.eval.selected),
-        hint,
-        t,
+        area,
     );
 }
 

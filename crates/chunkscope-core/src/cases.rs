@@ -10,6 +10,9 @@ use serde::Serialize;
 
 use super::corpus::{Corpus, Document};
 
+mod judged;
+pub use judged::{JudgedCases, JudgedSource};
+
 /// One question with the answer span it must retrieve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Case {
@@ -35,6 +38,9 @@ pub struct Cases {
     pub file: String,
     pub cases: Vec<Case>,
     pub bad: Vec<BadLine>,
+    /// Relevance judgments, when the cases came from a BEIR folder or a JSONL query log:
+    /// evaluated at document level besides any span cases.
+    pub judged: Option<JudgedCases>,
 }
 
 /// Lowercased text with whitespace runs collapsed to one space, and for each byte of it the byte of
@@ -93,18 +99,35 @@ pub fn locate(doc: &str, answer: &str) -> Option<(usize, usize)> {
 }
 
 impl Cases {
+    /// The cases at `path`: relevance judgments (a BEIR folder, one of its qrels files, a `.jsonl`
+    /// query log; `split` picks a BEIR folder's qrels, default `test`), SQuAD JSON (`.json`, its
+    /// own questions), else a TSV file whose answers are located in `corpus`.
+    pub fn load(path: &Path, split: Option<&str>, corpus: &Corpus) -> Result<Cases> {
+        if let Some(source) = JudgedSource::of(path, split) {
+            return Ok(Cases::from_judged(&source, corpus, None)?);
+        }
+        if path.extension().is_some_and(|e| e == "json") {
+            return Ok(Cases::from_squad(path)?.1);
+        }
+        Cases::from_tsv(path, corpus)
+    }
+
     /// Read a TSV cases file and locate every answer in `corpus`.
     pub fn from_tsv(path: &Path, corpus: &Corpus) -> Result<Cases> {
         Cases::from_tsv_matching(path, corpus, &|d, f| corpus.docs[d].path == f)
     }
 
     /// The same, with `in_file(doc, file)` saying which documents a case's file column names (a
-    /// store's chunks name their source document).
+    /// store's chunks name their source document). A path that holds relevance judgments (see
+    /// [`JudgedSource::of`]) is read as such, the corpus's paths as document ids.
     pub fn from_tsv_matching(
         path: &Path,
         corpus: &Corpus,
         in_file: &dyn Fn(usize, &str) -> bool,
     ) -> Result<Cases> {
+        if let Some(source) = JudgedSource::of(path, None) {
+            return Ok(Cases::from_judged(&source, corpus, None)?);
+        }
         let bytes =
             std::fs::read(path).with_context(|| format!("cases file {}", path.display()))?;
         let text = String::from_utf8_lossy(&bytes);
@@ -290,7 +313,8 @@ impl Cases {
     }
 }
 
-/// A corpus directory (or file), or SQuAD-format JSON read as one document per article;
+/// A corpus directory (or file), a BEIR folder (its corpus.jsonl), or SQuAD-format JSON read as
+/// one document per article;
 /// `progress` hears of each file read.
 pub fn load_corpus(
     path: &Path,

@@ -1,6 +1,7 @@
 //! Evaluation: recall@k and MRR for BM25 and vectors over the same chunks, broken down by where the
 //! answer sits in its chunk (inside the window, in the tail, split across chunks, in no chunk) and
-//! in its document (first, middle, last third), with the reason for every miss.
+//! in its document (first, middle, last third), with the reason for every miss. Cases that come
+//! with relevance judgments are also measured at document level ([`judged`]).
 
 use serde::Serialize;
 
@@ -9,6 +10,9 @@ use super::embed::driver::embed_cached;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
 use super::search::SearchIndex;
+
+pub mod judged;
+use judged::{JudgedReport, Ranker};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
@@ -188,10 +192,14 @@ pub struct Report {
     pub by_third: Vec<Breakdown<Third>>,
     pub results: Vec<CaseResult>,
     pub bad_lines: Vec<super::cases::BadLine>,
+    /// Document-level measures against relevance judgments, when the cases have them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<JudgedReport>,
 }
 
 impl Report {
     /// The checked retrievers whose recall@`at` falls below `floor`, named with their figure.
+    /// Without span cases, the judged (document) recall@`at` is checked.
     pub fn below(
         &self,
         floor: f64,
@@ -200,15 +208,24 @@ impl Report {
         vector: bool,
         hybrid: bool,
     ) -> Vec<String> {
-        [
-            ("BM25", bm25, &self.bm25),
-            ("vector", vector, &self.vector),
-            ("hybrid", hybrid, &self.hybrid),
-        ]
-        .into_iter()
-        .filter(|(_, checked, r)| *checked && r.at(at) < floor)
-        .map(|(name, _, r)| format!("{name} recall@{at} {:.3}", r.at(at)))
-        .collect()
+        let checked = [
+            (Ranker::Bm25, bm25, &self.bm25),
+            (Ranker::Vector, vector, &self.vector),
+            (Ranker::Hybrid, hybrid, &self.hybrid),
+        ];
+        let judged = self.judged.as_ref().filter(|_| self.results.is_empty());
+        checked
+            .into_iter()
+            .filter(|(_, on, _)| *on)
+            .filter_map(|(r, _, recall)| match judged {
+                Some(j) => {
+                    let v = j.mean_at(r, at).map_or(0.0, |m| m.recall);
+                    (v < floor).then(|| format!("{} document recall@{at} {v:.3}", r.label()))
+                }
+                None => (recall.at(at) < floor)
+                    .then(|| format!("{} recall@{at} {:.3}", r.label(), recall.at(at))),
+            })
+            .collect()
     }
 }
 
@@ -367,11 +384,14 @@ pub fn evaluate(
             .filter(|&id| parent_of[id as usize].is_none_or(|p| seen.insert(p)))
             .collect()
     };
-    // Questions are embedded as queries: with the model's query prompt.
+    // Questions are embedded as queries: with the model's query prompt; the judged queries
+    // after the span cases' questions.
+    let judged_queries = cases.judged.iter().flat_map(|j| &j.judgments.cases);
     let prompted: Vec<std::borrow::Cow<str>> = cases
         .cases
         .iter()
         .map(|c| embedder.query_text(&c.question))
+        .chain(judged_queries.map(|q| embedder.query_text(&q.query)))
         .collect();
     let questions: Vec<&str> = prompted.iter().map(|q| q.as_ref()).collect();
     let (qvs, _) = embed_cached(embedder, cache, &questions, window, |_, _| true)
@@ -435,6 +455,19 @@ pub fn evaluate(
             Recall::of(&rs.iter().map(|r| r.hybrid_rank).collect::<Vec<_>>(), ks),
         )
     };
+    let judged = match &cases.judged {
+        Some(j) => {
+            let searched = judged::Searched {
+                engine,
+                chunking,
+                index,
+                window,
+            };
+            let qvs = qvs.get(cases.cases.len()..).unwrap_or(&[]);
+            Some(judged::evaluate(&searched, j, qvs, ks)?)
+        }
+        None => None,
+    };
     let (bm25, vector, hybrid) = recall(&|_| true);
     fn breakdown<T: Copy>(
         group: T,
@@ -472,6 +505,7 @@ pub fn evaluate(
         by_third,
         results,
         bad_lines: cases.bad.clone(),
+        judged,
     })
 }
 
@@ -484,10 +518,18 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
             format!("{v:.2}")
         }
     };
+    let usable = match &r.judged {
+        Some(j) if r.results.is_empty() => format!("{} judged queries", j.queries),
+        Some(j) => format!(
+            "{} judged queries, {} answer spans",
+            j.queries,
+            r.results.len()
+        ),
+        None => format!("{} usable", r.results.len()),
+    };
     let mut s = format!(
-        "cases {} ({} usable, {} unusable lines)  {}  window {}  {} vectors  model {} ({})\n\n",
+        "cases {} ({usable}, {} unusable lines)  {}  window {}  {} vectors  model {} ({})\n\n",
         r.cases_file,
-        r.results.len(),
         r.bad_lines.len(),
         r.settings,
         r.window,
@@ -495,6 +537,14 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
         r.model,
         r.embedder
     );
+    if let Some(j) = &r.judged {
+        s.push_str(&judged::markdown(j, r.rrf_k, r.k, show_misses));
+        if r.results.is_empty() {
+            s.push_str(&unusable(r));
+            return s;
+        }
+        s.push_str("\nanswer spans of the query log:\n\n");
+    }
     s.push_str("| retriever |");
     for k in &r.ks {
         s.push_str(&format!(" recall@{k} |"));
@@ -566,13 +616,16 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
             ));
         }
     }
-    for b in &r.bad_lines {
-        s.push_str(&format!(
-            "unusable: {}:{}: {}\n",
-            r.cases_file, b.line, b.reason
-        ));
-    }
+    s.push_str(&unusable(r));
     s
+}
+
+/// The case lines that could not be used, one a line.
+fn unusable(r: &Report) -> String {
+    r.bad_lines
+        .iter()
+        .map(|b| format!("unusable: {}:{}: {}\n", r.cases_file, b.line, b.reason))
+        .collect()
 }
 
 #[cfg(test)]

@@ -127,6 +127,15 @@ impl Beir {
     }
 }
 
+/// True when `dir` is a BEIR folder: `corpus.jsonl` and `queries.jsonl` files and a `qrels/`
+/// folder. Every command then reads `corpus.jsonl` as the corpus (each document named by its
+/// `_id`) and eval its qrels as cases.
+pub fn is_beir_folder(dir: &Path) -> bool {
+    dir.join("corpus.jsonl").is_file()
+        && dir.join("queries.jsonl").is_file()
+        && dir.join("qrels").is_dir()
+}
+
 /// The splits `dir/qrels/` has (`test` for `qrels/test.tsv`), sorted.
 pub fn list_splits(dir: &Path) -> Result<Vec<String>, JudgmentsError> {
     let qrels = dir.join("qrels");

@@ -280,6 +280,9 @@ impl Corpus {
             root: root.to_path_buf(),
             ..Corpus::default()
         };
+        if meta.is_dir() && crate::judgments::is_beir_folder(root) {
+            return Corpus::load_beir(root, progress);
+        }
         if meta.is_file() {
             let name = root
                 .file_name()
@@ -357,6 +360,27 @@ impl Corpus {
             }
         }
         Ok(corpus)
+    }
+
+    /// A BEIR folder's `corpus.jsonl`: one plain document per line, named by its `_id`, its text
+    /// the title, a blank line and the text (the include, exclude and size rules are for walked
+    /// folders and do not apply). A line that cannot be read is an error naming it.
+    fn load_beir(root: &Path, progress: &mut dyn FnMut(ReadProgress)) -> Result<Corpus> {
+        let mut docs = Vec::new();
+        crate::judgments::each_document(&root.join("corpus.jsonl"), |d| {
+            docs.push(d.into_document());
+            if docs.len() % 1000 == 0 {
+                progress(ReadProgress {
+                    files: docs.len(),
+                    converted: 0,
+                });
+            }
+        })?;
+        Ok(Corpus {
+            root: root.to_path_buf(),
+            docs,
+            skipped: Vec::new(),
+        })
     }
 
     fn skip(&mut self, path: String, reason: &str) {
@@ -694,6 +718,42 @@ mod tests {
         assert_eq!(c.skipped.len(), 1, "{:?}", c.skipped);
         assert_eq!(c.skipped[0].path, "manual");
         assert!(c.skipped[0].reason.contains("PDF"), "{:?}", c.skipped);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_beir_folder_is_read_from_its_corpus_jsonl() {
+        let d = tmpdir("beir");
+        fs::create_dir_all(d.join("qrels")).unwrap();
+        fs::write(
+            d.join("queries.jsonl"),
+            "{\"_id\": \"q1\", \"text\": \"q\"}\n",
+        )
+        .unwrap();
+        fs::write(
+            d.join("corpus.jsonl"),
+            "{\"_id\": \"d1\", \"title\": \"Keys\", \"text\": \"Rotate them.\"}\n\
+             {\"_id\": 7, \"title\": \"\", \"text\": \"No title.\"}\n",
+        )
+        .unwrap();
+        fs::write(d.join("notes.md"), "not read: the folder is a BEIR folder").unwrap();
+        let c = Corpus::load(&d, &CorpusRules::default()).unwrap();
+        let docs: Vec<(&str, &str)> = c
+            .docs
+            .iter()
+            .map(|d| (d.path.as_str(), d.text.as_str()))
+            .collect();
+        assert_eq!(docs, [("d1", "Keys\n\nRotate them."), ("7", "No title.")]);
+        assert!(c.skipped.is_empty());
+        fs::write(d.join("corpus.jsonl"), "{\"_id\": \"d1\"}\n").unwrap();
+        let err = format!(
+            "{:#}",
+            Corpus::load(&d, &CorpusRules::default()).unwrap_err()
+        );
+        assert!(
+            err.contains("corpus.jsonl:1: missing field `text`"),
+            "{err}"
+        );
         let _ = fs::remove_dir_all(&d);
     }
 

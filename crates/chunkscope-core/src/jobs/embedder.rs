@@ -598,12 +598,8 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
 }
 
 fn load_cases(path: &std::path::Path, engine: &Engine) -> anyhow::Result<crate::cases::Cases> {
-    use crate::cases::Cases;
-    if path.extension().is_some_and(|e| e == "json") {
-        Ok(Cases::from_squad(path)?.1)
-    } else {
-        Cases::from_tsv(path, &engine.corpus)
-    }
+    // TSV, SQuAD JSON, a JSONL query log, a BEIR folder or one of its qrels files.
+    crate::cases::Cases::load(path, None, &engine.corpus)
 }
 
 #[cfg(test)]

@@ -1,0 +1,581 @@
+//! Evaluation against relevance judgments. Per retriever (BM25, vectors, their hybrid) every
+//! chunk is ranked; a document ranks where its best chunk ranks (as MTEB's chunked evaluation
+//! does: a document's score is its best chunk's), so chunks inherit their document's judgment;
+//! trec_eval's measures (nDCG@k, MAP@k, recall@k, P@k, MRR) are taken over those document
+//! rankings ([`crate::metrics`]).
+//!
+//! Per query and judged document: its rank in each retriever, the chunk it ranks at, and whether
+//! that chunk is cut by the window (has a tail: tokens past the window that its vector never
+//! saw). When the query log gives an answer: where the answer lies in that document's chunks,
+//! bucketed as the span evaluation buckets answers (inside the window, in the tail, split across
+//! chunks, in no chunk).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::{place, Bucket};
+use crate::cases::{locate, Case, JudgedCases};
+use crate::engine::{Chunking, Engine};
+use crate::judgments::Judged;
+use crate::metrics::{self, Metrics, QueryEval};
+use crate::search::{rrf, SearchIndex};
+
+/// How a chunk ranking becomes a document ranking, as reports say it.
+pub const BEST_CHUNK_RULE: &str =
+    "a document ranks at its best chunk (as MTEB's chunked evaluation)";
+
+/// The cutoff of the headline measures (nDCG@10, MAP@10, MRR@10), measured whatever `ks` are.
+pub const HEADLINE_K: usize = 10;
+
+/// The retrievers measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ranker {
+    Bm25,
+    Vector,
+    Hybrid,
+}
+
+impl Ranker {
+    pub const ALL: [Ranker; 3] = [Ranker::Bm25, Ranker::Vector, Ranker::Hybrid];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Ranker::Bm25 => "BM25",
+            Ranker::Vector => "vector",
+            Ranker::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// The judged evaluation of one chunking.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgedReport {
+    /// The qrels file or the query log.
+    pub source: String,
+    /// [`BEST_CHUNK_RULE`].
+    pub rule: String,
+    pub queries: usize,
+    /// The cutoffs measured: the report's ks and [`HEADLINE_K`].
+    pub ks: Vec<usize>,
+    /// Judged names that match no document: relevant, never retrieved.
+    pub not_in_corpus: Vec<String>,
+    /// Mean measures over every judged query, one per k of `ks`.
+    pub bm25: Vec<Metrics>,
+    pub vector: Vec<Metrics>,
+    pub hybrid: Vec<Metrics>,
+    pub per_query: Vec<JudgedQuery>,
+}
+
+impl JudgedReport {
+    /// A retriever's mean measures, one per k of `ks`.
+    pub fn means(&self, r: Ranker) -> &[Metrics] {
+        match r {
+            Ranker::Bm25 => &self.bm25,
+            Ranker::Vector => &self.vector,
+            Ranker::Hybrid => &self.hybrid,
+        }
+    }
+
+    /// A retriever's mean measures at `k`, when `k` was measured.
+    pub fn mean_at(&self, r: Ranker, k: usize) -> Option<Metrics> {
+        self.means(r).iter().find(|m| m.k == k).copied()
+    }
+
+    /// nDCG@10 of BM25, vector and hybrid.
+    pub fn ndcg10(&self) -> [f64; 3] {
+        Ranker::ALL.map(|r| self.mean_at(r, HEADLINE_K).map_or(0.0, |m| m.ndcg))
+    }
+}
+
+/// One judged query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgedQuery {
+    pub id: String,
+    pub query: String,
+    pub answer: Option<String>,
+    /// Every judged document (grade 0: judged not relevant), highest grade first.
+    pub judged: Vec<JudgedDoc>,
+    pub bm25: QueryRun,
+    pub vector: QueryRun,
+    pub hybrid: QueryRun,
+}
+
+impl JudgedQuery {
+    pub fn run(&self, r: Ranker) -> &QueryRun {
+        match r {
+            Ranker::Bm25 => &self.bm25,
+            Ranker::Vector => &self.vector,
+            Ranker::Hybrid => &self.hybrid,
+        }
+    }
+
+    /// True when every relevant document (grade > 0) ranks within the first `k` in `r`.
+    pub fn found_at(&self, r: Ranker, k: usize) -> bool {
+        self.judged
+            .iter()
+            .filter(|d| d.grade > 0)
+            .all(|d| d.place(r).is_some_and(|p| p.rank <= k))
+    }
+
+    /// The place to open for this query: where its first relevant document ranks in vectors,
+    /// else BM25, else hybrid.
+    pub fn best_place(&self) -> Option<&DocPlace> {
+        let first = self.judged.iter().find(|d| d.grade > 0)?;
+        [Ranker::Vector, Ranker::Bm25, Ranker::Hybrid]
+            .iter()
+            .find_map(|&r| first.place(r))
+    }
+}
+
+/// One retriever's document ranking for one query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueryRun {
+    /// The first documents, best first, each at its best chunk: as many as the largest k.
+    pub ranking: Vec<String>,
+    /// Documents ranked in all (those with a chunk in the chunk ranking).
+    pub ranked: usize,
+    /// The measures at each k of the report's `ks`.
+    pub metrics: Vec<Metrics>,
+}
+
+/// A judged document of one query, where each retriever ranks it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgedDoc {
+    pub doc: String,
+    pub grade: u32,
+    /// False when no corpus document has this id.
+    pub in_corpus: bool,
+    pub bm25: Option<DocPlace>,
+    pub vector: Option<DocPlace>,
+    pub hybrid: Option<DocPlace>,
+    /// Where the query's answer lies in this document's chunks; null without an answer or when
+    /// the document does not hold it.
+    pub answer_at: Option<Bucket>,
+}
+
+impl JudgedDoc {
+    pub fn place(&self, r: Ranker) -> Option<&DocPlace> {
+        match r {
+            Ranker::Bm25 => self.bm25.as_ref(),
+            Ranker::Vector => self.vector.as_ref(),
+            Ranker::Hybrid => self.hybrid.as_ref(),
+        }
+    }
+}
+
+/// Where a document ranks: at its best chunk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DocPlace {
+    /// 1-based rank among documents.
+    pub rank: usize,
+    /// 1-based rank of its best chunk among chunks.
+    pub chunk_rank: usize,
+    /// The corpus file the chunk is in (a store's chunk id) and its index there.
+    pub file: String,
+    pub chunk: usize,
+    /// The chunk is cut by the window: its end was never embedded.
+    pub tail: bool,
+    /// (file position in the chunking, chunk index): what the workbench opens.
+    #[serde(skip)]
+    pub at: (usize, usize),
+}
+
+/// The cutoffs measured: `ks` and the headline k, sorted.
+pub fn judged_ks(ks: &[usize]) -> Vec<usize> {
+    let mut ks: Vec<usize> = ks.iter().copied().filter(|&k| k > 0).collect();
+    ks.push(HEADLINE_K);
+    ks.sort_unstable();
+    ks.dedup();
+    ks
+}
+
+/// What one chunking offers the judged evaluation.
+pub(super) struct Searched<'a> {
+    pub engine: &'a Engine,
+    pub chunking: &'a Chunking,
+    pub index: &'a SearchIndex,
+    pub window: usize,
+}
+
+/// Document ids interned: one key per distinct id.
+struct DocKeys<'a> {
+    names: Vec<&'a str>,
+    key_of: HashMap<&'a str, u32>,
+    /// The key of each chunk id.
+    of_chunk: Vec<u32>,
+    /// The corpus documents of each key.
+    docs: Vec<Vec<usize>>,
+}
+
+impl<'a> DocKeys<'a> {
+    fn new(doc_ids: &'a [String], s: &Searched) -> DocKeys<'a> {
+        let mut k = DocKeys {
+            names: Vec::new(),
+            key_of: HashMap::new(),
+            of_chunk: Vec::with_capacity(s.index.len()),
+            docs: Vec::new(),
+        };
+        let mut of_doc = Vec::with_capacity(doc_ids.len());
+        for (d, id) in doc_ids.iter().enumerate() {
+            let next = k.names.len() as u32;
+            let key = *k.key_of.entry(id.as_str()).or_insert(next);
+            if key == next {
+                k.names.push(id.as_str());
+                k.docs.push(Vec::new());
+            }
+            k.docs[key as usize].push(d);
+            of_doc.push(key);
+        }
+        for id in 0..s.index.len() as u64 {
+            let (fp, _) = s.index.chunk_ref(id).expect("id in range");
+            k.of_chunk.push(of_doc[s.chunking.files[fp].doc]);
+        }
+        k
+    }
+}
+
+/// A chunk ranking as a document ranking: each document at its first (best) chunk, with that
+/// chunk's id and 0-based position among chunks.
+struct DocRun {
+    keys: Vec<u32>,
+    best: Vec<(u64, usize)>,
+}
+
+impl DocRun {
+    fn of(keys: &DocKeys, chunks: &[u64]) -> DocRun {
+        let mut seen = vec![false; keys.names.len()];
+        let mut run = DocRun {
+            keys: Vec::new(),
+            best: Vec::new(),
+        };
+        for (pos, &id) in chunks.iter().enumerate() {
+            let k = keys.of_chunk[id as usize];
+            if !std::mem::replace(&mut seen[k as usize], true) {
+                run.keys.push(k);
+                run.best.push((id, pos));
+            }
+        }
+        run
+    }
+}
+
+/// Every judged query through BM25, vectors (`qvs`, one per query, empty without vectors) and
+/// their fusion, measured at `judged_ks(ks)`.
+pub(super) fn evaluate(
+    s: &Searched,
+    j: &JudgedCases,
+    qvs: &[Vec<f32>],
+    ks: &[usize],
+) -> anyhow::Result<JudgedReport> {
+    let ks = judged_ks(ks);
+    let keys = DocKeys::new(&j.doc_ids, s);
+    let mut per_query = Vec::with_capacity(j.judgments.cases.len());
+    for (i, q) in j.judgments.cases.iter().enumerate() {
+        let bm = s.index.bm25_ranking(&q.query)?;
+        let vr = match qvs.get(i) {
+            Some(qv) if s.index.has_vectors() => s.index.vector_ranking(qv),
+            _ => Vec::new(),
+        };
+        let fused: Vec<u64> = rrf(&[&bm, &vr], s.index.rrf_k)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let runs = [&bm, &vr, &fused].map(|r| DocRun::of(&keys, r));
+        per_query.push(judge_query(s, &keys, q, &runs, &ks));
+    }
+    let mean = |r: Ranker| -> Vec<Metrics> {
+        ks.iter()
+            .enumerate()
+            .map(|(i, &k)| {
+                let each: Vec<Metrics> = per_query.iter().map(|q| q.run(r).metrics[i]).collect();
+                metrics::mean(k, &each)
+            })
+            .collect()
+    };
+    Ok(JudgedReport {
+        source: j.source.clone(),
+        rule: BEST_CHUNK_RULE.to_string(),
+        queries: per_query.len(),
+        bm25: mean(Ranker::Bm25),
+        vector: mean(Ranker::Vector),
+        hybrid: mean(Ranker::Hybrid),
+        ks,
+        not_in_corpus: j.not_in_corpus.clone(),
+        per_query,
+    })
+}
+
+/// One query's document rankings measured, and its judged documents placed in them.
+fn judge_query(
+    s: &Searched,
+    keys: &DocKeys,
+    q: &Judged,
+    runs: &[DocRun; 3],
+    ks: &[usize],
+) -> JudgedQuery {
+    let depth = ks.last().copied().unwrap_or(0);
+    let query_run = |run: &DocRun| {
+        let names: Vec<&str> = run.keys.iter().map(|&k| keys.names[k as usize]).collect();
+        let eval = QueryEval::new(&names, &q.relevant);
+        QueryRun {
+            ranking: names.iter().take(depth).map(|n| n.to_string()).collect(),
+            ranked: names.len(),
+            metrics: ks.iter().map(|&k| eval.at(k)).collect(),
+        }
+    };
+    let judged = q
+        .relevant
+        .iter()
+        .map(|(doc, grade)| {
+            let key = keys.key_of.get(doc.as_str()).copied();
+            let at = |run: &DocRun| key.and_then(|k| doc_place(s, run, k));
+            JudgedDoc {
+                doc: doc.clone(),
+                grade: *grade,
+                in_corpus: key.is_some(),
+                bm25: at(&runs[0]),
+                vector: at(&runs[1]),
+                hybrid: at(&runs[2]),
+                answer_at: key.and_then(|k| answer_at(s, &keys.docs[k as usize], q)),
+            }
+        })
+        .collect();
+    JudgedQuery {
+        id: q.id.clone(),
+        query: q.query.clone(),
+        answer: q.answer.clone(),
+        judged,
+        bm25: query_run(&runs[0]),
+        vector: query_run(&runs[1]),
+        hybrid: query_run(&runs[2]),
+    }
+}
+
+/// Where the document of `key` ranks in `run`, at its best chunk.
+fn doc_place(s: &Searched, run: &DocRun, key: u32) -> Option<DocPlace> {
+    let pos = run.keys.iter().position(|&k| k == key)?;
+    let (id, chunk_pos) = run.best[pos];
+    let (fp, ci) = s.index.chunk_ref(id)?;
+    let f = &s.chunking.files[fp];
+    let chunk = f.chunks.get(ci)?;
+    Some(DocPlace {
+        rank: pos + 1,
+        chunk_rank: chunk_pos + 1,
+        file: s.engine.corpus.docs[f.doc].path.clone(),
+        chunk: chunk.index,
+        tail: chunk.tail(s.window, s.engine.specials()).is_some(),
+        at: (fp, ci),
+    })
+}
+
+/// Where the query's answer lies in the first of `docs` that holds it.
+fn answer_at(s: &Searched, docs: &[usize], q: &Judged) -> Option<Bucket> {
+    let answer = q.answer.as_deref().filter(|a| !a.trim().is_empty())?;
+    docs.iter().find_map(|&d| {
+        let (start, end) = locate(&s.engine.corpus.docs[d].text, answer)?;
+        let case = Case {
+            line: 0,
+            question: q.query.clone(),
+            answer: answer.to_string(),
+            doc: d,
+            start,
+            end,
+        };
+        Some(place(s.engine, s.chunking, &case, s.window).0)
+    })
+}
+
+fn fmt(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+/// The judged measures as a Markdown table, the tail counts, and the queries with a relevant
+/// document past `at` in some retriever (the first `show`).
+pub fn markdown(j: &JudgedReport, rrf_k: usize, at: usize, show: usize) -> String {
+    let judged: usize = j.per_query.iter().map(|q| q.judged.len()).sum();
+    let mut s = format!(
+        "{} queries, {judged} judged documents (grade 0: judged not relevant)",
+        j.queries
+    );
+    if !j.not_in_corpus.is_empty() {
+        let mut names = j.not_in_corpus.iter().take(5).cloned().collect::<Vec<_>>();
+        if j.not_in_corpus.len() > 5 {
+            names.push("...".into());
+        }
+        s.push_str(&format!(
+            " ({} names in no document: {})",
+            j.not_in_corpus.len(),
+            names.join(", ")
+        ));
+    }
+    s.push_str(&format!("\n{}\n\n", j.rule));
+    s.push_str(&table(j, rrf_k));
+    s.push_str(&tails(j));
+    s.push_str(&queries(j, at, show));
+    s
+}
+
+/// nDCG@10, MAP@10, recall at every k and MRR@10 per retriever.
+fn table(j: &JudgedReport, rrf_k: usize) -> String {
+    let h = HEADLINE_K;
+    let mut s = format!("| retriever | nDCG@{h} | MAP@{h} |");
+    for k in &j.ks {
+        s.push_str(&format!(" recall@{k} |"));
+    }
+    s.push_str(&format!(" MRR@{h} |\n|---|---|---|"));
+    for _ in &j.ks {
+        s.push_str("---|");
+    }
+    s.push_str("---|\n");
+    for r in Ranker::ALL {
+        let name = match r {
+            Ranker::Hybrid => format!("hybrid (RRF k={rrf_k})"),
+            r => r.label().to_string(),
+        };
+        let head = j.mean_at(r, h).unwrap_or_default();
+        s.push_str(&format!(
+            "| {name} | {} | {} |",
+            fmt(head.ndcg),
+            fmt(head.map)
+        ));
+        for m in j.means(r) {
+            s.push_str(&format!(" {} |", fmt(m.recall)));
+        }
+        s.push_str(&format!(" {} |\n", fmt(head.mrr)));
+    }
+    s
+}
+
+/// How many relevant documents each retriever ranks at a chunk with a tail, and where the query
+/// log's answers lie.
+fn tails(j: &JudgedReport) -> String {
+    let relevant = || {
+        j.per_query
+            .iter()
+            .flat_map(|q| &q.judged)
+            .filter(|d| d.grade > 0)
+    };
+    let mut parts = Vec::new();
+    for r in Ranker::ALL {
+        let ranked: Vec<&DocPlace> = relevant().filter_map(|d| d.place(r)).collect();
+        let tail = ranked.iter().filter(|p| p.tail).count();
+        parts.push(format!("{} {tail} of {}", r.label(), ranked.len()));
+    }
+    let mut s = format!(
+        "\nrelevant documents whose best chunk is cut by the window (TAIL): {} ranked\n",
+        parts.join(", ")
+    );
+    let placed: Vec<Bucket> = relevant().filter_map(|d| d.answer_at).collect();
+    if !placed.is_empty() {
+        let counts: Vec<String> = Bucket::ALL
+            .iter()
+            .map(|b| {
+                let n = placed.iter().filter(|p| *p == b).count();
+                format!("{n} {}", b.label())
+            })
+            .collect();
+        s.push_str(&format!(
+            "answers in their relevant documents: {}\n",
+            counts.join(", ")
+        ));
+    }
+    s
+}
+
+/// The queries with a relevant document past `at` (or unranked) in some retriever.
+fn queries(j: &JudgedReport, at: usize, show: usize) -> String {
+    let missed = |q: &&JudgedQuery| Ranker::ALL.iter().any(|&r| !q.found_at(r, at));
+    let listed: Vec<&JudgedQuery> = j.per_query.iter().filter(missed).collect();
+    if listed.is_empty() || show == 0 {
+        return String::new();
+    }
+    let mut s = format!(
+        "\nqueries with a relevant document past k = {at} ({}; first {}): rank per retriever, at chunk #N of the document, TAIL when that chunk is cut by the window\n",
+        listed.len(),
+        show.min(listed.len())
+    );
+    for q in listed.into_iter().take(show) {
+        s.push_str(&format!("- {} {:?}:", q.id, q.query));
+        let docs: Vec<String> = q
+            .judged
+            .iter()
+            .filter(|d| d.grade > 0)
+            .map(judged_doc_line)
+            .collect();
+        s.push_str(&format!(" {}\n", docs.join("; ")));
+    }
+    s
+}
+
+/// `doc (grade g): BM25 3 at #2, vector 12 at #4 TAIL, hybrid -` (a stored chunk by its id
+/// instead of `#N`), and the answer's place.
+pub fn judged_doc_line(d: &JudgedDoc) -> String {
+    let places: Vec<String> = Ranker::ALL
+        .iter()
+        .map(|&r| match d.place(r) {
+            Some(p) => format!(
+                "{} {} at {}{}",
+                r.label(),
+                p.rank,
+                // A folder's chunk by its number in the document; a stored chunk by its id.
+                if p.file == d.doc {
+                    format!("#{}", p.chunk + 1)
+                } else {
+                    p.file.clone()
+                },
+                if p.tail { " TAIL" } else { "" }
+            ),
+            None => format!("{} -", r.label()),
+        })
+        .collect();
+    let mut s = format!("{} (grade {}): {}", d.doc, d.grade, places.join(", "));
+    if !d.in_corpus {
+        s.push_str(" (in no document)");
+    }
+    if let Some(b) = d.answer_at {
+        s.push_str(&format!("; answer {}", b.label()));
+    }
+    s
+}
+
+/// A -> B for every headline measure and recall@`at`, per retriever, as a Markdown table.
+pub fn compare_markdown(a: &JudgedReport, b: &JudgedReport, at: usize) -> String {
+    let h = HEADLINE_K;
+    let mut s = format!(
+        "| retriever | nDCG@{h} A -> B | MAP@{h} A -> B | recall@{at} A -> B | MRR@{h} A -> B |\n|---|---|---|---|---|\n"
+    );
+    for r in Ranker::ALL {
+        let (ha, hb) = (
+            a.mean_at(r, h).unwrap_or_default(),
+            b.mean_at(r, h).unwrap_or_default(),
+        );
+        let (ka, kb) = (
+            a.mean_at(r, at).unwrap_or_default(),
+            b.mean_at(r, at).unwrap_or_default(),
+        );
+        let cell = |x: f64, y: f64| format!("{} -> {} ({:+.2})", fmt(x), fmt(y), y - x);
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.label(),
+            cell(ha.ndcg, hb.ndcg),
+            cell(ha.map, hb.map),
+            cell(ka.recall, kb.recall),
+            cell(ha.mrr, hb.mrr)
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headline_k_is_always_measured() {
+        assert_eq!(judged_ks(&[1, 3, 5, 10]), [1, 3, 5, 10]);
+        assert_eq!(judged_ks(&[5, 1, 0]), [1, 5, 10]);
+        assert_eq!(judged_ks(&[20]), [10, 20]);
+    }
+}

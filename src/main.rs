@@ -15,12 +15,16 @@ use chunkscope::tui;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Corpus directory (or file, or SQuAD-format JSON) to open in the workbench (default: the
-    /// current folder).
+    /// Corpus directory (or file, SQuAD-format JSON, or BEIR folder) to open in the workbench
+    /// (default: the current folder).
     corpus: Option<PathBuf>,
-    /// Evaluation cases for the eval pane (default: CORPUS/cases.tsv).
+    /// Evaluation cases for the eval pane: TSV, SQuAD JSON, a JSONL query log or a BEIR folder
+    /// (default: CORPUS/cases.tsv, or a BEIR corpus's qrels).
     #[arg(long)]
     cases: Option<PathBuf>,
+    /// The qrels split of a BEIR folder the eval pane reads (qrels/SPLIT.tsv).
+    #[arg(long, default_value = chunkscope_core::judgments::DEFAULT_SPLIT)]
+    split: String,
     #[command(flatten)]
     knobs: Knobs,
     /// Log level of the workbench's log file: error, warn, info, debug, trace (default: RUST_LOG's
@@ -47,6 +51,7 @@ enum Command {
     Query(query::QueryArgs),
     Eval(eval::EvalArgs),
     Text(text::TextArgs),
+    Knobs(chunkscope::cli::knobs_as::KnobsArgs),
     /// The embedding model.
     Model {
         #[command(subcommand)]
@@ -67,8 +72,8 @@ fn main() -> ExitCode {
             // A bad workbench.toml is shown on the screen; the flags still apply.
             let (config, config_error) = cli.knobs.config_or_defaults(&corpus);
             let level = tui::logfile::level(cli.log_level.as_deref());
-            tui::run(&corpus, cli.cases, config, config_error, mono, level)
-                .map(|()| ExitCode::SUCCESS)
+            let cases = eval::workbench_cases(&corpus, cli.cases, &cli.split);
+            tui::run(&corpus, cases, config, config_error, mono, level).map(|()| ExitCode::SUCCESS)
         }
         Some(Command::Audit(a)) => audit::run(a),
         Some(Command::Chunks(a)) => export::chunks(a),
@@ -76,6 +81,7 @@ fn main() -> ExitCode {
         Some(Command::Query(a)) => query::run(a),
         Some(Command::Eval(a)) => eval::run(a),
         Some(Command::Text(a)) => text::run(a),
+        Some(Command::Knobs(a)) => chunkscope::cli::knobs_as::run(a),
         Some(Command::Model { action }) => model::run(action),
     };
     result.unwrap_or_else(|e| {

@@ -160,6 +160,7 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             m.info = Some(format!("copied (OSC 52): {text}"));
             return vec![Cmd::Copy { text }];
         }
+        Action::CopyAsCode => return copy_as_code(m),
         Action::SaveKnobs => {
             let path = m
                 .config_path
@@ -251,7 +252,7 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
         Action::Eval => {
             if m.cases.is_none() {
                 m.error = Some(
-                    "no evaluation cases: put cases.tsv in the corpus or pass --cases FILE".into(),
+                    "no evaluation cases: put cases.tsv in the corpus, open a BEIR folder, or pass --cases FILE (TSV, SQuAD JSON, a JSONL query log)".into(),
                 );
                 return Vec::new();
             }
@@ -312,6 +313,43 @@ pub(super) fn prompt_key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
         _ => {}
     }
     Vec::new()
+}
+
+/// The knobs as code for the strategy's framework (workbench.toml for chunkscope's own
+/// strategies), sized by the model in use: what `chunkscope knobs --as` prints.
+fn copy_as_code(m: &mut Model) -> Vec<Cmd> {
+    use chunkscope_core::chunk::snippet::{snippet, Framework};
+    if m.store.is_some() {
+        m.error = Some(
+            "stored chunks come from your own pipeline: no knobs made them, so there is no code to copy (chunkscope knobs --as prints the knobs' code)".into(),
+        );
+        return Vec::new();
+    }
+    let framework = Framework::for_strategy(m.settings.strategy);
+    let model_id = match &m.engine {
+        Some(e) => e.model.id.clone(),
+        None => m
+            .models
+            .get(m.model_index)
+            .cloned()
+            .unwrap_or_else(|| m.model_name.clone()),
+    };
+    match snippet(&m.settings, m.window_spec, &model_id, framework) {
+        Ok(text) => {
+            m.info = Some(format!(
+                "copied (OSC 52): the knobs as {} for {} ({} lines; chunkscope knobs --as {} prints it)",
+                framework.language(),
+                framework.title(),
+                text.lines().count(),
+                framework.name()
+            ));
+            vec![Cmd::Copy { text }]
+        }
+        Err(e) => {
+            m.error = Some(e.to_string());
+            Vec::new()
+        }
+    }
 }
 
 /// `chunkscope audit CORPUS` with the flags that reproduce the knobs on screen.

@@ -387,6 +387,36 @@ fn copy_gives_the_command_line() {
     assert!(m.info.as_deref().unwrap().contains(text.as_str()));
 }
 
+/// Y hands the terminal the knobs as code for the strategy's framework: Java for spring-ai,
+/// Python for langchain, workbench.toml for chunkscope's own strategies.
+#[test]
+fn copy_as_code_follows_the_strategy() {
+    let mut m = model();
+    let copied = |m: &mut Model| {
+        let cmds = update(m, key('Y'));
+        let [Cmd::Copy { text }] = &cmds[..] else {
+            panic!("{cmds:?}")
+        };
+        (text.clone(), m.info.clone().unwrap_or_default())
+    };
+    let (java, info) = copied(&mut m);
+    assert!(java.contains(".withChunkSize(800)"), "{java}");
+    assert!(info.contains("Java for Spring AI"), "{info}");
+    update(&mut m, key('p')); // langchain-chars 1500 / 150
+    let (py, info) = copied(&mut m);
+    assert!(py.contains("chunk_size=1500,"), "{py}");
+    assert!(info.contains("Python for LangChain"), "{info}");
+    update(&mut m, key('p')); // langchain-tokens
+    update(&mut m, key('p')); // markdown
+    let (toml, info) = copied(&mut m);
+    assert!(toml.contains("strategy = \"markdown\""), "{toml}");
+    assert!(info.contains("TOML for workbench.toml"), "{info}");
+    // A store's chunks were made by the user's pipeline, not by these knobs.
+    m.store = Some("jsonl:chunks.jsonl".into());
+    assert!(update(&mut m, key('Y')).is_empty());
+    assert!(m.error.as_deref().unwrap().contains("stored chunks"));
+}
+
 /// S, O and : open a number prompt: digits only, enter applies through the same rules as the
 /// knob keys, esc cancels; ctrl-up / ctrl-down change k in the query pane and run the query again.
 #[test]

@@ -4,6 +4,7 @@ pub mod audit;
 pub mod eval;
 pub mod export;
 pub mod knobs;
+pub mod knobs_as;
 pub mod model;
 mod prepare;
 pub mod query;

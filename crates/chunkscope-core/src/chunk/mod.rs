@@ -8,6 +8,7 @@ mod markdown;
 pub mod maxmin;
 mod recursive;
 mod semchunk;
+pub mod snippet;
 mod spring_ai;
 mod textsplit;
 

@@ -243,3 +243,67 @@ fn broken_folders_name_the_file() {
         "{err}"
     );
 }
+
+/// `query --rerank`: a fourth list of k hits, best first, each scored as the reranker scores its
+/// chunk's text (carried in the JSON like every list's), drawn from the union of BM25's and the
+/// vectors' candidates; a hit whose first query term lies past the pair window is marked.
+#[test]
+fn query_reranks_the_first_stage() {
+    let dir = fixtures().join("bert-sigmoid");
+    let cache = std::env::temp_dir().join(format!("chunkscope-rerank-q-{}", std::process::id()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chunkscope"))
+        .arg("query")
+        .arg(common::repo().join("examples"))
+        .arg("rotate the webhook signing secret")
+        .args(["--model", common::model().dir.to_str().unwrap()])
+        .args([
+            "--rerank",
+            dir.to_str().unwrap(),
+            "--k",
+            "4",
+            "--format",
+            "json",
+        ])
+        .env("CHUNKSCOPE_CACHE_DIR", &cache)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hits = v["rerank"].as_array().unwrap();
+    assert_eq!(hits.len(), 4);
+    let texts: Vec<&str> = hits.iter().map(|h| h["text"].as_str().unwrap()).collect();
+    let rr = Reranker::load(&dir, Precision::F32).unwrap();
+    let want = rr.score("rotate the webhook signing secret", &texts);
+    for (h, w) in hits.iter().zip(&want) {
+        let got = h["score"].as_f64().unwrap() as f32;
+        assert!((got - w).abs() < 1e-5, "{got} vs {w}");
+    }
+    assert!(
+        want.windows(2).all(|p| p[0] >= p[1]),
+        "not best first: {want:?}"
+    );
+    let info = &v["rerank_info"];
+    assert_eq!(info["window"].as_u64(), Some(rr.pair_window() as u64));
+    let first_stage: std::collections::HashSet<(String, u64)> = ["bm25", "vector"]
+        .iter()
+        .flat_map(|l| v[l].as_array().unwrap())
+        .map(|h| {
+            (
+                h["file"].as_str().unwrap().to_string(),
+                h["chunk"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(info["candidates"].as_u64().unwrap() as usize >= first_stage.len());
+    for l in ["bm25", "vector", "hybrid"] {
+        assert!(
+            v[l][0]["text"].as_str().is_some_and(|t| !t.is_empty()),
+            "{l}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(cache);
+}

@@ -36,6 +36,10 @@ pub struct Knobs {
     /// it; tokens are counted with --model's tokenizer.
     #[arg(long)]
     pub endpoint: Option<String>,
+    /// A sentence-transformers CrossEncoder folder that reranks the first stage (`query`, `eval`,
+    /// the workbench's query pane): the union of BM25's and the vectors' top candidates.
+    #[arg(long)]
+    pub rerank: Option<String>,
     /// Local backend: auto (native for BERT, RoBERTa/XLM-R, DistilBERT and MPNet, candle for the
     /// rest), native, candle.
     #[arg(long)]
@@ -144,6 +148,9 @@ impl Knobs {
             return Err(e.clone().into());
         }
         self.overrides()?.apply(&mut c);
+        if let Some(r) = &self.rerank {
+            c.rerank_model = Some(r.clone());
+        }
         c.chunking
             .validate()
             .map_err(|e| anyhow::anyhow!("{e} (from flags or {})", c.source_name()))?;

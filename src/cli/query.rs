@@ -7,10 +7,13 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
+use chunkscope_core::config::Config;
 use chunkscope_core::embed::{cosine, EmbedCache, Embedder};
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::explain::{self, WhyNot};
-use chunkscope_core::search::{Results, SearchIndex};
+use chunkscope_core::rerank::stage::{self, RerankInfo};
+use chunkscope_core::rerank::Reranker;
+use chunkscope_core::search::{Hit, Results, SearchIndex};
 use chunkscope_core::window::Window;
 
 use super::knobs::Knobs;
@@ -57,6 +60,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     let expect = (a.expect.as_deref(), a.expect_text.as_deref());
     let mut out = io::stdout().lock();
     if let Some(config) = super::store::wanted(&a.knobs, corpus.as_deref())? {
+        let reranker = reranker(&config)?;
         let opened = super::store::open(config)?;
         let (embedder, mut cache, index) = opened.searchable()?;
         let search = Search {
@@ -85,7 +89,16 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
                 w.stored_vector_cos = now.first().map(|v| cosine(stored, v));
             }
         }
-        return write_results(&results, why.as_ref(), json, &mut out).map(|()| ExitCode::SUCCESS);
+        let mut reranked = search.rerank(reranker.as_ref(), &embedder, &mut cache, &results)?;
+        if let Some((hits, _)) = reranked.as_mut() {
+            hits.iter_mut().for_each(|h| h.id = Some(h.file.clone()));
+        }
+        let written = Written {
+            results: &results,
+            why: why.as_ref(),
+            reranked: reranked.as_ref(),
+        };
+        return write_results(&written, &search, json, &mut out).map(|()| ExitCode::SUCCESS);
     }
     let corpus = super::corpus_arg(&corpus)?;
     let (config, engine, window, chunking) = prepare(&corpus, &a.knobs)?;
@@ -102,8 +115,45 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     };
     let results = search.run(&embedder, &mut cache, &text, a.k)?;
     let why = search.explain(&embedder, &mut cache, &results, expect)?;
-    write_results(&results, why.as_ref(), json, &mut out)?;
+    let reranker = reranker(&config)?;
+    let reranked = search.rerank(reranker.as_ref(), &embedder, &mut cache, &results)?;
+    let written = Written {
+        results: &results,
+        why: why.as_ref(),
+        reranked: reranked.as_ref(),
+    };
+    write_results(&written, &search, json, &mut out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The reranker asked for (`--rerank`, `[rerank] model`) and how deep it reads; None for none.
+fn reranker(config: &Config) -> Result<Option<(Reranker, usize)>> {
+    let Some(model) = &config.rerank_model else {
+        return Ok(None);
+    };
+    let dir = std::path::Path::new(model);
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "rerank model {model}: not a folder (a CrossEncoder folder as sentence-transformers \
+             saves it: config.json, model.safetensors, tokenizer.json)"
+        );
+    }
+    let r = Reranker::load(dir, config.precision)?;
+    say(&format!(
+        "reranker {} ({}, pair window {}, {} candidates per retriever)",
+        dir.display(),
+        r.activation().name(),
+        r.pair_window(),
+        config.rerank_candidates
+    ));
+    Ok(Some((r, config.rerank_candidates)))
+}
+
+/// What `query` prints: the first stage, the expected chunk, the reranked column.
+struct Written<'a> {
+    results: &'a Results,
+    why: Option<&'a WhyNot>,
+    reranked: Option<&'a (Vec<Hit>, RerankInfo)>,
 }
 
 /// One search over a corpus or a store.
@@ -133,6 +183,45 @@ impl Search<'_> {
         )?;
         let _ = cache.save();
         Ok(results)
+    }
+
+    /// The reranker's column over the first stage's candidates, when one is asked for.
+    fn rerank(
+        &self,
+        reranker: Option<&(Reranker, usize)>,
+        embedder: &Embedder,
+        cache: &mut EmbedCache,
+        results: &Results,
+    ) -> Result<Option<(Vec<Hit>, RerankInfo)>> {
+        let Some((reranker, candidates)) = reranker else {
+            return Ok(None);
+        };
+        // A query that could not be embedded reranks BM25's candidates alone.
+        let qv = explain::query_vector(
+            self.index,
+            embedder,
+            cache,
+            &results.query,
+            self.window.tokens,
+        )
+        .unwrap_or_default();
+        stage::rerank(
+            reranker,
+            self.index,
+            (self.engine, self.chunking),
+            &results.query,
+            &qv,
+            *candidates,
+            results.k,
+        )
+        .map(Some)
+    }
+
+    /// The text of a hit's chunk.
+    fn text_of(&self, h: &Hit) -> Option<&str> {
+        let f = self.chunking.files.get(h.file_pos)?;
+        let c = f.chunks.get(h.chunk)?;
+        Some(c.text(&self.engine.corpus.docs[f.doc].text))
     }
 
     /// `--expect` / `--expect-text`: the chunk named, explained; an error when none matches.
@@ -176,25 +265,37 @@ impl Search<'_> {
     }
 }
 
-/// `chunkscope query`: the three result lists (BM25, vector, hybrid), and the expected chunk.
-fn write_results(
-    results: &Results,
-    why: Option<&WhyNot>,
-    as_json: bool,
-    out: &mut dyn Write,
-) -> Result<()> {
-    let k = results.k;
-    let window = results.window;
+/// `chunkscope query`: the result lists (BM25, vector, hybrid, and the reranker's when there is
+/// one), and the expected chunk. In JSON every hit carries its chunk's `text`.
+fn write_results(w: &Written, search: &Search, as_json: bool, out: &mut dyn Write) -> Result<()> {
+    let results = w.results;
     if as_json {
         let mut r = results.clone();
-        r.expect = why.cloned().map(Box::new);
-        writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
+        r.expect = w.why.cloned().map(Box::new);
+        let mut v = serde_json::to_value(&r)?;
+        let with_text = |hits: &[Hit]| -> Result<serde_json::Value> {
+            let mut list = serde_json::to_value(hits)?;
+            if let Some(items) = list.as_array_mut() {
+                for (item, h) in items.iter_mut().zip(hits) {
+                    item["text"] = search.text_of(h).unwrap_or_default().into();
+                }
+            }
+            Ok(list)
+        };
+        v["bm25"] = with_text(&results.bm25)?;
+        v["vector"] = with_text(&results.vector)?;
+        v["hybrid"] = with_text(&results.hybrid)?;
+        if let Some((hits, info)) = w.reranked {
+            v["rerank"] = with_text(hits)?;
+            v["rerank_info"] = serde_json::to_value(info)?;
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(());
     }
     writeln!(
         out,
         "query {:?}  k {}  window {}  {}",
-        results.query, k, window, results.embedder
+        results.query, results.k, results.window, results.embedder
     )?;
     let hybrid = format!("hybrid (RRF k={})", results.rrf_k);
     for (name, hits) in [
@@ -206,37 +307,51 @@ fn write_results(
         if let (true, Some(why)) = (hits.is_empty() && name == "vector", &results.vector_error) {
             writeln!(out, "  {why}")?;
         }
-        for h in hits.iter() {
+        write_hits(hits, "window", out)?;
+    }
+    if let Some((hits, info)) = w.reranked {
+        writeln!(
+            out,
+            "rerank ({}, pair window {}, {} candidates, {} cut by the window, {:.1} ms):",
+            info.model, info.window, info.candidates, info.truncated, info.millis
+        )?;
+        write_hits(hits, "read", out)?;
+    }
+    if let Some(why) = w.why {
+        write_why_not(why, out)?;
+    }
+    Ok(())
+}
+
+/// One list of hits; `inside` names a match the model read (TAIL: past its window).
+fn write_hits(hits: &[Hit], inside: &str, out: &mut dyn Write) -> Result<()> {
+    for h in hits {
+        writeln!(
+            out,
+            "  {:>2} {:>7.3} {} #{}{} @tok {} {}{}",
+            h.rank,
+            h.score,
+            h.file,
+            h.chunk,
+            match (h.page_start, h.page_end) {
+                (Some(a), Some(b)) if a == b => format!(" p. {a}"),
+                (Some(a), Some(b)) => format!(" p. {a}-{b}"),
+                _ => String::new(),
+            },
+            h.token_offset.map_or("-".to_string(), |t| t.to_string()),
+            if h.in_tail { "TAIL" } else { inside },
+            if h.only_here { "  only here" } else { "" }
+        )?;
+        if let Some(hd) = &h.heading {
+            writeln!(out, "       § {hd}")?;
+        }
+        if let Some(p) = &h.parent {
             writeln!(
                 out,
-                "  {:>2} {:>7.3} {} #{}{} @tok {} {}{}",
-                h.rank,
-                h.score,
-                h.file,
-                h.chunk,
-                match (h.page_start, h.page_end) {
-                    (Some(a), Some(b)) if a == b => format!(" p. {a}"),
-                    (Some(a), Some(b)) => format!(" p. {a}-{b}"),
-                    _ => String::new(),
-                },
-                h.token_offset.map_or("-".to_string(), |t| t.to_string()),
-                if h.in_tail { "TAIL" } else { "window" },
-                if h.only_here { "  only here" } else { "" }
+                "       ↳ parent {} · {} cl100k tokens · {} chars",
+                p.id, p.cl100k_tokens, p.chars
             )?;
-            if let Some(hd) = &h.heading {
-                writeln!(out, "       § {hd}")?;
-            }
-            if let Some(p) = &h.parent {
-                writeln!(
-                    out,
-                    "       ↳ parent {} · {} cl100k tokens · {} chars",
-                    p.id, p.cl100k_tokens, p.chars
-                )?;
-            }
         }
-    }
-    if let Some(w) = why {
-        write_why_not(w, out)?;
     }
     Ok(())
 }

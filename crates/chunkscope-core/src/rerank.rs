@@ -23,6 +23,9 @@
 //! The window has its own invisible tail: a passage whose answer lies past
 //! [`Reranker::pair_tail`] is scored without it, so it cannot be reranked up for it.
 
+
+pub mod stage;
+
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;

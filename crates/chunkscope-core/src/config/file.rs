@@ -19,6 +19,7 @@ pub(super) struct RawFile {
     pub(super) corpus: Option<RawCorpus>,
     pub(super) ui: Option<RawUi>,
     pub(super) search: Option<RawSearch>,
+    pub(super) rerank: Option<RawRerank>,
     pub(super) store: Option<crate::store::StoreOptions>,
     pub(super) keys: Option<BTreeMap<String, toml::Value>>,
 }
@@ -96,6 +97,13 @@ pub(super) struct RawCorpus {
 pub(super) struct RawSearch {
     pub(super) k: Option<usize>,
     pub(super) rrf_k: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRerank {
+    pub(super) model: Option<String>,
+    pub(super) candidates: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]

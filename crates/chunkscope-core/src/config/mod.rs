@@ -219,6 +219,10 @@ pub struct Config {
     pub search_k: usize,
     /// Reciprocal rank fusion's constant for the hybrid column.
     pub search_rrf_k: usize,
+    /// A CrossEncoder folder that reranks the first stage (`[rerank] model`, `--rerank`).
+    pub rerank_model: Option<String>,
+    /// How deep into BM25's and the vectors' rankings the reranker reads (each).
+    pub rerank_candidates: usize,
     /// Remapped actions, overriding the default keymap.
     pub keys: Vec<KeyOverride>,
     /// A RAG store opened as the corpus (`[store]`, `--store`).
@@ -244,6 +248,8 @@ impl Default for Config {
             log_file: None,
             search_k: 5,
             search_rrf_k: crate::search::RRF_K,
+            rerank_model: None,
+            rerank_candidates: crate::rerank::stage::CANDIDATES,
             keys: Vec::new(),
             store: Default::default(),
             source: None,
@@ -377,6 +383,19 @@ impl Config {
                 )));
             }
             c.search_rrf_k = k;
+        }
+        if let Some(r) = raw.rerank {
+            c.rerank_model = r.model.filter(|m| !m.is_empty());
+            if let Some(n) = r.candidates {
+                if n == 0 {
+                    return Err(located(ConfigProblem::value(
+                        "rerank",
+                        "candidates",
+                        "must be at least 1",
+                    )));
+                }
+                c.rerank_candidates = n;
+            }
         }
         if let Some(store) = raw.store {
             c.store = store;

@@ -23,7 +23,6 @@
 //! The window has its own invisible tail: a passage whose answer lies past
 //! [`Reranker::pair_tail`] is scored without it, so it cannot be reranked up for it.
 
-
 pub mod stage;
 
 use std::path::{Path, PathBuf};
@@ -325,6 +324,9 @@ fn load_encoder(dir: &Path, precision: Precision, max_type: u32) -> Result<Bert,
     Ok(bert)
 }
 
+/// A pair's token ids and their token types.
+type Pair = (Vec<u32>, Vec<u32>);
+
 impl Reranker {
     /// Open a CrossEncoder folder (config.json, model.safetensors, tokenizer.json, and the
     /// sentence-transformers files when it has them) with the encoder's dense layers in
@@ -555,14 +557,14 @@ impl Reranker {
     /// activation applied), in the order of `passages`. A pair the tokenizer fails on scores NaN.
     pub fn score(&self, query: &str, passages: &[&str]) -> Vec<f32> {
         let mut scores = vec![f32::NAN; passages.len()];
-        let seqs: Vec<Option<(Vec<u32>, Vec<u32>)>> = passages
+        let seqs: Vec<Option<Pair>> = passages
             .par_iter()
             .map(|p| {
                 let (e, _) = self.encode_pair(query, p)?;
                 Some((e.get_ids().to_vec(), e.get_type_ids().to_vec()))
             })
             .collect();
-        let mut group: Vec<(usize, (Vec<u32>, Vec<u32>))> = Vec::new();
+        let mut group: Vec<(usize, Pair)> = Vec::new();
         let mut tokens = 0;
         for (i, seq) in seqs.into_iter().enumerate() {
             let Some(seq) = seq else { continue };
@@ -578,12 +580,12 @@ impl Reranker {
     }
 
     /// One forward pass over `group` (each pair's index in `scores`, its ids and type ids).
-    fn score_pass(&self, group: Vec<(usize, (Vec<u32>, Vec<u32>))>, scores: &mut [f32]) {
+    fn score_pass(&self, group: Vec<(usize, Pair)>, scores: &mut [f32]) {
         if group.is_empty() {
             return;
         }
         let h = self.bert.config.hidden;
-        let (at, pairs): (Vec<usize>, Vec<(Vec<u32>, Vec<u32>)>) = group.into_iter().unzip();
+        let (at, pairs): (Vec<usize>, Vec<Pair>) = group.into_iter().unzip();
         let (seqs, types): (Vec<Vec<u32>>, Vec<Vec<u32>>) = pairs.into_iter().unzip();
         let (states, starts) = self.bert.hidden_states_typed(&seqs, Some(&types));
         for ((i, seq), start) in at.into_iter().zip(&seqs).zip(starts) {

@@ -213,6 +213,7 @@ impl<'a> Text<'a> {
     /// `merge_splits`: the index of the first split not merged into the chunk that starts at split
     /// `start`. `cum` holds the splits' starts relative to `base` (each split's length plus the
     /// splitter's, accumulated from 0).
+    #[allow(clippy::too_many_arguments)]
     fn merge(
         &self,
         base: usize,

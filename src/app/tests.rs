@@ -474,7 +474,10 @@ fn setup_model_and_watcher_arrive_as_messages() {
     assert_eq!(m.query.k, 7);
     assert_eq!(m.models, ["a", "b"]);
     assert_eq!(m.generation, 1);
-    assert_eq!(m.error.as_deref(), Some("workbench.toml:3: bad key; using defaults"));
+    assert_eq!(
+        m.error.as_deref(),
+        Some("workbench.toml:3: bad key; using defaults")
+    );
     assert!(m.notes.iter().any(|n| n.starts_with("stored chunks")));
     update(
         &mut m,

@@ -11,9 +11,19 @@ use std::path::Path;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use anyhow::{anyhow, Context, Result};
 use tiktoken_rs::CoreBPE;
 use tokenizers::{PreTokenizerWrapper, Tokenizer};
+
+/// Why a tokenizer could not be opened or could not tokenize a text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TokenizeError {
+    /// tokenizer.json is missing, unreadable or not a tokenizer.
+    #[error("{path}: cannot load tokenizer: {why}")]
+    Load { path: std::path::PathBuf, why: String },
+    /// The tokenizer failed on a text (the tokenizers crate's own error).
+    #[error("embed tokenization: tokenizer failed: {0}")]
+    Encode(String),
+}
 
 /// The unit a splitter measures its chunks in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -98,12 +108,15 @@ pub struct EmbedTokenizer {
 }
 
 impl EmbedTokenizer {
-    pub fn from_file(path: &Path) -> Result<Self> {
-        let mut inner = Tokenizer::from_file(path)
-            .map_err(|e| anyhow!("{}: cannot load tokenizer: {e}", path.display()))?;
+    pub fn from_file(path: &Path) -> Result<Self, TokenizeError> {
+        let load = |why: String| TokenizeError::Load {
+            path: path.to_path_buf(),
+            why,
+        };
+        let mut inner = Tokenizer::from_file(path).map_err(|e| load(e.to_string()))?;
         inner
             .with_truncation(None)
-            .map_err(|e| anyhow!("{}: cannot turn truncation off: {e}", path.display()))?;
+            .map_err(|e| load(format!("cannot turn truncation off: {e}")))?;
         inner.with_padding(None);
         let specials = inner
             .get_post_processor()
@@ -146,12 +159,11 @@ impl EmbedTokenizer {
     }
 
     /// Content tokens of `text` (no specials) with byte offsets into `text`.
-    pub fn spans(&self, text: &str) -> Result<Vec<TokenSpan>> {
+    pub fn spans(&self, text: &str) -> Result<Vec<TokenSpan>, TokenizeError> {
         let enc = self
             .inner
             .encode(text, false)
-            .map_err(|e| anyhow!("tokenizer failed: {e}"))
-            .context("embed tokenization")?;
+            .map_err(|e| TokenizeError::Encode(e.to_string()))?;
         let words = enc.get_word_ids();
         Ok(enc
             .get_offsets()
@@ -196,7 +208,7 @@ pub struct DocTokens {
 }
 
 impl DocTokens {
-    pub fn new(text: &str, tok: &EmbedTokenizer) -> Result<Self> {
+    pub fn new(text: &str, tok: &EmbedTokenizer) -> Result<Self, TokenizeError> {
         let embed = tok.spans(text)?;
         let mut words: Vec<(u32, u32)> = Vec::new();
         for t in &embed {

@@ -101,7 +101,7 @@ pub fn read_windows(dir: &Path) -> Result<ModelWindows> {
     {
         Some("mpnet") => 2,
         Some("roberta" | "xlm-roberta" | "camembert") => {
-            num(&config, "/pad_token_id").unwrap_or(1) + 1
+            num(&config, "/pad_token_id").unwrap_or(1).saturating_add(1)
         }
         _ => 0,
     };

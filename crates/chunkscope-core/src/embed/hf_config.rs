@@ -26,8 +26,10 @@ pub fn read(path: &Path) -> Result<Value> {
 /// The sizes a forward pass divides by or loops over, under any of their names: none may be 0,
 /// and the width must split evenly into the heads.
 fn check_sizes(v: &Value) -> Result<(), String> {
-    let size = |names: &[&'static str]| -> Option<(&'static str, i64)> {
-        names.iter().find_map(|k| Some((*k, v.get(*k)?.as_i64()?)))
+    // Any integer, past i64 too (a head count of 2^64-1 is no more absent than one of 0).
+    let int = |n: &Value| n.as_i64().map(i128::from).or(n.as_u64().map(i128::from));
+    let size = |names: &[&'static str]| -> Option<(&'static str, i128)> {
+        names.iter().find_map(|k| Some((*k, int(v.get(*k)?)?)))
     };
     let hidden = size(&["hidden_size", "n_embd", "dim", "d_model"]);
     let heads = size(&["num_attention_heads", "n_head", "n_heads"]);
@@ -210,6 +212,11 @@ mod tests {
                 "n_layer is 0",
             ),
             (json!({"dim": -4}), "dim is -4"),
+            // Past i64 (found by tests/mutations.rs: the load multiplied by it and overflowed).
+            (
+                json!({"hidden_size": 32, "num_attention_heads": 18446744073709551615u64}),
+                "not a multiple",
+            ),
         ] {
             assert!(check_sizes(&bad).unwrap_err().contains(says), "{bad}");
         }

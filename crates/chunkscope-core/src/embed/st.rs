@@ -370,6 +370,14 @@ impl Dense {
                 c.activation_function
             );
         }
+        let Some(count) = c.in_features.checked_mul(c.out_features) else {
+            bail!(
+                "{}: in_features {} x out_features {} is more weights than memory holds",
+                file.display(),
+                c.in_features,
+                c.out_features
+            );
+        };
         let weights = dir.join("model.safetensors");
         let f = File::open(&weights).with_context(|| {
             format!(
@@ -385,7 +393,7 @@ impl Dense {
             let t = st
                 .tensor(name)
                 .with_context(|| format!("{}: no tensor {name}", weights.display()))?;
-            if t.dtype() != Dtype::F32 || t.data().len() != len * 4 {
+            if t.dtype() != Dtype::F32 || Some(t.data().len()) != len.checked_mul(4) {
                 bail!("{}: {name} is not {len} f32 values", weights.display());
             }
             Ok(t.data()
@@ -396,7 +404,7 @@ impl Dense {
         Ok(Dense {
             inputs: c.in_features,
             outputs: c.out_features,
-            weight: get("linear.weight", c.in_features * c.out_features)?,
+            weight: get("linear.weight", count)?,
             bias: if c.bias {
                 Some(get("linear.bias", c.out_features)?)
             } else {
@@ -506,6 +514,24 @@ mod tests {
             .to_string();
         assert!(
             err.contains("config.json") && err.contains("pooling_mode"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn dense_sizes_past_memory_are_refused_by_name() {
+        // Their product overflowed (a panic in the dev profile; found by tests/mutations.rs).
+        let dir = std::env::temp_dir().join(format!("chunkscope-dense-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.json"),
+            r#"{"in_features": 4294967296, "out_features": 4294967296}"#,
+        )
+        .unwrap();
+        let err = format!("{:#}", Dense::read(&dir).unwrap_err());
+        assert!(
+            err.contains("config.json") && err.contains("more weights than memory"),
             "{err}"
         );
         let _ = std::fs::remove_dir_all(&dir);

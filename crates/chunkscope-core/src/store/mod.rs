@@ -134,7 +134,7 @@ impl StoredChunk {
         self.source = source_of(&metadata, source_key);
         self.start_char = offset("start_char_idx").or_else(|| offset("start_index"));
         self.end_char = offset("end_char_idx")
-            .or_else(|| offset("start_index").map(|s| s + self.text.chars().count()));
+            .or_else(|| offset("start_index").map(|s| s.saturating_add(self.text.chars().count())));
         self.metadata = metadata;
         self
     }

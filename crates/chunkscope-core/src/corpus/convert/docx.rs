@@ -14,6 +14,11 @@ const W: &str = "http://schemas.openxmlformats.org/wordprocessingml/2006/main";
 /// Parts larger than this are refused (a zip bomb guard).
 const MAX_PART_BYTES: u64 = 256 * 1024 * 1024;
 
+/// The deepest element nesting of the body converted: the paragraph walk recurses once per
+/// level (a body nested 100,000 deep overflowed a 2 MB thread stack, which aborts the process);
+/// Word's own documents stay within a few dozen.
+const MAX_DEPTH: usize = 1024;
+
 pub(super) fn to_markdown(bytes: &[u8]) -> Result<Converted, String> {
     let mut zip =
         zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| format!("not a DOCX file: {e}"))?;
@@ -24,6 +29,11 @@ pub(super) fn to_markdown(bytes: &[u8]) -> Result<Converted, String> {
     let styles = styles.as_deref().map(Styles::parse).transpose()?;
     let lists = numbering.as_deref().map(bullets).transpose()?;
     let doc = parse(&body, "word/document.xml")?;
+    if nested_deeper(&doc, MAX_DEPTH) {
+        return Err(format!(
+            "DOCX part word/document.xml: elements nested more than {MAX_DEPTH} deep: not converted"
+        ));
+    }
     let ctx = Ctx {
         styles: styles.unwrap_or_default(),
         bullets: lists.unwrap_or_default(),
@@ -75,6 +85,24 @@ fn parse<'a>(xml: &'a str, name: &str) -> Result<Document<'a>, String> {
         ..Default::default()
     };
     Document::parse_with_options(xml, opts).map_err(|e| format!("DOCX part {name}: {e}"))
+}
+
+/// True when some node lies deeper than `limit` (found without recursion: nodes come in
+/// document order, each after its parent).
+fn nested_deeper(doc: &Document, limit: usize) -> bool {
+    let mut depth: Vec<usize> = Vec::new();
+    for n in doc.root().descendants() {
+        let d = n.parent().map_or(0, |p| depth[p.id().get_usize()] + 1);
+        if d > limit {
+            return true;
+        }
+        let id = n.id().get_usize();
+        if depth.len() <= id {
+            depth.resize(id + 1, 0);
+        }
+        depth[id] = d;
+    }
+    false
 }
 
 fn is(n: &Node, name: &str) -> bool {
@@ -385,5 +413,30 @@ mod tests {
             md,
             "## Rotation\n\n## Styled\n\nKeys & tokens.\n\n- first\n- second\n\n| Plan | Refund |\n| --- | --- |\n| Annual | a\\|b |\n"
         );
+    }
+
+    #[test]
+    fn a_body_nested_a_hundred_thousand_deep_is_a_reason_not_a_crash() {
+        // The paragraph walk recursed once per level and overflowed a 2 MB thread stack (an
+        // abort; found by tests/mutations.rs), converted here on such a thread.
+        let ns = format!("xmlns:w=\"{W}\"");
+        let nested = |depth: usize| {
+            let document = format!(
+                "<w:document {ns}><w:body><w:p>{}<w:r><w:t>deep</w:t></w:r>{}</w:p></w:body></w:document>",
+                "<w:smartTag>".repeat(depth),
+                "</w:smartTag>".repeat(depth)
+            );
+            docx(&document, &format!("<w:styles {ns}/>"))
+        };
+        let (deep, shallow) = (nested(100_000), nested(1000));
+        let (deep, shallow) = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || (to_markdown(&deep), to_markdown(&shallow)))
+            .unwrap()
+            .join()
+            .unwrap();
+        let e = deep.err().unwrap();
+        assert!(e.contains("nested more than 1024 deep"), "{e}");
+        assert_eq!(shallow.unwrap().text, "deep\n");
     }
 }

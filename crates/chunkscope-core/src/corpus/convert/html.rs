@@ -1,6 +1,13 @@
 //! HTML and XHTML to Markdown (htmd).
 
-use htmd::HtmlToMarkdown;
+use std::rc::Rc;
+
+use htmd::{HtmlToMarkdown, Node};
+
+/// The deepest nesting converted: the Markdown writer recurses once per level (a page nested
+/// a few thousand deep overflowed a 2 MB thread stack, which aborts the process). Browsers
+/// stop nesting at 512; real pages stay far below either.
+const MAX_DEPTH: usize = 256;
 
 /// HTML to Markdown: headings, paragraphs, lists, tables and code blocks kept; scripts, styles
 /// and navigation chrome dropped; the page's `main` (else `article`) when it has one.
@@ -11,10 +18,32 @@ pub fn html_to_markdown(html: &str) -> Result<String, String> {
             "form", "button",
         ])
         .build();
-    converter
-        .convert(main_part(html))
-        .map(|md| md.trim().to_string() + "\n")
-        .map_err(|e| format!("HTML conversion failed: {e}"))
+    let tree = converter
+        .html_to_tree(main_part(html))
+        .map_err(|e| format!("HTML conversion failed: {e}"))?;
+    if nested_deeper(&tree, MAX_DEPTH) {
+        return Err(format!(
+            "HTML nested more than {MAX_DEPTH} elements deep: not converted"
+        ));
+    }
+    Ok(converter.tree_to_markdown(&tree).trim().to_string() + "\n")
+}
+
+/// True when some node lies deeper than `limit` below `root` (walked without recursion).
+fn nested_deeper(root: &Rc<Node>, limit: usize) -> bool {
+    let mut stack = vec![(root.clone(), 0usize)];
+    while let Some((node, depth)) = stack.pop() {
+        if depth > limit {
+            return true;
+        }
+        stack.extend(
+            node.children
+                .borrow()
+                .iter()
+                .map(|c| (c.clone(), depth + 1)),
+        );
+    }
+    false
 }
 
 /// The `<main>` element of a page, else its first `<article>`, else all of it.
@@ -49,5 +78,42 @@ mod tests {
         for chrome in ["Home | About", "alert", "(c)", "p{}"] {
             assert!(!md.contains(chrome), "{chrome} in {md}");
         }
+    }
+
+    #[test]
+    fn a_page_nested_thousands_deep_is_a_reason_not_a_crash() {
+        // Deeper than the Markdown writer's recursion fits in a 2 MB thread stack (it aborted
+        // the process; found by tests/mutations.rs), converted on such a thread.
+        let tags = [
+            "div",
+            "blockquote",
+            "ul",
+            "li",
+            "b",
+            "ol",
+            "li",
+            "p",
+            "em",
+            "span",
+        ];
+        let page = move |depth: usize| {
+            (0..depth)
+                .map(|i| format!("<{}>w{i} ", tags[i % tags.len()]))
+                .collect::<String>()
+        };
+        let (deep, shallow) = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                (
+                    super::html_to_markdown(&page(20_000)),
+                    super::html_to_markdown(&page(200)),
+                )
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let e = deep.unwrap_err();
+        assert!(e.contains("nested more than 256"), "{e}");
+        assert!(shallow.unwrap().contains("w199"));
     }
 }

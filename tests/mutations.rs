@@ -1778,9 +1778,8 @@ fn model_config_mutants() {
                         return Err(format!("one sequence embedded as {} vectors", v.len()));
                     }
                 }
-                // Its weight errors name the tensor, not the file ("weights: no tensor ..."):
-                // reported, not asked of it here.
-                Err(e) => message("Bert::load", &format!("{e:#}"), None)?,
+                // Its errors name config.json or model.safetensors in the folder.
+                Err(e) => message("Bert::load", &format!("{e:#}"), Some(dir))?,
             }
         }
         Ok(())

@@ -84,7 +84,9 @@ impl Bert {
         config.vocab = rows;
         let c = &config;
         let h = c.hidden;
-        let g = |name: &str, len: usize| tensor(&st, prefix, name, len);
+        let g = |name: &str, len: usize| {
+            tensor(&st, prefix, name, len).with_context(|| path.display().to_string())
+        };
         let names = tensor_names(c.family);
         let layers = (0..c.layers)
             .map(|l| load_layer(&g, c, &format!("{}.{l}.", names[0]), &names, precision))

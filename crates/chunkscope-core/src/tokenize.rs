@@ -19,7 +19,10 @@ use tokenizers::{PreTokenizerWrapper, Tokenizer};
 pub enum TokenizeError {
     /// tokenizer.json is missing, unreadable or not a tokenizer.
     #[error("{path}: cannot load tokenizer: {why}")]
-    Load { path: std::path::PathBuf, why: String },
+    Load {
+        path: std::path::PathBuf,
+        why: String,
+    },
     /// The tokenizer failed on a text (the tokenizers crate's own error).
     #[error("embed tokenization: tokenizer failed: {0}")]
     Encode(String),

@@ -22,7 +22,7 @@ pub fn live(info: &ModelInfo, megabytes: usize, saves: usize, out: &mut dyn Writ
 
     use chunkscope::app::keymap::Keymap;
     use chunkscope::app::Model;
-    use chunkscope::ui::theme::Theme;
+    use chunkscope::theme::Theme;
     use chunkscope_core::chunk::{ChunkSettings, Preset};
     use chunkscope_core::jobs::pipeline::{Pipeline, Source};
     use chunkscope_core::tokenize::EmbedTokenizer;

@@ -302,6 +302,7 @@ fn prefix_parent_and_query_panes() {
         embedder: "native f32".into(),
         vector_error: None,
         expect: None,
+        approximate: None,
     });
     let t = render(&m);
     let screen = t.backend().to_string();

@@ -2,6 +2,7 @@
 //! one run. Not part of the installed `chunkscope` binary; run from the source tree with
 //! `cargo run --release -p chunkscope-bench -- WHAT`.
 
+mod ann;
 mod common;
 mod convert;
 mod embed;
@@ -33,6 +34,38 @@ enum What {
         /// Numbers of vectors, comma separated.
         #[arg(long, value_delimiter = ',', default_value = "10000,100000,1000000")]
         sizes: Vec<usize>,
+    },
+    /// The approximate (HNSW) vector index beside flat search: build time and peak memory,
+    /// recall@10 against exact search, top-10 latency, on generated clustered vectors.
+    Ann {
+        /// Numbers of vectors, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
+        sizes: Vec<usize>,
+        #[arg(long, default_value_t = 384)]
+        dim: usize,
+        /// Held-out queries (recall@10 and ANN latency).
+        #[arg(long, default_value_t = 1000)]
+        queries: usize,
+        /// Of those, queries timed on the flat index.
+        #[arg(long, default_value_t = 100)]
+        flat_queries: usize,
+        /// Vectors per topic in the generated data.
+        #[arg(long, default_value_t = 100)]
+        per_topic: usize,
+        /// HNSW's M (links per node).
+        #[arg(long)]
+        m: Option<usize>,
+        #[arg(long)]
+        ef_construction: Option<usize>,
+        #[arg(long)]
+        ef_search: Option<usize>,
+        /// The generated vectors: `latent` (topics near or far by degrees, in a low-dimensional
+        /// subspace, as real embeddings) or `islands` (every topic alike far from the others).
+        #[arg(long, default_value = "latent")]
+        data: String,
+        /// More ef_search values measured on the same graph, comma separated.
+        #[arg(long, value_delimiter = ',')]
+        more_ef: Vec<usize>,
     },
     /// Knob change to updated chunks and stats (no embedding) on a generated corpus, and a file
     /// save to its updated chunks.
@@ -161,6 +194,43 @@ fn locate(m: Option<String>) -> anyhow::Result<ModelInfo> {
 fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
     match what {
         What::Search { sizes } => search::search(&sizes, out),
+        What::Ann {
+            sizes,
+            dim,
+            queries,
+            flat_queries,
+            per_topic,
+            m,
+            ef_construction,
+            ef_search,
+            data,
+            more_ef,
+        } => {
+            let d = chunkscope_core::index::AnnParams::default();
+            let params = chunkscope_core::index::AnnParams {
+                max_connections: m.unwrap_or(d.max_connections),
+                ef_construction: ef_construction.unwrap_or(d.ef_construction),
+                ef_search: ef_search.unwrap_or(d.ef_search),
+                ..d
+            };
+            ann::ann(
+                &ann::AnnArgs {
+                    sizes,
+                    dim,
+                    queries,
+                    flat_queries,
+                    per_topic,
+                    params,
+                    islands: match data.as_str() {
+                        "latent" => false,
+                        "islands" => true,
+                        other => anyhow::bail!("--data: latent or islands, not {other:?}"),
+                    },
+                    more_ef,
+                },
+                out,
+            )
+        }
         What::Store {
             chunks,
             dim,

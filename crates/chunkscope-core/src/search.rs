@@ -2,6 +2,7 @@
 //! the embed-token offset of its match and marked inside the window or in the tail.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -9,8 +10,9 @@ use serde::Serialize;
 use super::embed::driver::embed_cached;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
+use super::index::ann::{AnnBuild, AnnJob};
 use super::index::bm25::Bm25Doc;
-use super::index::{Bm25, VectorIndex};
+use super::index::{AnnIndex, AnnInfo, AnnParams, AnnStats, Bm25, VectorIndex};
 use super::measure::MeasuredChunk;
 
 /// One retrieved chunk.
@@ -74,6 +76,10 @@ pub struct Results {
     /// The chunk that should have been found, explained (`--expect`, the workbench's `x`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect: Option<Box<crate::explain::WhyNot>>,
+    /// Set when the vector column came from the approximate index (past
+    /// `AnnParams::threshold` vectors): its measured recall@10 and the candidates rescored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approximate: Option<AnnInfo>,
 }
 
 /// Both indexes over one chunking. Inside the indexes a chunk is known by a key made of its file,
@@ -91,6 +97,14 @@ pub struct SearchIndex {
     dim: usize,
     /// Reciprocal rank fusion's constant for the hybrid ranking (60 as in Cormack et al. 2009).
     pub rrf_k: usize,
+    /// The approximate index over `vectors` (used only while it describes them), and a build of
+    /// one running in the background.
+    ann: Option<AnnIndex>,
+    ann_build: Option<AnnBuild>,
+    /// When an approximate index is built and used (`threshold`), and how.
+    pub ann_params: AnnParams,
+    /// Whether the last vector search was answered by the approximate index.
+    last_approximate: AtomicBool,
 }
 
 /// The usual constant of reciprocal rank fusion.
@@ -201,6 +215,10 @@ impl SearchIndex {
             vectors: VectorIndex::new(dim),
             dim,
             rrf_k: RRF_K,
+            ann: None,
+            ann_build: None,
+            ann_params: AnnParams::default(),
+            last_approximate: AtomicBool::new(false),
         };
         if let Some(v) = vectors {
             index.set_vectors(v, dim);
@@ -234,6 +252,7 @@ impl SearchIndex {
                 .map(|&i| bm25_doc(engine, chunking, refs[i], keys[i])),
         )?;
         self.vectors.remove(&removed.iter().copied().collect());
+        self.drop_stale_ann();
         let changes = IndexChanges {
             added: added.len(),
             removed: removed.len(),
@@ -262,6 +281,7 @@ impl SearchIndex {
                 }
             }
         }
+        self.drop_stale_ann();
     }
 
     /// Give the chunks still without a vector the ones their store holds
@@ -282,6 +302,146 @@ impl SearchIndex {
     /// Forget every vector (the window changed).
     pub fn clear_vectors(&mut self) {
         self.vectors = VectorIndex::new(self.dim);
+        self.drop_stale_ann();
+    }
+
+    /// Forget an approximate index, and stop a build, that no longer describe the vectors: a
+    /// stale graph is never searched (search is flat until the next build), so its memory goes.
+    fn drop_stale_ann(&mut self) {
+        let stamp = self.vectors.stamp();
+        if self.ann.as_ref().is_some_and(|a| a.stamp() != stamp) {
+            self.ann = None;
+        }
+        if self.ann_build.as_ref().is_some_and(|b| b.stamp() != stamp) {
+            // Dropping it cancels it; its thread ends at its next batch.
+            self.ann_build = None;
+        }
+    }
+
+    /// The approximate index when it describes the vectors and they number at least the
+    /// threshold.
+    fn fresh_ann(&self) -> Option<&AnnIndex> {
+        self.ann.as_ref().filter(|a| {
+            a.is_fresh(&self.vectors) && self.vectors.len() >= self.ann_params.threshold
+        })
+    }
+
+    /// True when vector searches are answered by the approximate index now.
+    pub fn approximate(&self) -> bool {
+        self.fresh_ann().is_some()
+    }
+
+    /// True when the last vector search (`vector_top`, `search`) was answered by the approximate
+    /// index.
+    pub fn last_search_approximate(&self) -> bool {
+        self.last_approximate.load(Ordering::Relaxed)
+    }
+
+    /// What the approximate index in use measured when built.
+    pub fn ann_stats(&self) -> Option<AnnStats> {
+        self.fresh_ann().map(AnnIndex::stats)
+    }
+
+    /// True when the vectors passed the threshold and no approximate index describes them (nor
+    /// is one being built for them).
+    pub fn ann_due(&self) -> bool {
+        self.vectors.len() >= self.ann_params.threshold
+            && self.fresh_ann().is_none()
+            && self
+                .ann_build
+                .as_ref()
+                .is_none_or(|b| b.stamp() != self.vectors.stamp())
+    }
+
+    /// A build of the approximate index for the vectors as they are, when one is due: run it
+    /// anywhere (`AnnJob::run`, or `spawn` for a thread of its own) and hand the result to
+    /// `install_ann`. The snapshot shares the vectors, copying nothing.
+    pub fn ann_job(&self) -> Option<AnnJob> {
+        self.ann_due()
+            .then(|| AnnJob::new(&self.vectors, self.ann_params))
+    }
+
+    /// Use `ann` if it describes the vectors as they are now (else it is dropped: false).
+    pub fn install_ann(&mut self, ann: AnnIndex) -> bool {
+        if !ann.is_fresh(&self.vectors) {
+            return false;
+        }
+        self.ann = Some(ann);
+        if self
+            .ann_build
+            .as_ref()
+            .is_some_and(|b| b.stamp() == self.vectors.stamp())
+        {
+            self.ann_build = None;
+        }
+        true
+    }
+
+    /// Build the approximate index now, on this thread, when the vectors passed the threshold;
+    /// its figures, also when it was already built. `None` below the threshold.
+    pub fn build_ann(&mut self) -> Option<AnnStats> {
+        if let Some(job) = self.ann_job() {
+            self.ann_build = None;
+            self.install_ann(job.run());
+        }
+        self.ann_stats()
+    }
+
+    /// Start building the approximate index on a thread of its own when one is due (the
+    /// embedding worker calls it once the vectors are in); `poll_ann` installs it when done.
+    /// True while a build for the current vectors runs.
+    pub fn start_ann_build(&mut self) -> bool {
+        if let Some(job) = self.ann_job() {
+            self.ann_build = Some(job.spawn());
+        }
+        self.ann_build
+            .as_ref()
+            .is_some_and(|b| b.stamp() == self.vectors.stamp())
+    }
+
+    /// Install a background build that has finished; its figures when one was just installed.
+    /// Never waits.
+    pub fn poll_ann(&mut self) -> Option<AnnStats> {
+        if !self.ann_build.as_ref().is_some_and(AnnBuild::is_finished) {
+            return None;
+        }
+        let ann = self.ann_build.take()?.join()?;
+        let stats = ann.stats();
+        self.install_ann(ann).then_some(stats)
+    }
+
+    /// Wait for a background build and install it; its figures.
+    pub fn wait_ann(&mut self) -> Option<AnnStats> {
+        let ann = self.ann_build.take()?.join()?;
+        let stats = ann.stats();
+        self.install_ann(ann).then_some(stats)
+    }
+
+    /// Recall@10 of the approximate index in use against exact search, measured now with
+    /// `sample` of the corpus's own vectors as queries.
+    pub fn ann_recall(&self, sample: usize) -> Option<f32> {
+        self.fresh_ann()?
+            .measure_recall(&self.vectors, sample, self.ann_params.seed)
+    }
+
+    /// The `k` nearest chunks to `qv` (ids and cosines, best first): from the approximate index
+    /// when it is in use (its candidates rescored exactly, and what it was returned beside),
+    /// else by the exact flat scan.
+    pub fn vector_top(&self, qv: &[f32], k: usize) -> (Vec<(u64, f32)>, Option<AnnInfo>) {
+        let (hits, info) = match self
+            .fresh_ann()
+            .and_then(|a| a.search(&self.vectors, qv, k))
+        {
+            Some((hits, info)) => (hits, Some(info)),
+            None => (self.vectors.search(qv, k), None),
+        };
+        self.last_approximate
+            .store(info.is_some(), Ordering::Relaxed);
+        let hits = hits
+            .into_iter()
+            .filter_map(|(key, score)| self.ids.get(&key).map(|&id| (id, score)))
+            .collect();
+        (hits, info)
     }
 
     /// Fill the vector side: one embedding per chunk in chunking order.
@@ -413,14 +573,10 @@ impl SearchIndex {
                 Ok(v) => (v, None),
                 Err(e) => (Vec::new(), Some(format!("vector search failed: {e}"))),
             };
-        let mut vec_hits = if qv.is_empty() {
-            Vec::new()
+        let (mut vec_hits, approximate) = if qv.is_empty() {
+            (Vec::new(), None)
         } else {
-            self.vectors
-                .search(&qv, depth)
-                .into_iter()
-                .filter_map(|(key, score)| self.ids.get(&key).map(|&id| (id, score)))
-                .collect()
+            self.vector_top(&qv, depth)
         };
         let one_per_parent = |ids: Vec<u64>| -> Vec<u64> {
             let mut seen = HashSet::new();
@@ -547,6 +703,7 @@ impl SearchIndex {
             embedder: embedder.backend_name(),
             vector_error,
             expect: None,
+            approximate,
         })
     }
 }

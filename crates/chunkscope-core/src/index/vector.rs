@@ -1,31 +1,73 @@
 //! Exact top-k search by cosine, flat in memory: vectors are stored L2-normalised (a model
 //! without a Normalize module gives unnormalised ones) so a dot product is the cosine.
 
-#[derive(Debug, Clone, Default)]
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A stamp no other state of any index has had: an approximate index built from one state knows
+/// whether the vectors changed since (see `VectorIndex::stamp`).
+fn next_stamp() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+#[derive(Debug, Clone)]
 pub struct VectorIndex {
     dim: usize,
-    data: Vec<f32>,
+    /// Row-major, `dim` values a row; shared (copy on write) with an approximate index being
+    /// built from it, so taking that snapshot copies nothing.
+    data: Arc<Vec<f32>>,
     ids: Vec<u64>,
+    stamp: u64,
+}
+
+impl Default for VectorIndex {
+    fn default() -> VectorIndex {
+        VectorIndex::new(0)
+    }
 }
 
 impl VectorIndex {
     pub fn new(dim: usize) -> VectorIndex {
         VectorIndex {
             dim,
-            data: Vec::new(),
+            data: Arc::new(Vec::new()),
             ids: Vec::new(),
+            stamp: next_stamp(),
         }
     }
 
     pub fn push(&mut self, id: u64, v: &[f32]) {
         assert_eq!(v.len(), self.dim, "vector dimension");
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let data = Arc::make_mut(&mut self.data);
         if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
-            self.data.extend(v.iter().map(|x| x / norm));
+            data.extend(v.iter().map(|x| x / norm));
         } else {
-            self.data.extend_from_slice(v);
+            data.extend_from_slice(v);
         }
         self.ids.push(id);
+        self.stamp = next_stamp();
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Changes whenever a vector is added or removed, unique across indexes: what an approximate
+    /// index compares to know it still describes these vectors.
+    pub fn stamp(&self) -> u64 {
+        self.stamp
+    }
+
+    /// The stored (unit) vector of row `r`, rows in insertion order (`ids()[r]` is its id).
+    pub fn row(&self, r: usize) -> &[f32] {
+        &self.data[r * self.dim..(r + 1) * self.dim]
+    }
+
+    /// Every row, row-major; shared, not copied.
+    pub fn shared_data(&self) -> Arc<Vec<f32>> {
+        Arc::clone(&self.data)
     }
 
     pub fn len(&self) -> usize {
@@ -38,6 +80,10 @@ impl VectorIndex {
             return;
         }
         let dim = self.dim.max(1);
+        if !self.ids.iter().any(|id| gone.contains(id)) {
+            return;
+        }
+        let data = Arc::make_mut(&mut self.data);
         let mut w = 0;
         for r in 0..self.ids.len() {
             if gone.contains(&self.ids[r]) {
@@ -45,12 +91,13 @@ impl VectorIndex {
             }
             if w != r {
                 self.ids[w] = self.ids[r];
-                self.data.copy_within(r * dim..(r + 1) * dim, w * dim);
+                data.copy_within(r * dim..(r + 1) * dim, w * dim);
             }
             w += 1;
         }
         self.ids.truncate(w);
-        self.data.truncate(w * dim);
+        data.truncate(w * dim);
+        self.stamp = next_stamp();
     }
 
     pub fn ids(&self) -> &[u64] {
@@ -63,21 +110,14 @@ impl VectorIndex {
 
     /// The `k` nearest ids by cosine, best first.
     pub fn search(&self, q: &[f32], k: usize) -> Vec<(u64, f32)> {
-        let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let unit: Vec<f32>;
-        let q = if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
-            unit = q.iter().map(|x| x / norm).collect();
-            &unit[..]
-        } else {
-            q
-        };
+        let q = unit(q);
         let mut scored: Vec<(u64, f32)> = self
             .data
             .chunks_exact(self.dim.max(1))
             .zip(&self.ids)
             // A zero vector is a chunk the embedder refused (a server's window): never a hit.
             .filter(|(v, _)| v.iter().any(|x| *x != 0.0))
-            .map(|(v, &id)| (id, v.iter().zip(q).map(|(a, b)| a * b).sum()))
+            .map(|(v, &id)| (id, exact_dot(v, &q)))
             .collect();
         let k = k.min(scored.len());
         if k == 0 {
@@ -88,6 +128,23 @@ impl VectorIndex {
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored
     }
+}
+
+/// `q` as a unit vector (borrowed when it already is one, or is zero).
+pub fn unit(q: &[f32]) -> std::borrow::Cow<'_, [f32]> {
+    let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
+        std::borrow::Cow::Owned(q.iter().map(|x| x / norm).collect())
+    } else {
+        std::borrow::Cow::Borrowed(q)
+    }
+}
+
+/// The dot product flat search scores with, summed in order: the approximate index rescores its
+/// candidates with it, so both give a chunk the same score to the bit.
+#[inline]
+pub fn exact_dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(a, b)| a * b).sum()
 }
 
 #[cfg(test)]

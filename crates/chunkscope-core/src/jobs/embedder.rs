@@ -232,6 +232,15 @@ impl<M: From<Event>> State<M> {
 
     /// Answer queued queries and probes; an evaluation waits for the vectors.
     fn serve_urgent(&mut self, requests: &Receiver<Request>) {
+        // A finished approximate index is installed before the next query is answered.
+        if let Some(stats) = self
+            .current
+            .as_mut()
+            .and_then(|c| c.index.as_mut())
+            .and_then(|ix| ix.poll_ann())
+        {
+            log::info!("approximate vector index installed: {stats:?}");
+        }
         while let Ok(r) = requests.try_recv() {
             match r {
                 Request::Eval { cases } => self.pending_eval = Some(cases),
@@ -425,6 +434,11 @@ fn run_embed<M: From<Event>>(
         kept: all - total,
         seconds,
     });
+    // Past the threshold, an approximate index is built in the background from these vectors
+    // (nothing happens below it, or when the graph is fresh).
+    if let Some(ix) = st.current.as_mut().and_then(|c| c.index.as_mut()) {
+        ix.start_ann_build();
+    }
 }
 
 /// The texts the model reads for chunks `ids` (prefix + text).

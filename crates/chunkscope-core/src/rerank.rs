@@ -28,7 +28,7 @@ pub mod stage;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
 use serde_json::Value;
 use tokenizers::utils::truncation::truncate_encodings;
 use tokenizers::{
@@ -231,27 +231,12 @@ fn tensor_f32(
     let t = st
         .tensor(name)
         .map_err(|_| RerankError::file(path, format!("no tensor {name}")))?;
-    let data = t.data();
-    let values: Vec<f32> = match t.dtype() {
-        Dtype::F32 => data
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        Dtype::F16 => data
-            .chunks_exact(2)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        Dtype::BF16 => data
-            .chunks_exact(2)
-            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        other => {
-            return Err(RerankError::file(
-                path,
-                format!("{name} is {other:?}, expected F32, F16 or BF16"),
-            ))
-        }
-    };
+    let values = crate::embed::bert::f32_values(&t).ok_or_else(|| {
+        RerankError::file(
+            path,
+            format!("{name} is {:?}, expected F32, F16 or BF16", t.dtype()),
+        )
+    })?;
     Ok((values, t.shape().to_vec()))
 }
 

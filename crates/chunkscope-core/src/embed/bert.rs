@@ -14,6 +14,7 @@ mod load;
 
 use super::lowp::{Packed, Precision};
 pub use config::{nomic_unsupported, BertConfig, Family, NATIVE_TYPES};
+pub(crate) use load::f32_values;
 pub(in crate::embed) use load::word_table;
 
 /// A Linear layer's weight (n x k): f32 as read, or packed for a reduced precision.

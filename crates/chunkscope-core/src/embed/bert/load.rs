@@ -40,7 +40,17 @@ fn tensor(st: &SafeTensors, prefix: &str, name: &str, len: usize) -> Result<Vec<
             data.len() / width
         );
     }
-    Ok(match t.dtype() {
+    Ok(f32_values(&t).unwrap_or_default())
+}
+
+/// A tensor's values widened to f32 (F32, F16 or BF16 stored); None for other types.
+pub(crate) fn f32_values(t: &safetensors::tensor::TensorView) -> Option<Vec<f32>> {
+    let data = t.data();
+    Some(match t.dtype() {
+        Dtype::F32 => data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
         Dtype::F16 => data
             .chunks_exact(2)
             .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
@@ -49,10 +59,7 @@ fn tensor(st: &SafeTensors, prefix: &str, name: &str, len: usize) -> Result<Vec<
             .chunks_exact(2)
             .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
             .collect(),
-        _ => data
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
+        _ => return None,
     })
 }
 

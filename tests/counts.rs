@@ -26,10 +26,15 @@ fn settings_grid() -> Vec<ChunkSettings> {
         (Strategy::TextSplitter, vec![Unit::Chars, Unit::Embed]),
         (Strategy::Semchunk, vec![Unit::Chars, Unit::Embed]),
         (Strategy::Haystack, vec![Unit::Embed]),
+        (Strategy::Chonkie, vec![Unit::Chars]),
+        (Strategy::ChonkieTokens, vec![Unit::Chars]),
+        (Strategy::LlamaIndex, vec![Unit::Cl100k]),
+        (Strategy::LlamaIndexTokens, vec![Unit::Cl100k]),
+        (Strategy::LlamaIndexMarkdown, vec![Unit::Cl100k]),
     ] {
         for unit in units {
             for (size, overlap) in [(97, 13), (300, 0), (800, 0)] {
-                let overlap = if strategy == Strategy::SpringAi {
+                let overlap = if matches!(strategy, Strategy::SpringAi | Strategy::Chonkie) {
                     0
                 } else {
                     overlap

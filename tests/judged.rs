@@ -146,7 +146,11 @@ fn check_judged(j: &Value, queries: usize) {
     let per_query = j["per_query"].as_array().unwrap();
     assert_eq!(per_query.len(), queries);
     assert_eq!(j["queries"], queries);
-    for r in ["bm25", "vector", "hybrid"] {
+    let mut rankers = vec!["bm25", "vector", "hybrid"];
+    if !j["rerank"].is_null() {
+        rankers.push("rerank");
+    }
+    for r in rankers {
         let means = j[r].as_array().unwrap();
         assert_eq!(means.len(), ks.len(), "{r}");
         for (i, &k) in ks.iter().enumerate() {
@@ -370,6 +374,103 @@ fn the_workbench_reads_a_beir_folders_qrels() {
     assert_eq!(
         chunkscope::cli::eval::workbench_cases(&common::repo().join("examples"), None, "test"),
         None
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A CrossEncoder folder reranks every judged query's candidates as a fourth retriever: its
+/// measures recomputed from its rankings like the others', each ranking the document order of
+/// `query --rerank` for the same query (whose scores tests/rerank.rs checks against the
+/// reranker), its time per query reported; an answer span gets a rerank rank too.
+#[test]
+fn a_reranker_is_a_fourth_retriever() {
+    let dir = beir_folder("rerank");
+    let d = dir.to_str().unwrap();
+    let rr = common::repo().join("tests/fixtures/tiny-rerankers/bert-sigmoid");
+    let rr = rr.to_str().unwrap();
+    let o = run(&["eval", d, "--rerank", rr, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = &v["judged"];
+    assert!(j["rerank"].is_array(), "{j}");
+    check_judged(j, QUERIES.len());
+    let run_info = &v["reranker"];
+    assert_eq!(run_info["queries"], QUERIES.len());
+    assert_eq!(run_info["candidates"], 50);
+    assert!(run_info["mean_millis"].as_f64().unwrap() > 0.0);
+    for (i, (_, text, _)) in QUERIES.iter().enumerate().take(2) {
+        let o = run(&[
+            "query", d, text, "--rerank", rr, "--k", "1000", "--format", "json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let q: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut docs: Vec<String> = Vec::new();
+        for h in q["rerank"].as_array().unwrap() {
+            let f = h["file"].as_str().unwrap().to_string();
+            if !docs.contains(&f) {
+                docs.push(f);
+            }
+        }
+        docs.truncate(10);
+        let ranking: Vec<String> = j["per_query"][i]["rerank"]["ranking"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(ranking, docs, "query {text:?}");
+    }
+    let o = run(&["eval", d, "--rerank", rr]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "| rerank |",
+        "ms per query",
+        "pairs cut by the window",
+        "rerank ",
+    ] {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+    // Answer spans: the reranker's rank beside the others', and its recall.
+    let log = dir.join("log.jsonl");
+    let line = serde_json::json!({"query": "How often are the regional RSA response signing keys rotated?",
+        "relevant": ["runbooks/rotate-keys.md"], "answer": "every 90 days"});
+    std::fs::write(&log, format!("{line}\n")).unwrap();
+    let examples = common::repo().join("examples");
+    let o = run(&[
+        "eval",
+        examples.to_str().unwrap(),
+        "--judgments",
+        log.to_str().unwrap(),
+        "--rerank",
+        rr,
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let case = &v["results"][0];
+    let rank = case["rerank_rank"].as_u64();
+    let at5 = v["rerank"]["at"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p[0] == 5)
+        .unwrap()[1]
+        .as_f64()
+        .unwrap();
+    assert_eq!(
+        at5,
+        if rank.is_some_and(|r| r <= 5) {
+            1.0
+        } else {
+            0.0
+        },
+        "{case}"
+    );
+    assert!(
+        v["by_bucket"][0]["rerank"].is_object(),
+        "{}",
+        v["by_bucket"]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

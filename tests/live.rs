@@ -53,8 +53,7 @@ fn reload_tokenizes_only_changed_files() {
         model.clone(),
         tok.clone(),
         Corpus::load(&d, &rules).unwrap(),
-    )
-    .unwrap();
+    );
     assert_eq!(n, common::example_docs());
     std::fs::write(d.join("policy/refunds.md"), "# Refunds\n\nChanged text.\n").unwrap();
     std::fs::write(d.join("added.md"), "A new file.\n").unwrap();
@@ -64,8 +63,7 @@ fn reload_tokenizes_only_changed_files() {
         model.clone(),
         tok.clone(),
         Corpus::load(&d, &rules).unwrap(),
-    )
-    .unwrap();
+    );
     assert_eq!(
         n, 2,
         "the changed and the added file; renamed files keep their tokens"
@@ -422,8 +420,7 @@ fn embedding_worker_embeds_only_changed_chunks() {
         common::model().clone(),
         common::tokenizer(),
         Corpus::load(&d, &rules).unwrap(),
-    )
-    .unwrap();
+    );
     let e2 = Arc::new(e2);
     let (c2, reused) = e2
         .chunk_all_reusing(&s, None, Some((&e1, &c1)), &never)

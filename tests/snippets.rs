@@ -1,7 +1,8 @@
 //! "Copy as code" gives the workbench's chunks: each Python snippet `chunkscope knobs --as`
 //! prints is run for real, on example files, and its chunks must equal the workbench's for the
 //! same knobs. LangChain runs in CHUNKSCOPE_PYTHON (the .venv of scripts/test.sh); semantic-text-
-//! splitter, semchunk and Haystack in CHUNKSCOPE_SPLITTERS_PYTHON (its .venv-splitters).
+//! splitter, semchunk, Haystack and chonkie in CHUNKSCOPE_SPLITTERS_PYTHON (its .venv-splitters);
+//! LlamaIndex in CHUNKSCOPE_REF_PYTHON (its .venv-ref).
 
 mod common;
 
@@ -302,6 +303,91 @@ fn haystack_snippet_gives_the_workbench_chunks() {
     check(&py, "haystack-overlap", &s);
 }
 
+#[test]
+fn chonkie_snippets_give_the_workbench_chunks() {
+    let Some(py) = splitters_python("snippets: chonkie") else {
+        return;
+    };
+    let has_chonkie = Command::new(&py)
+        .args(["-c", "import chonkie"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_chonkie {
+        common::skip(
+            "snippets: chonkie",
+            &format!(
+                "{} cannot import chonkie; run scripts/test.sh (it installs chonkie==1.7.0 into .venv-splitters)",
+                py.display()
+            ),
+        );
+        return;
+    }
+    check(&py, "chonkie", &preset(Preset::Chonkie));
+    check(
+        &py,
+        "chonkie-small",
+        &knobs(Strategy::Chonkie, Unit::Chars, 300, 0),
+    );
+    check(&py, "chonkie-tokens", &preset(Preset::ChonkieTokens));
+    check(
+        &py,
+        "chonkie-tokens-overlap",
+        &knobs(Strategy::ChonkieTokens, Unit::Chars, 200, 50),
+    );
+}
+
+/// CHUNKSCOPE_REF_PYTHON (else .venv-ref) when it has llama-index-core; otherwise the test is
+/// reported as skipped (a failure under CI=true).
+fn llamaindex_python() -> Option<PathBuf> {
+    let exe = std::env::var_os("CHUNKSCOPE_REF_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".venv-ref/bin/python"));
+    let ok = Command::new(&exe)
+        .args(["-c", "import llama_index.core, tokenizers"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        common::skip(
+            "snippets: llamaindex",
+            &format!(
+                "{} cannot import llama_index.core; run scripts/test.sh (it sets up .venv-ref) or set CHUNKSCOPE_REF_PYTHON",
+                exe.display()
+            ),
+        );
+    }
+    ok.then_some(exe)
+}
+
+#[test]
+fn llamaindex_snippets_give_the_workbench_chunks() {
+    let Some(py) = llamaindex_python() else {
+        return;
+    };
+    check(&py, "llamaindex", &preset(Preset::LlamaIndex));
+    check(
+        &py,
+        "llamaindex-small",
+        &knobs(Strategy::LlamaIndex, Unit::Cl100k, 128, 20),
+    );
+    check(
+        &py,
+        "llamaindex-chars",
+        &knobs(Strategy::LlamaIndex, Unit::Chars, 400, 50),
+    );
+    check(&py, "llamaindex-tokens", &preset(Preset::LlamaIndexTokens));
+    check(
+        &py,
+        "llamaindex-tokens-small",
+        &knobs(Strategy::LlamaIndexTokens, Unit::Cl100k, 100, 10),
+    );
+    check(&py, "llamaindex-markdown", &preset(Preset::LlamaIndexMarkdown));
+    check(
+        &py,
+        "llamaindex-markdown-embed",
+        &knobs(Strategy::LlamaIndexMarkdown, Unit::Embed, 100, 10),
+    );
+}
+
 /// `chunkscope knobs --as` prints the core's snippet for the knobs (flags over workbench.toml),
 /// the strategy's own framework by default, and fails naming what is missing.
 #[test]
@@ -327,6 +413,21 @@ fn knobs_command_prints_the_snippet() {
         ),
         (&[][..], ChunkSettings::default(), Framework::SpringAi),
         (
+            &[
+                "--preset",
+                "chonkie-tokens",
+                "--overlap",
+                "100",
+                "--as",
+                "chonkie",
+            ][..],
+            ChunkSettings {
+                overlap: 100,
+                ..preset(Preset::ChonkieTokens)
+            },
+            Framework::Chonkie,
+        ),
+        (
             &["--preset", "langchain-tokens", "--size", "200"][..],
             ChunkSettings {
                 size: 200,
@@ -338,6 +439,14 @@ fn knobs_command_prints_the_snippet() {
             &["--preset", "markdown"][..],
             preset(Preset::Markdown),
             Framework::Toml,
+        ),
+        (
+            &["--preset", "llamaindex-markdown", "--size", "512"][..],
+            ChunkSettings {
+                size: 512,
+                ..preset(Preset::LlamaIndexMarkdown)
+            },
+            Framework::LlamaIndex,
         ),
     ] {
         let out = run(args);
@@ -359,11 +468,11 @@ fn knobs_command_prints_the_snippet() {
         ),
         (
             &["--as", "llamaindex"][..],
-            "no chunkscope preset reproduces LlamaIndex",
+            "--as llamaindex needs the llamaindex strategy (current: spring-ai); set it with --strategy llamaindex or --preset llamaindex",
         ),
         (
             &["--as", "chonkie"][..],
-            "no chunkscope preset reproduces chonkie",
+            "--as chonkie needs the chonkie strategy (current: spring-ai); set it with --strategy chonkie or --preset chonkie",
         ),
         (&["--as", "crewai"][..], "unknown framework 'crewai'"),
     ] {

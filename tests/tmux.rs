@@ -480,3 +480,55 @@ fn parser_panics_leave_the_screen_alone() {
     let _ = common::tmux(&["kill-session", "-t", &session]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A reranker in the workbench: a query's first stage shows, then the fourth column fills with
+/// the reranker's hits and says how it was made; tab reaches it and enter opens its hit; the
+/// eval pane measures it as a fourth retriever with its time per query.
+#[test]
+fn rerank_column_in_tmux() {
+    if common::no_tmux() {
+        return;
+    }
+    common::model();
+    let session = format!("chunkscope-e2e-rerank-{}", std::process::id());
+    let reranker = common::repo().join("tests/fixtures/tiny-rerankers/bert-sigmoid");
+    let cmd = format!(
+        "HF_HUB_OFFLINE=1 {} {} --rerank {}; echo EXITED-$?; sleep 60",
+        env!("CARGO_BIN_EXE_chunkscope"),
+        common::repo().join("examples").display(),
+        reranker.display()
+    );
+    common::start_tmux(&session, 220, 44, &cmd);
+    common::wait_for_screen(&session, |s| s.contains("chunked in"), "the first chunking");
+    common::tmux(&["send-keys", "-t", &session, "/"]);
+    common::tmux(&["send-keys", "-t", &session, "-l", "signing keys"]);
+    common::tmux(&["send-keys", "-t", &session, "Enter"]);
+    let screen = common::wait_for_screen(
+        &session,
+        |s| s.contains("rerank (bert-sigmoid)") && s.contains(" scored · "),
+        "the reranker's column",
+    );
+    assert!(screen.contains("BM25 (tantivy)"), "{screen}");
+    assert!(screen.contains(" cut · "), "{screen}");
+    for _ in 0..3 {
+        common::tmux(&["send-keys", "-t", &session, "Tab"]);
+    }
+    common::tmux(&["send-keys", "-t", &session, "Enter"]);
+    common::wait_for_screen(
+        &session,
+        |s| !s.contains("rerank (bert-sigmoid)") && s.contains("tail from token"),
+        "the reranked hit opened in the chunks pane",
+    );
+    common::tmux(&["send-keys", "-t", &session, "e"]);
+    let screen = common::wait_for_screen(
+        &session,
+        |s| s.contains("rerank bert-sigmoid (pair window") && !s.contains("re-evaluating"),
+        "the eval pane with the reranker",
+    );
+    assert!(screen.contains("ms/query"), "{screen}");
+    assert!(screen.contains("  rerank "), "{screen}");
+    common::tmux(&["send-keys", "-t", &session, "Escape"]);
+    common::tmux(&["send-keys", "-t", &session, "q"]);
+    common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
+    let _ = common::tmux(&["kill-session", "-t", &session]);
+}

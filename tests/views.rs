@@ -319,6 +319,42 @@ fn prefix_parent_and_query_panes() {
         "{broken}"
     );
     m.query.results = whole;
+    // A reranker: its column while it scores, then its hits with the pair window and the time;
+    // a hit whose match lies past the pair window is marked.
+    m.query.reranker = Some("/models/ms-marco-MiniLM-L-6-v2".into());
+    let scoring = render(&m).backend().to_string();
+    assert!(
+        scoring.contains("rerank (ms-marco-MiniLM-L-6-v2)"),
+        "{scoring}"
+    );
+    assert!(scoring.contains("reranking…"), "{scoring}");
+    let mut past = m.query.results.as_ref().unwrap().bm25[0].clone();
+    past.token_offset = None;
+    past.in_tail = true;
+    m.query.reranked = Some(Ok(chunkscope_core::rerank::stage::Reranked {
+        hits: vec![past],
+        info: chunkscope_core::rerank::stage::RerankInfo {
+            model: "/models/ms-marco-MiniLM-L-6-v2".into(),
+            window: 512,
+            candidates: 9,
+            truncated: 2,
+            millis: 41.0,
+        },
+    }));
+    let reranked = render(&m).backend().to_string();
+    assert!(
+        reranked.contains("512 tok · 9 scored · 2 cut · 41 ms"),
+        "{reranked}"
+    );
+    assert!(reranked.contains("TAIL past the pair window"), "{reranked}");
+    m.query.reranked = Some(Err("reranker: /models/x: not a folder".into()));
+    let failed = render(&m).backend().to_string();
+    assert!(
+        failed.contains("reranker: /models/x: not a folder"),
+        "{failed}"
+    );
+    m.query.reranker = None;
+    m.query.reranked = None;
     // [CLS], then the prefix's tokens, then 3 tokens of the text.
     assert_eq!(first.prefix_tokens, 4, "section : rotate keys");
     assert!(screen.contains("@tok 8 window"), "{screen}");
@@ -704,8 +740,9 @@ fn find_view_across_a_reload() {
     update(&mut m, key(KeyCode::Enter));
 }
 
-/// A judged report with the given nDCG@10 of BM25, vector and hybrid (every other measure 0).
-fn judged_report(ndcg: [f64; 3]) -> chunkscope_core::eval::judged::JudgedReport {
+/// A judged report with the given nDCG@10 of BM25, vector, hybrid and (a fourth value) the
+/// reranker (every other measure 0).
+fn judged_report<const N: usize>(ndcg: [f64; N]) -> chunkscope_core::eval::judged::JudgedReport {
     use chunkscope_core::metrics::Metrics;
     let at = |v: f64| {
         vec![Metrics {
@@ -723,6 +760,7 @@ fn judged_report(ndcg: [f64; 3]) -> chunkscope_core::eval::judged::JudgedReport 
         bm25: at(ndcg[0]),
         vector: at(ndcg[1]),
         hybrid: at(ndcg[2]),
+        rerank: ndcg.get(3).map(|&v| at(v)),
         per_query: Vec::new(),
     }
 }
@@ -776,6 +814,17 @@ fn ndcg_bars_follow_the_values() {
         ],
         "{rows:#?}"
     );
+    // With a reranker, its bar follows the first stage's; pinned without one, it stands alone.
+    let with_rerank = judged_report([0.8, 0.4, 1.0, 0.6]);
+    let pinned = judged_report([0.5, 0.4, 0.9]);
+    let mut buf = Buffer::empty(Rect::new(0, 0, 40, 9));
+    let styles = (Style::default(), Style::default());
+    ndcg_chart(&with_rerank, Some(&pinned), styles).render(buf.area, &mut buf);
+    let rows: Vec<String> = (0..9)
+        .map(|y| (0..40).map(|x| buf[(x, y)].symbol()).collect::<String>())
+        .collect();
+    assert!(rows[7].starts_with("B rerank"), "{rows:#?}");
+    assert_eq!(&rows[7][9..13], "0.60", "{rows:#?}");
 }
 
 /// The eval pane over a judged evaluation (a query log, no answer spans): the measures per
@@ -833,7 +882,10 @@ fn eval_pane_shows_judged_measures() {
     ] {
         assert!(screen.contains(want), "{want} in\n{screen}");
     }
-    for (label, v) in ["BM25", "vector", "hybrid"].iter().zip(ndcg) {
+    for (label, v) in ["BM25", "vector", "hybrid"]
+        .iter()
+        .zip(ndcg.iter().map(|p| p.1))
+    {
         assert!(
             screen.contains(&format!("{label} {v:.2}"))
                 || screen.contains(&format!("{label}   {v:.2}")),
@@ -846,6 +898,46 @@ fn eval_pane_shows_judged_measures() {
     assert!(screen.contains("A (pinned)"), "{screen}");
     assert!(
         screen.contains("A BM25") && screen.contains("B hybrid"),
+        "{screen}"
+    );
+}
+
+/// A knob turn's selected file chunked ahead of the rest: the chunks pane shows its new chunks
+/// and is not marked stale, the stats and the status line say the corpus is partly re-chunked.
+#[test]
+fn the_selected_file_ahead_of_a_partial_corpus() {
+    let mut m = model(Theme::dark());
+    let engine = m.engine.clone().unwrap();
+    let before = render(&m).backend().to_string();
+    assert!(before.contains("chunk 1/"), "{before}");
+    let mut next = m.settings.clone();
+    next.size = 30;
+    next.overlap = 0;
+    let ahead = engine.chunk_docs(&[0], &next, None, None);
+    let n_new = ahead[0].chunks.len();
+    assert_ne!(n_new, m.chunking.as_ref().unwrap().files[0].chunks.len());
+    m.settings = next.clone();
+    m.generation += 1;
+    m.partial = Some(chunkscope::app::PartialChunks {
+        generation: m.generation,
+        settings: next,
+        files: ahead.into_iter().map(|f| (f.doc, f)).collect(),
+        done: 1,
+        total: 2,
+    });
+    let screen = render(&m).backend().to_string();
+    let title = screen
+        .lines()
+        .find(|l| l.contains("runbooks/rotate-keys.md · chunk"))
+        .unwrap_or_default();
+    assert!(title.contains(&format!("chunk 1/{n_new}")), "{screen}");
+    assert!(
+        !title.contains("stale"),
+        "the selected file is fresh: {title}"
+    );
+    assert!(screen.contains("stats · partial: 1/2 files"), "{screen}");
+    assert!(
+        screen.contains("chunking… 1 of 2 files (the files on screen first)"),
         "{screen}"
     );
 }

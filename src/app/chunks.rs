@@ -220,6 +220,14 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             return Vec::new();
         }
         Action::Probe => {
+            // The embedder probes the whole chunking, which a file chunked ahead of it is not.
+            if m.partial
+                .as_ref()
+                .is_some_and(|p| p.files.contains_key(&m.selected))
+            {
+                m.info = Some("tail probe: the rest of the corpus is still being chunked".into());
+                return Vec::new();
+            }
             if m.focus_chunk < m.chunks_in_selected() {
                 return vec![Cmd::Probe {
                     file_pos: m.selected,

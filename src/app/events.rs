@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chunkscope_core::engine::Engine;
 use chunkscope_core::jobs::Event;
 
-use super::{Cmd, Model, Probe, View};
+use super::{Cmd, Model, PartialChunks, Probe, View};
 
 pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
     match ev {
@@ -63,6 +63,8 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                 return Vec::new();
             }
             m.sentences = None;
+            // The whole chunking (or its failure) replaces what was chunked ahead of it.
+            m.partial = None;
             match result {
                 Ok(c) => {
                     if !m.engine.as_ref().is_some_and(|e| Arc::ptr_eq(e, &engine)) {
@@ -85,6 +87,38 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                     return m.embed_cmd();
                 }
                 Err(e) => m.error = Some(e.to_string()),
+            }
+            Vec::new()
+        }
+        Event::FocusChunked {
+            generation,
+            engine,
+            settings,
+            files,
+            done,
+            total,
+        } => {
+            on_focus_chunked(m, (generation, engine, settings), files, (done, total));
+            Vec::new()
+        }
+        Event::ChunkProgress {
+            generation,
+            done,
+            total,
+        } => {
+            if generation == m.generation {
+                let settings = m.settings.clone();
+                let p = m.partial.get_or_insert_with(|| PartialChunks {
+                    generation,
+                    settings,
+                    files: Default::default(),
+                    done: 0,
+                    total,
+                });
+                if p.generation == generation {
+                    p.done = p.done.max(done);
+                    p.total = total;
+                }
             }
             Vec::new()
         }
@@ -161,11 +195,24 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                 match result {
                     Ok(r) if generation == m.chunked_generation => {
                         m.query.results = Some(r);
+                        m.query.reranked = None;
+                        m.query.rerank_for = Some(id);
                         m.query.selected = 0;
                     }
                     Ok(_) => {}
                     Err(e) => m.error = Some(format!("query: {e}")),
                 }
+            }
+            Vec::new()
+        }
+        Event::Reranked {
+            id,
+            generation,
+            result,
+        } => {
+            // Only for the results on screen: a later query's first stage replaced them.
+            if m.query.rerank_for == Some(id) && generation == m.chunked_generation {
+                m.query.reranked = Some(result.map_err(|e| e.to_string()));
             }
             Vec::new()
         }
@@ -204,6 +251,44 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
             Vec::new()
         }
     }
+}
+
+/// Files chunked ahead of the rest: shown at once when they were chunked from the texts on
+/// screen (after a reload they wait for the whole chunking, which brings its engine). What
+/// pointed into their old chunks (a highlight, a probe) is dropped, as a whole chunking does.
+fn on_focus_chunked(
+    m: &mut Model,
+    (generation, engine, settings): (u64, Arc<Engine>, chunkscope_core::chunk::ChunkSettings),
+    files: Vec<chunkscope_core::engine::FileChunks>,
+    (done, total): (usize, usize),
+) {
+    if generation != m.generation || !m.engine.as_ref().is_some_and(|e| Arc::ptr_eq(e, &engine)) {
+        return;
+    }
+    let p = match m.partial.take() {
+        Some(p) if p.generation == generation => m.partial.insert(p),
+        _ => m.partial.insert(PartialChunks {
+            generation,
+            settings: settings.clone(),
+            files: Default::default(),
+            done: 0,
+            total,
+        }),
+    };
+    p.settings = settings;
+    p.done = p.done.max(done);
+    p.total = total;
+    for f in files {
+        if m.highlight.as_ref().is_some_and(|h| h.file_pos == f.doc) {
+            m.highlight = None;
+            m.centre_on_match = false;
+        }
+        if m.probe.is_some_and(|pr| pr.file_pos == f.doc) {
+            m.probe = None;
+        }
+        p.files.insert(f.doc, f);
+    }
+    m.clamp_focus();
 }
 
 /// Show `engine` (a reload's corpus): the selected file stays selected by its path.

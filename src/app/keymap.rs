@@ -172,7 +172,7 @@ const ACTIONS: &[Row] = &[
     (Action::PrevChunk, Layer::Chunks, "prev_chunk", "jump to the previous chunk", &["N", "left", "h"], false),
     (Action::ScrollDown, Layer::Chunks, "scroll_down", "scroll the chunk pane down", &["pagedown", "J", "space"], false),
     (Action::ScrollUp, Layer::Chunks, "scroll_up", "scroll the chunk pane up", &["pageup", "K"], false),
-    (Action::NextRetriever, Layer::Query, "next_retriever", "next column: BM25, vector, hybrid", &["tab", "backtab", "left", "right"], true),
+    (Action::NextRetriever, Layer::Query, "next_retriever", "next column: BM25, vector, hybrid (rerank with a reranker)", &["tab", "backtab", "left", "right"], true),
     (Action::NextHit, Layer::Query, "next_hit", "next hit", &["down"], false),
     (Action::PrevHit, Layer::Query, "prev_hit", "previous hit", &["up"], false),
     (Action::OpenHit, Layer::Query, "open", "open the hit's chunk at the match", &["enter"], true),

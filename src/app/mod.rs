@@ -21,8 +21,8 @@ use ratatui::crossterm::event::{KeyEvent, KeyEventKind, MouseEvent};
 
 use keymap::{Action, Layer};
 pub use model::{
-    EmbedStatus, EvalState, FileSort, Highlight, Model, Probe, Prompt, PromptKind, QueryState,
-    Retriever, View,
+    EmbedStatus, EvalState, FileSort, Highlight, Model, PartialChunks, Probe, Prompt, PromptKind,
+    QueryState, Retriever, View,
 };
 
 /// A model made ready off the UI thread: found (or downloaded), its tokenizer loaded, its
@@ -81,6 +81,8 @@ pub struct Setup {
     pub models: Vec<String>,
     /// The evaluation cases of the eval pane.
     pub cases: Option<PathBuf>,
+    /// The CrossEncoder folder that reranks each query (`[rerank] model`), when one is set.
+    pub reranker: Option<String>,
 }
 
 /// A started model as the status line shows it.
@@ -120,10 +122,12 @@ pub enum Cmd {
     Load {
         generation: u64,
     },
-    /// Chunk the loaded corpus with these settings (latest wins).
+    /// Chunk the loaded corpus with these settings (latest wins), the files in `focus` (by
+    /// position: the selected one, then the others on screen) ahead of the rest.
     Rechunk {
         generation: u64,
         settings: ChunkSettings,
+        focus: Vec<usize>,
     },
     /// Embed this chunking at `window` and index it (latest wins).
     Embed {
@@ -189,6 +193,7 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             m.precision = setup.precision;
             m.models = setup.models;
             m.cases = setup.cases;
+            m.query.reranker = setup.reranker;
             m.generation = m.generation.max(1);
             Vec::new()
         }

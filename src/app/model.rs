@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use chunkscope_core::chunk::ChunkSettings;
 use chunkscope_core::embed::lowp::Precision;
-use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::engine::{Chunking, Engine, FileChunks};
 use chunkscope_core::eval::judged::{JudgedQuery, Ranker};
 use chunkscope_core::eval::{CaseResult, Report};
+use chunkscope_core::rerank::stage::Reranked;
 use chunkscope_core::search::{Hit, Results};
 use chunkscope_core::window::{ModelWindows, Window, WindowSpec};
 
@@ -99,6 +100,21 @@ impl FileSort {
     }
 }
 
+/// The files re-chunked ahead of the rest of the corpus (the selected one, those on screen),
+/// shown in their panes at once while the worker chunks the rest; corpus-wide panes say they are
+/// partial until the whole chunking arrives. Nothing downstream (indexes, vectors, searches)
+/// reads them.
+#[derive(Debug, Clone)]
+pub struct PartialChunks {
+    pub generation: u64,
+    pub settings: ChunkSettings,
+    /// The new chunks by file position.
+    pub files: std::collections::HashMap<usize, FileChunks>,
+    /// Files re-chunked so far, of `total`.
+    pub done: usize,
+    pub total: usize,
+}
+
 /// The evaluation pane: the latest report, a pinned configuration A, the selected case.
 #[derive(Debug, Clone, Default)]
 pub struct EvalState {
@@ -121,6 +137,8 @@ pub enum Retriever {
     Vector,
     /// BM25 and vector fused by reciprocal rank fusion.
     Hybrid,
+    /// The reranker's order of their candidates (only with `[rerank] model`).
+    Rerank,
 }
 
 /// The query pane.
@@ -143,6 +161,13 @@ pub struct QueryState {
     /// The chunk that should have been found (`x` in the chunks pane): (file position, chunk
     /// index) in the chunking on screen; every query explains where it ranked.
     pub expect: Option<(usize, usize)>,
+    /// The reranker's folder (`[rerank] model`): a fourth column follows each query's first
+    /// stage.
+    pub reranker: Option<String>,
+    /// The reranker's column for the results on screen, or why it failed; None while it runs.
+    pub reranked: Option<Result<Reranked, String>>,
+    /// The query whose first stage is on screen (its reranked column is awaited).
+    pub rerank_for: Option<u64>,
 }
 
 impl QueryState {
@@ -152,8 +177,27 @@ impl QueryState {
             (Some(r), Retriever::Bm25) => &r.bm25,
             (Some(r), Retriever::Vector) => &r.vector,
             (Some(r), Retriever::Hybrid) => &r.hybrid,
+            (Some(_), Retriever::Rerank) => match &self.reranked {
+                Some(Ok(r)) => &r.hits,
+                _ => &[],
+            },
             (None, _) => &[],
         }
+    }
+
+    /// The columns browsed in turn: the reranker's only when one is configured.
+    pub fn next_column(&self) -> Retriever {
+        match self.column {
+            Retriever::Bm25 => Retriever::Vector,
+            Retriever::Vector => Retriever::Hybrid,
+            Retriever::Hybrid if self.reranker.is_some() => Retriever::Rerank,
+            Retriever::Hybrid | Retriever::Rerank => Retriever::Bm25,
+        }
+    }
+
+    /// The reranker's column is still being scored for the results on screen.
+    pub fn reranking(&self) -> bool {
+        self.reranker.is_some() && self.results.is_some() && self.reranked.is_none()
     }
 }
 
@@ -206,6 +250,8 @@ pub struct Model {
     pub engine: Option<Arc<Engine>>,
     /// The latest finished chunking (may be older than `settings` while a job runs).
     pub chunking: Option<Arc<Chunking>>,
+    /// The files in focus re-chunked ahead of the rest while the whole chunking runs.
+    pub partial: Option<PartialChunks>,
     /// Generation of the latest request; results of older ones are dropped.
     pub generation: u64,
     /// Generation of the chunking on screen.
@@ -302,6 +348,7 @@ impl Model {
             window_spec,
             engine: None,
             chunking: None,
+            partial: None,
             generation: 0,
             chunked_generation: 0,
             loading: true,
@@ -450,10 +497,71 @@ impl Model {
     }
 
     pub(super) fn chunks_in_selected(&self) -> usize {
-        self.chunking
-            .as_ref()
-            .and_then(|c| c.files.get(self.selected))
+        self.file_chunks(self.selected)
             .map_or(0, |f| f.chunks.len())
+    }
+
+    /// The chunks shown for the file at `file_pos`: re-chunked ahead of the rest if it was,
+    /// else the finished chunking's.
+    pub fn file_chunks(&self, file_pos: usize) -> Option<&FileChunks> {
+        self.partial
+            .as_ref()
+            .and_then(|p| p.files.get(&file_pos))
+            .or_else(|| self.chunking.as_ref()?.files.get(file_pos))
+    }
+
+    /// The settings the chunks shown for `file_pos` were made with.
+    pub fn settings_of(&self, file_pos: usize) -> Option<&ChunkSettings> {
+        match &self.partial {
+            Some(p) if p.files.contains_key(&file_pos) => Some(&p.settings),
+            _ => self.chunking.as_ref().map(|c| &c.settings),
+        }
+    }
+
+    /// Every file's shown chunks, in corpus order: the finished chunking with the files
+    /// re-chunked ahead of the rest in place of theirs.
+    pub fn shown_files(&self) -> Vec<&FileChunks> {
+        let n = match (&self.chunking, &self.partial) {
+            (Some(c), _) => c.files.len(),
+            (None, Some(p)) => p.files.keys().max().map_or(0, |m| m + 1),
+            (None, None) => 0,
+        };
+        (0..n).filter_map(|fp| self.file_chunks(fp)).collect()
+    }
+
+    /// True while the selected file shows chunks made with the knobs as they are, ahead of the
+    /// rest of the corpus.
+    pub fn selected_ahead(&self) -> bool {
+        !self.loading
+            && self.partial.as_ref().is_some_and(|p| {
+                p.settings == self.settings && p.files.contains_key(&self.selected)
+            })
+    }
+
+    /// The files rows in the files pane shows now, top to bottom (it scrolls as ratatui's list
+    /// does: just enough to keep the selection in view); none before the terminal's size is known.
+    pub fn files_on_screen(&self) -> Vec<usize> {
+        let (w, h) = self.size;
+        let area = crate::layout::areas(ratatui::layout::Rect::new(0, 0, w, h)).files;
+        let rows = area.height.saturating_sub(2) as usize;
+        let order = self.file_order();
+        let at = order
+            .iter()
+            .position(|&fp| fp == self.selected)
+            .unwrap_or(0);
+        let offset = at.saturating_sub(rows.saturating_sub(1));
+        order.into_iter().skip(offset).take(rows).collect()
+    }
+
+    /// What a knob turn chunks first: the selected file, then the other files on screen.
+    pub fn rechunk_focus(&self) -> Vec<usize> {
+        let mut focus = vec![self.selected];
+        focus.extend(
+            self.files_on_screen()
+                .into_iter()
+                .filter(|&fp| fp != self.selected),
+        );
+        focus
     }
 
     pub(super) fn clamp_focus(&mut self) {
@@ -540,6 +648,7 @@ impl Model {
         vec![Cmd::Rechunk {
             generation: self.generation,
             settings: self.settings.clone(),
+            focus: self.rechunk_focus(),
         }]
     }
 
@@ -582,9 +691,11 @@ impl Model {
         let model = self.models[self.model_index].clone();
         self.engine = None;
         self.chunking = None;
+        self.partial = None;
         self.embed = None;
         self.probe = None;
         self.query.results = None;
+        self.query.reranked = None;
         self.last_reload = Some(format!("model {model} {}", self.precision));
         self.generation += 1;
         self.loading = true;

@@ -126,11 +126,7 @@ fn act_on_results(m: &mut Model, a: Action) -> Option<Vec<Cmd>> {
     let last = q.hits().len().saturating_sub(1);
     match a {
         Action::NextRetriever => {
-            q.column = match q.column {
-                Retriever::Bm25 => Retriever::Vector,
-                Retriever::Vector => Retriever::Hybrid,
-                Retriever::Hybrid => Retriever::Bm25,
-            };
+            q.column = q.next_column();
             q.selected = 0;
         }
         Action::MoreHits | Action::FewerHits => {
@@ -184,11 +180,15 @@ pub(super) fn case_markdown(m: &Model, r: &chunkscope_core::search::Results) -> 
         r.k,
         r.embedder
     );
-    for (name, hits) in [
+    let mut lists = vec![
         ("BM25", &r.bm25),
         ("vector", &r.vector),
         ("hybrid", &r.hybrid),
-    ] {
+    ];
+    if let Some(Ok(rr)) = &m.query.reranked {
+        lists.push(("rerank", &rr.hits));
+    }
+    for (name, hits) in lists {
         s.push_str(&format!(
             "\n**{name}**\n\n| rank | score | chunk | @tok | |\n|---|---|---|---|---|\n"
         ));
@@ -257,6 +257,8 @@ fn match_spans(m: &Model, h: &chunkscope_core::search::Hit) -> (Vec<(usize, usiz
         // The fused hit's match is BM25's first term when it has one, else the best sentence.
         Retriever::Hybrid if terms.iter().any(|&(a, _)| a == at) => terms,
         Retriever::Hybrid => sentence_span(text, at).into_iter().collect(),
+        // The reranker read the pair; its hit's match is the query's first term.
+        Retriever::Rerank => terms,
     };
     if spans.is_empty() {
         spans.push((at, at));

@@ -495,3 +495,269 @@ fn setup_model_and_watcher_arrive_as_messages() {
     assert_eq!(m.watch, "not watching");
     assert!(m.notes.iter().any(|n| n == "a store is not watched"));
 }
+
+/// A knob turn asks for the selected file first; its chunks arriving ahead of the whole chunking
+/// replace the selected file's on screen at once, the stats say they are partial, and nothing
+/// downstream (embedding, the finished chunking) sees them until the whole chunking comes.
+#[test]
+fn focused_file_ahead_of_the_whole_chunking() {
+    use chunkscope_core::corpus::{Corpus, Document};
+    use chunkscope_core::engine::Engine;
+    use std::sync::atomic::AtomicBool;
+
+    let info = chunkscope_core::model::locate(chunkscope_core::model::DEFAULT_MODEL, &mut |_| {})
+        .expect("the real model (README: the test command fetches it)");
+    let tok = Arc::new(
+        chunkscope_core::tokenize::EmbedTokenizer::from_file(&info.tokenizer_path()).unwrap(),
+    );
+    let long = "Keys are rotated by the platform team every ninety days. ".repeat(200);
+    let corpus = Corpus {
+        root: "corpus".into(),
+        docs: vec![
+            Document::plain("a.md".into(), long.clone()),
+            Document::plain("b.md".into(), format!("# B\n\n{long}")),
+            Document::plain("c.md".into(), "A short note.".into()),
+        ],
+        skipped: Vec::new(),
+    };
+    let engine = Arc::new(Engine::new(info, tok, corpus).unwrap());
+    let mut m = model();
+    let never = AtomicBool::new(false);
+    let old = Arc::new(engine.chunk_all(&m.settings, &never).unwrap());
+    m.engine = Some(Arc::clone(&engine));
+    m.chunking = Some(Arc::clone(&old));
+    m.loading = false;
+    m.generation = 4;
+    m.chunked_generation = 4;
+    m.selected = 1;
+    m.size = (120, 40);
+
+    let cmds = update(&mut m, key('-'));
+    let [Cmd::Rechunk {
+        generation,
+        settings,
+        focus,
+    }] = &cmds[..]
+    else {
+        panic!("{cmds:?}")
+    };
+    assert_eq!(*generation, 5);
+    assert_eq!(
+        focus,
+        &vec![1, 0, 2],
+        "the selected file, then the others on screen"
+    );
+    let settings = settings.clone();
+    let ahead = engine.chunk_docs(&[1], &settings, None, None);
+    assert_ne!(ahead[0].chunks, old.files[1].chunks, "smaller chunks");
+
+    // An older generation's, or another engine's, files are not shown.
+    for (generation, e) in [
+        (4, Arc::clone(&engine)),
+        (
+            5,
+            Arc::new(
+                Engine::new(
+                    engine.model.clone(),
+                    Arc::clone(&engine.tok),
+                    engine.corpus.clone(),
+                )
+                .unwrap(),
+            ),
+        ),
+    ] {
+        update(
+            &mut m,
+            Msg::Job(Event::FocusChunked {
+                generation,
+                engine: e,
+                settings: settings.clone(),
+                files: ahead.clone(),
+                done: 1,
+                total: 3,
+            }),
+        );
+        assert!(m.partial.is_none());
+    }
+
+    let cmds = update(
+        &mut m,
+        Msg::Job(Event::FocusChunked {
+            generation: 5,
+            engine: Arc::clone(&engine),
+            settings: settings.clone(),
+            files: ahead.clone(),
+            done: 1,
+            total: 3,
+        }),
+    );
+    assert!(
+        cmds.is_empty(),
+        "nothing is embedded or indexed from a partial result"
+    );
+    assert_eq!(
+        m.file_chunks(1),
+        Some(&ahead[0]),
+        "the selected file shows its new chunks"
+    );
+    assert_eq!(m.file_chunks(0), Some(&old.files[0]), "the others wait");
+    assert!(
+        Arc::ptr_eq(m.chunking.as_ref().unwrap(), &old),
+        "the finished chunking stays"
+    );
+    assert_eq!(m.chunks_in_selected(), ahead[0].chunks.len());
+    assert!(m.selected_ahead());
+    assert!(m.stale(), "the corpus as a whole is not chunked yet");
+    assert_eq!(
+        crate::ui::partial_label(&m).as_deref(),
+        Some("partial: 1/3 files")
+    );
+    update(
+        &mut m,
+        Msg::Job(Event::ChunkProgress {
+            generation: 5,
+            done: 2,
+            total: 3,
+        }),
+    );
+    assert_eq!(
+        crate::ui::partial_label(&m).as_deref(),
+        Some("partial: 2/3 files")
+    );
+
+    // The whole chunking clears the partial state and is what gets embedded.
+    let whole = Arc::new(engine.chunk_all(&settings, &never).unwrap());
+    let cmds = update(
+        &mut m,
+        Msg::Job(Event::Chunked {
+            generation: 5,
+            engine: Arc::clone(&engine),
+            result: Ok(Arc::clone(&whole)),
+            millis: 1,
+        }),
+    );
+    assert!(m.partial.is_none());
+    assert!(crate::ui::partial_label(&m).is_none());
+    assert!(!m.stale());
+    assert_eq!(m.file_chunks(1), Some(&whole.files[1]));
+    assert!(
+        matches!(&cmds[..], [Cmd::Embed { chunking, .. }] if Arc::ptr_eq(chunking, &whole)),
+        "{cmds:?}"
+    );
+}
+
+/// With a reranker configured, the query's first stage shows at once and the reranker's column
+/// follows as its own event; tab reaches that fourth column only when a reranker is set, and a
+/// reranking for an older query is dropped.
+#[test]
+fn the_rerank_column_follows_the_first_stage() {
+    use chunkscope_core::jobs::{Event, JobError};
+    use chunkscope_core::rerank::stage::{RerankInfo, Reranked};
+    use chunkscope_core::search::{Hit, Results};
+    let mut m = model();
+    m.chunking = Some(Arc::new(Chunking {
+        settings: m.settings.clone(),
+        files: Vec::new(),
+        stored_vectors: None,
+    }));
+    let tab = || Msg::Key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+    // Without a reranker, tab cycles the three first-stage columns.
+    m.query.column = Retriever::Hybrid;
+    assert_eq!(m.query.next_column(), Retriever::Bm25);
+    update(
+        &mut m,
+        Msg::Configured(Box::new(Setup {
+            reranker: Some("/models/ms-marco-MiniLM-L-6-v2".into()),
+            ..Setup::default()
+        })),
+    );
+    update(&mut m, key('/'));
+    for c in "rotate".chars() {
+        update(&mut m, key(c));
+    }
+    update(
+        &mut m,
+        Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+    );
+    let id = m.query.pending.unwrap();
+    let generation = m.chunked_generation;
+    let hit = |file: &str| Hit {
+        rank: 1,
+        score: 0.9,
+        file: file.into(),
+        id: None,
+        file_pos: 0,
+        chunk: 0,
+        heading: None,
+        match_byte: None,
+        token_offset: None,
+        in_tail: false,
+        only_here: false,
+        parent: None,
+        page_start: None,
+        page_end: None,
+    };
+    update(
+        &mut m,
+        Msg::Job(Event::QueryDone {
+            id,
+            generation,
+            result: Ok(Results {
+                bm25: vec![hit("a.md")],
+                ..Results::default()
+            }),
+        }),
+    );
+    assert!(m.query.results.is_some() && m.query.reranking());
+    let reranked = Reranked {
+        hits: vec![hit("b.md")],
+        info: RerankInfo {
+            model: "/models/ms-marco-MiniLM-L-6-v2".into(),
+            window: 512,
+            candidates: 7,
+            truncated: 1,
+            millis: 12.5,
+        },
+    };
+    // A reranking of an older query is not this one's.
+    update(
+        &mut m,
+        Msg::Job(Event::Reranked {
+            id: id - 1,
+            generation,
+            result: Ok(reranked.clone()),
+        }),
+    );
+    assert!(m.query.reranking());
+    update(
+        &mut m,
+        Msg::Job(Event::Reranked {
+            id,
+            generation,
+            result: Ok(reranked),
+        }),
+    );
+    assert!(!m.query.reranking());
+    m.query.editing = false;
+    m.query.column = Retriever::Bm25;
+    for want in [Retriever::Vector, Retriever::Hybrid, Retriever::Rerank] {
+        update(&mut m, tab());
+        assert_eq!(m.query.column, want);
+    }
+    assert_eq!(m.query.hits()[0].file, "b.md");
+    update(&mut m, tab());
+    assert_eq!(m.query.column, Retriever::Bm25);
+    // A reranker that failed says why in its column.
+    update(
+        &mut m,
+        Msg::Job(Event::Reranked {
+            id,
+            generation,
+            result: Err(JobError::Rerank("/models/x: not a folder".into())),
+        }),
+    );
+    assert_eq!(
+        m.query.reranked.as_ref().unwrap().as_ref().unwrap_err(),
+        "reranker: /models/x: not a folder"
+    );
+}

@@ -13,7 +13,9 @@ use chunkscope_core::cases::{Cases, JudgedSource};
 use chunkscope_core::config::Config;
 use chunkscope_core::embed::EmbedSpec;
 use chunkscope_core::engine::{Chunking, Engine};
-use chunkscope_core::eval::{evaluate, Report};
+use chunkscope_core::eval::{evaluate_with, Report};
+use chunkscope_core::rerank::stage::Stage;
+use chunkscope_core::rerank::Reranker;
 use chunkscope_core::search::SearchIndex;
 use chunkscope_core::window::Window;
 
@@ -99,12 +101,12 @@ pub fn run(a: EvalArgs) -> Result<ExitCode> {
     let chunking = chunk(&engine, &config, &mut say)?;
     let ks = chunkscope_core::eval::ks_with(&a.k, a.at);
     let rrf = config.search_rrf_k;
+    let reranker = super::query::reranker(&config)?;
     let report = eval(
-        &engine,
-        &chunking,
-        &cases,
+        (&engine, &chunking, &cases),
         (&window, config.embed_spec()),
         (&ks, a.at, rrf),
+        reranker.as_ref(),
         &mut say,
     )?;
     report_and_floor(&a, &report, &cases)
@@ -177,18 +179,17 @@ fn run_on_store(a: &EvalArgs, config: Config) -> Result<ExitCode> {
         None => Cases::from_tsv_matching(&cases_path, &opened.engine.corpus, &in_file)?,
     };
     usable(&cases)?;
+    let reranker = super::query::reranker(&opened.config)?;
     let (embedder, mut cache, index) = opened.searchable()?;
     let ks = chunkscope_core::eval::ks_with(&a.k, a.at);
-    let mut report = evaluate(
-        &opened.engine,
-        &opened.chunking,
-        &index,
+    let mut report = evaluate_with(
+        (&opened.engine, &opened.chunking, &index),
         &embedder,
         &mut cache,
         &cases,
         opened.window.tokens,
-        &ks,
-        a.at,
+        (&ks, a.at),
+        stage(reranker.as_ref()),
     )?;
     let _ = cache.save();
     // The chunks are the store's: no knob made them.
@@ -213,12 +214,12 @@ fn against_folder(
     let engine = open_engine(folder, config, &mut say)?;
     let b_cases = Cases::load(cases_path, Some(&a.split), &engine.corpus)?;
     let chunking = chunk(&engine, config, &mut say)?;
+    let reranker = super::query::reranker(config)?;
     let b = eval(
-        &engine,
-        &chunking,
-        &b_cases,
+        (&engine, &chunking, &b_cases),
         (&opened.window, config.embed_spec()),
         (&ks, a.at, config.search_rrf_k),
+        reranker.as_ref(),
         &mut say,
     )?;
     let mut out = io::stdout().lock();
@@ -262,7 +263,12 @@ fn a_to_b(report: &Report, b: &Report, flips: &chunkscope_core::eval::Flips, at:
             ("BM25", &report.bm25, &b.bm25, flips.bm25),
             ("vector", &report.vector, &b.vector, flips.vector),
             ("hybrid", &report.hybrid, &b.hybrid, flips.hybrid),
-        ] {
+        ]
+        .into_iter()
+        .chain(match (&report.rerank, &b.rerank) {
+            (Some(ra), Some(rb)) => Some(("rerank", ra, rb, flips.rerank)),
+            _ => None,
+        }) {
             s.push_str(&format!(
                 "| {name} | {:.2} | {:.2} | {gained} | {lost} |\n",
                 ra.at(at),
@@ -353,29 +359,33 @@ fn open_eval(
 }
 
 /// `chunkscope eval`: the report, and the recall figures a floor is checked against.
-#[allow(clippy::too_many_arguments)]
 fn eval(
-    engine: &Engine,
-    chunking: &Chunking,
-    cases: &Cases,
+    (engine, chunking, cases): (&Engine, &Chunking, &Cases),
     (window, spec): (&Window, EmbedSpec),
     (ks, k, rrf_k): (&[usize], usize, usize),
+    reranker: Option<&(Reranker, usize)>,
     say: &mut dyn FnMut(&str),
 ) -> Result<Report> {
     let (embedder, mut cache, vectors) = chunk_vectors(engine, chunking, window, &spec, say)?;
     let mut index = SearchIndex::build(engine, chunking, Some(&vectors), embedder.dim())?;
     index.rrf_k = rrf_k;
-    let report = evaluate(
-        engine,
-        chunking,
-        &index,
+    let report = evaluate_with(
+        (engine, chunking, &index),
         &embedder,
         &mut cache,
         cases,
         window.tokens,
-        ks,
-        k,
+        (ks, k),
+        stage(reranker),
     )?;
     let _ = cache.save();
     Ok(report)
+}
+
+/// The reranker stage of a loaded reranker and its depth.
+fn stage(reranker: Option<&(Reranker, usize)>) -> Option<Stage<'_>> {
+    reranker.map(|(reranker, candidates)| Stage {
+        reranker,
+        candidates: *candidates,
+    })
 }

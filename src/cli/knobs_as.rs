@@ -11,15 +11,15 @@ use chunkscope_core::chunk::snippet::{snippet, Framework};
 
 use super::knobs::Knobs;
 
-/// Print the knobs as code: a Python program for LangChain, semantic-text-splitter, semchunk or
-/// Haystack (it prints the chunks of the file it is given as JSON), Spring AI's Java builder, or
+/// Print the knobs as code: a Python program for LangChain, semantic-text-splitter, semchunk,
+/// Haystack or chonkie (it prints the chunks of the file it is given as JSON), Spring AI's Java builder, or
 /// workbench.toml's tables. The framework must match the strategy (--preset sets both).
 #[derive(Args)]
 pub struct KnobsArgs {
     /// Corpus folder whose workbench.toml is read (default: ./workbench.toml).
     corpus: Option<PathBuf>,
-    /// langchain, text-splitter, semchunk, haystack, spring-ai, toml (llamaindex and chonkie have
-    /// no chunkscope preset yet). Default: the strategy's own framework; toml for markdown, maxmin,
+    /// langchain, text-splitter, semchunk, haystack, chonkie, spring-ai, toml (llamaindex has no
+    /// chunkscope preset yet). Default: the strategy's own framework; toml for markdown, maxmin,
     /// recursive and fixed.
     #[arg(long = "as", value_name = "FRAMEWORK")]
     framework: Option<String>,

@@ -74,7 +74,7 @@ pub(crate) fn engine_for(
 ) -> Result<Engine> {
     let info = model::locate(&config.model, say)?;
     let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
-    Engine::new(info, Arc::new(tok), corpus)
+    Ok(Engine::new(info, Arc::new(tok), corpus)?)
 }
 
 pub(crate) fn chunk(

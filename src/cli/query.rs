@@ -11,7 +11,7 @@ use chunkscope_core::config::Config;
 use chunkscope_core::embed::{cosine, EmbedCache, Embedder};
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::explain::{self, WhyNot};
-use chunkscope_core::rerank::stage::{self, RerankInfo};
+use chunkscope_core::rerank::stage::{self, Reranked, Stage};
 use chunkscope_core::rerank::Reranker;
 use chunkscope_core::search::{Hit, Results, SearchIndex};
 use chunkscope_core::window::Window;
@@ -90,8 +90,8 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             }
         }
         let mut reranked = search.rerank(reranker.as_ref(), &embedder, &mut cache, &results)?;
-        if let Some((hits, _)) = reranked.as_mut() {
-            hits.iter_mut().for_each(|h| h.id = Some(h.file.clone()));
+        if let Some(r) = reranked.as_mut() {
+            r.hits.iter_mut().for_each(|h| h.id = Some(h.file.clone()));
         }
         let written = Written {
             results: &results,
@@ -127,21 +127,13 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
 }
 
 /// The reranker asked for (`--rerank`, `[rerank] model`) and how deep it reads; None for none.
-fn reranker(config: &Config) -> Result<Option<(Reranker, usize)>> {
+pub(super) fn reranker(config: &Config) -> Result<Option<(Reranker, usize)>> {
     let Some(model) = &config.rerank_model else {
         return Ok(None);
     };
-    let dir = std::path::Path::new(model);
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "rerank model {model}: not a folder (a CrossEncoder folder as sentence-transformers \
-             saves it: config.json, model.safetensors, tokenizer.json)"
-        );
-    }
-    let r = Reranker::load(dir, config.precision)?;
+    let r = stage::open(model, config.precision)?;
     say(&format!(
-        "reranker {} ({}, pair window {}, {} candidates per retriever)",
-        dir.display(),
+        "reranker {model} ({}, pair window {}, {} candidates per retriever)",
         r.activation().name(),
         r.pair_window(),
         config.rerank_candidates
@@ -153,7 +145,7 @@ fn reranker(config: &Config) -> Result<Option<(Reranker, usize)>> {
 struct Written<'a> {
     results: &'a Results,
     why: Option<&'a WhyNot>,
-    reranked: Option<&'a (Vec<Hit>, RerankInfo)>,
+    reranked: Option<&'a Reranked>,
 }
 
 /// One search over a corpus or a store.
@@ -192,29 +184,26 @@ impl Search<'_> {
         embedder: &Embedder,
         cache: &mut EmbedCache,
         results: &Results,
-    ) -> Result<Option<(Vec<Hit>, RerankInfo)>> {
+    ) -> Result<Option<Reranked>> {
         let Some((reranker, candidates)) = reranker else {
             return Ok(None);
         };
-        // A query that could not be embedded reranks BM25's candidates alone.
-        let qv = explain::query_vector(
+        let stage = Stage {
+            reranker,
+            candidates: *candidates,
+        };
+        stage::rerank_query(
+            stage,
             self.index,
+            (self.engine, self.chunking),
             embedder,
             cache,
             &results.query,
             self.window.tokens,
-        )
-        .unwrap_or_default();
-        stage::rerank(
-            reranker,
-            self.index,
-            (self.engine, self.chunking),
-            &results.query,
-            &qv,
-            *candidates,
             results.k,
         )
         .map(Some)
+        .map_err(Into::into)
     }
 
     /// The text of a hit's chunk.
@@ -262,6 +251,7 @@ impl Search<'_> {
             text,
         )
         .map(Some)
+        .map_err(Into::into)
     }
 }
 
@@ -285,9 +275,9 @@ fn write_results(w: &Written, search: &Search, as_json: bool, out: &mut dyn Writ
         v["bm25"] = with_text(&results.bm25)?;
         v["vector"] = with_text(&results.vector)?;
         v["hybrid"] = with_text(&results.hybrid)?;
-        if let Some((hits, info)) = w.reranked {
-            v["rerank"] = with_text(hits)?;
-            v["rerank_info"] = serde_json::to_value(info)?;
+        if let Some(r) = w.reranked {
+            v["rerank"] = with_text(&r.hits)?;
+            v["rerank_info"] = serde_json::to_value(&r.info)?;
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(());
@@ -309,7 +299,7 @@ fn write_results(w: &Written, search: &Search, as_json: bool, out: &mut dyn Writ
         }
         write_hits(hits, "window", out)?;
     }
-    if let Some((hits, info)) = w.reranked {
+    if let Some(Reranked { hits, info }) = w.reranked {
         writeln!(
             out,
             "rerank ({}, pair window {}, {} candidates, {} cut by the window, {:.1} ms):",

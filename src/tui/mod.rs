@@ -21,7 +21,7 @@ use crate::theme::Theme;
 use crate::ui;
 use chunkscope_core::config::Config;
 use chunkscope_core::embed::SharedEmbedder;
-use chunkscope_core::jobs::embedder::EmbedWorker;
+use chunkscope_core::jobs::embedder::{EmbedWorker, Options, RerankSetup};
 use chunkscope_core::jobs::pipeline::{Pipeline, Source};
 use chunkscope_core::model;
 use chunkscope_core::tokenize::EmbedTokenizer;
@@ -105,6 +105,7 @@ pub fn run(
             precision: config.precision,
             models,
             cases,
+            reranker: config.rerank_model.clone(),
         })),
     );
     let mut session = Session::start(&mut m, &config, corpus, &first, &tx);
@@ -261,7 +262,7 @@ impl Session {
         // One model per session, shared by Max-Min's sentences and the chunks' vectors.
         let shared = SharedEmbedder::with_spec(info.clone(), spec);
         let embedder =
-            EmbedWorker::spawn_with_rrf_k(shared.clone(), config.search_rrf_k, tx.clone());
+            EmbedWorker::spawn_with(shared.clone(), worker_options(&config), tx.clone());
         let pipeline = Pipeline::spawn(
             Source {
                 corpus: corpus.to_path_buf(),
@@ -275,6 +276,19 @@ impl Session {
         );
         pipeline.load(m.generation);
         Session { pipeline, embedder }
+    }
+}
+
+/// The embedding worker's search options from the configuration: the fusion constant and the
+/// reranker (`[rerank]`, `--rerank`).
+fn worker_options(config: &Config) -> Options {
+    Options {
+        rrf_k: config.search_rrf_k,
+        rerank: config.rerank_model.as_ref().map(|model| RerankSetup {
+            model: model.clone(),
+            precision: config.precision,
+            candidates: config.rerank_candidates,
+        }),
     }
 }
 
@@ -361,7 +375,8 @@ where
                     Cmd::Rechunk {
                         generation,
                         settings,
-                    } => pipeline.rechunk(generation, settings),
+                        focus,
+                    } => pipeline.rechunk_focused(generation, settings, focus),
                     Cmd::Embed {
                         generation,
                         engine,
@@ -453,7 +468,7 @@ fn save_knobs(
         Err(e) => return Err(e.into()),
     };
     let new = save::with_knobs(&text, settings, window)?;
-    save::write_atomically(path, &new)
+    Ok(save::write_atomically(path, &new)?)
 }
 
 #[cfg(test)]

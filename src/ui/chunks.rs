@@ -22,9 +22,8 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
     let inner_width = area.width.saturating_sub(2) as usize;
     let height = area.height.saturating_sub(2) as usize;
-    let (title, lines) = match (&m.engine, &m.chunking) {
-        (Some(engine), Some(c)) if m.selected < c.files.len() => {
-            let file = &c.files[m.selected];
+    let (title, lines) = match (&m.engine, m.file_chunks(m.selected)) {
+        (Some(engine), Some(file)) if file.doc < engine.corpus.docs.len() => {
             let doc = &engine.corpus.docs[file.doc];
             let focus = m.focus_chunk.min(file.chunks.len().saturating_sub(1));
             let title = match file.chunks.get(focus) {
@@ -73,7 +72,13 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             )],
         ),
     };
-    let title = format!("{title}{}", stale_mark(m));
+    // The selected file chunked ahead of the rest shows the knobs as they are: not stale.
+    let mark = if m.selected_ahead() {
+        ""
+    } else {
+        stale_mark(m)
+    };
+    let title = format!("{title}{mark}");
     frame.render_widget(
         Paragraph::new(lines).block(
             Block::default()
@@ -102,7 +107,7 @@ fn chunk_title(m: &Model, path: &str, ch: &MeasuredChunk, total: usize) -> Strin
 }
 
 fn ch_unit(m: &Model) -> &'static str {
-    m.chunking.as_ref().map_or("", |c| c.settings.unit.name())
+    m.settings_of(m.selected).map_or("", |s| s.unit.name())
 }
 
 /// A chunk's size in the chunking's unit and in what the model reads, one unit name each:

@@ -50,13 +50,15 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     let spans = !r.results.is_empty() || judged.is_none();
     let a_judged = a.and_then(|a| a.judged.as_ref());
     let mut heights = Vec::new();
-    if judged.is_some() {
-        let config = 1 + usize::from(a.is_some());
-        let rows = if a_judged.is_some() { 6 } else { 3 };
+    if let Some(j) = judged {
+        let config = 1 + usize::from(a.is_some()) + usize::from(r.reranker.is_some());
+        let n = j.rankers().len();
+        let rows = if a_judged.is_some() { 2 * n } else { n };
         heights.push(Constraint::Length((2 + config + 1 + rows) as u16));
     }
     if spans {
-        heights.push(Constraint::Length(14));
+        // With a reranker: its row of recall, and its line under B's.
+        heights.push(Constraint::Length(14 + 2 * u16::from(r.rerank.is_some())));
     }
     heights.extend([Constraint::Min(4), Constraint::Length(1)]);
     let rows = Layout::default()
@@ -101,9 +103,15 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     };
     let judged_rows = m.judged_rows();
     if !judged_rows.is_empty() || !spans {
-        let items: Vec<ListItem> = judged_rows.iter().map(|q| judged_item(q, r.k, m)).collect();
+        let rankers = judged.map_or(Ranker::ALL.to_vec(), |j| j.rankers());
+        let items: Vec<ListItem> = judged_rows
+            .iter()
+            .map(|q| judged_item(q, &rankers, r.k, m))
+            .collect();
+        let names: Vec<&str> = rankers.iter().map(|r| r.label()).collect();
         let title = format!(
-            " judged queries{misses} · ✓/✗ BM25 vector hybrid: every relevant document in the first {} · rank at chunk #N, TAIL: that chunk is cut by the window ",
+            " judged queries{misses} · ✓/✗ {}: every relevant document in the first {} · rank at chunk #N, TAIL: that chunk is cut by the window ",
+            names.join(" "),
             r.k
         );
         let area = (rows[next], rows[next + 1]);
@@ -141,6 +149,24 @@ fn config_lines<'a>(m: &Model, r: &Report, a: Option<&Report>) -> Vec<Line<'a>> 
         ),
         t.title,
     )])];
+    if let Some(x) = &r.reranker {
+        lines.push(Line::styled(
+            format!(
+                "rerank {} (pair window {}): {:.0} ms/query, p95 {:.0} · {} of {} pairs cut",
+                x.model
+                    .trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(""),
+                x.window,
+                x.mean_millis,
+                x.p95_millis,
+                x.truncated,
+                x.scored
+            ),
+            t.dim,
+        ));
+    }
     if let Some(a) = a {
         lines.push(Line::styled(
             format!(
@@ -195,9 +221,9 @@ fn judged_block(
     }
     head.push_str(&format!(" {:>6}", "MRR@10"));
     let mut lines = vec![Line::styled(head, t.dim)];
-    for r in Ranker::ALL {
+    for r in j.rankers() {
         lines.push(Line::styled(measures_row(r.label(), j, r, ks), t.text));
-        if let Some(a) = a {
+        if let Some(a) = a.filter(|a| a.rankers().contains(&r)) {
             lines.push(Line::styled(measures_row("A", a, r, ks), t.dim));
         }
     }
@@ -233,15 +259,19 @@ pub fn ndcg_chart<'a>(
             .text_value(format!("{v:.2}"))
             .style(style)
     };
-    let (now, pinned) = (j.ndcg10(), a.map(|a| a.ndcg10()));
+    let pinned = a.map(|a| a.ndcg10());
     let mut bars = Vec::new();
-    for (i, r) in Ranker::ALL.iter().enumerate() {
-        match pinned {
-            Some(p) => {
-                bars.push(bar(format!("A {}", r.label()), p[i], a_style));
-                bars.push(bar(format!("B {}", r.label()), now[i], b_style));
+    for (r, v) in j.ndcg10() {
+        let before = pinned
+            .as_ref()
+            .and_then(|p| p.iter().find(|(x, _)| *x == r).map(|p| p.1));
+        match (pinned.is_some(), before) {
+            (true, Some(p)) => {
+                bars.push(bar(format!("A {}", r.label()), p, a_style));
+                bars.push(bar(format!("B {}", r.label()), v, b_style));
             }
-            None => bars.push(bar(r.label().to_string(), now[i], b_style)),
+            (true, None) => bars.push(bar(format!("B {}", r.label()), v, b_style)),
+            (false, _) => bars.push(bar(r.label().to_string(), v, b_style)),
         }
     }
     BarChart::horizontal(bars)
@@ -253,7 +283,7 @@ pub fn ndcg_chart<'a>(
 
 /// A judged query: ✓/✗ per retriever (every relevant document within k), its id and text, and
 /// each relevant document's rank per retriever.
-fn judged_item<'a>(q: &JudgedQuery, k: usize, m: &Model) -> ListItem<'a> {
+fn judged_item<'a>(q: &JudgedQuery, rankers: &[Ranker], k: usize, m: &Model) -> ListItem<'a> {
     let t = &m.theme;
     let mark = |ok: bool| {
         if ok {
@@ -262,20 +292,19 @@ fn judged_item<'a>(q: &JudgedQuery, k: usize, m: &Model) -> ListItem<'a> {
             Span::styled("✗", t.warn)
         }
     };
-    let first = Line::from(vec![
-        mark(q.found_at(Ranker::Bm25, k)),
-        Span::raw(" "),
-        mark(q.found_at(Ranker::Vector, k)),
-        Span::raw(" "),
-        mark(q.found_at(Ranker::Hybrid, k)),
-        Span::raw(format!(" {:>4} ", q.id)),
-        Span::raw(q.query.clone()),
-    ]);
+    let mut first = Vec::new();
+    for &r in rankers {
+        first.push(mark(q.found_at(r, k)));
+        first.push(Span::raw(" "));
+    }
+    first.push(Span::raw(format!("{:>4} ", q.id)));
+    first.push(Span::raw(q.query.clone()));
+    let first = Line::from(first);
     let docs: Vec<String> = q
         .judged
         .iter()
         .filter(|d| d.grade > 0)
-        .map(judged_doc_line)
+        .map(|d| judged_doc_line(d, rankers))
         .collect();
     let second = Line::styled(format!("        {}", docs.join("; ")), t.dim);
     ListItem::new(vec![first, second])
@@ -295,11 +324,15 @@ fn span_block(frame: &mut Frame, area: Rect, m: &Model, mut lines: Vec<Line>, st
     }
     head.push_str("  MRR");
     lines.push(Line::styled(head, t.dim));
-    for (name, rec) in [
+    let mut rows = vec![
         ("BM25  ", &r.bm25),
         ("vector", &r.vector),
         ("hybrid", &r.hybrid),
-    ] {
+    ];
+    if let Some(rr) = &r.rerank {
+        rows.push(("rerank", rr));
+    }
+    for (name, rec) in rows {
         let mut s = format!("  {name}       ");
         for (_, v) in &rec.at {
             s.push_str(&format!(" {:<5}", pct(*v)));

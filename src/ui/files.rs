@@ -18,7 +18,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     if let Some(engine) = &m.engine {
         for &i in &order {
             let doc = &engine.corpus.docs[i];
-            let file = m.chunking.as_ref().and_then(|c| c.files.get(i));
+            let file = m.file_chunks(i);
             let count = file.map_or("…".to_string(), |f| f.chunks.len().to_string());
             let over = file.map_or(0, |f| {
                 f.chunks

@@ -98,6 +98,17 @@ pub fn thousands(n: usize) -> String {
     out
 }
 
+/// "partial: 3/11,120 files" (re-chunked so far) while the files in focus show the knobs as they
+/// are and the rest of the corpus is still being chunked; short enough for the stats title.
+pub fn partial_label(m: &Model) -> Option<String> {
+    let p = m.partial.as_ref().filter(|_| m.stale())?;
+    Some(format!(
+        "partial: {}/{} files",
+        thousands(p.done),
+        thousands(p.total)
+    ))
+}
+
 /// The stale mark for pane titles while results lag behind the knobs.
 pub fn stale_mark(m: &Model) -> &'static str {
     if m.stale() {

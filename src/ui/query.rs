@@ -38,14 +38,29 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         )),
         rows[0],
     );
-    // Three columns side by side when each gets 50 columns; else BM25 and vector side by side
-    // and the hybrid column under them.
-    let cols: Vec<Rect> = if rows[1].width >= 150 {
+    let reranker = m.query.reranker.is_some();
+    let n = if reranker { 4 } else { 3 };
+    // The columns side by side when each gets 50 columns; else BM25 and vector side by side
+    // and the hybrid column (and the reranker's) under them.
+    let cols: Vec<Rect> = if rows[1].width >= 50 * n {
         Layout::default()
             .direction(Direction::Horizontal)
-            .constraints([Constraint::Ratio(1, 3); 3])
+            .constraints(vec![Constraint::Ratio(1, n as u32); n as usize])
             .split(rows[1])
             .to_vec()
+    } else if reranker {
+        let halves = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)])
+            .split(rows[1]);
+        let side = |r: Rect| {
+            Layout::default()
+                .direction(Direction::Horizontal)
+                .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .split(r)
+        };
+        let (top, bottom) = (side(halves[0]), side(halves[1]));
+        vec![top[0], top[1], bottom[0], bottom[1]]
     } else {
         let halves = Layout::default()
             .direction(Direction::Vertical)
@@ -101,6 +116,9 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         (format!(" hybrid (RRF k={rrf_k}) "), hybrid, None),
         Retriever::Hybrid,
     );
+    if reranker {
+        rerank_column(frame, cols[3], m);
+    }
     frame.render_widget(
         Paragraph::new(Line::styled(
             if m.query.editing {
@@ -200,6 +218,40 @@ pub fn text_line(
     Line::from(spans)
 }
 
+/// The reranker's column: its order of the first stage's candidates, with the pair window and
+/// the time it took; "reranking…" while it scores, the reason when it failed.
+fn rerank_column(frame: &mut Frame, area: Rect, m: &Model) {
+    let q = &m.query;
+    let name = q.reranker.as_deref().map_or("", short_name);
+    let (title, hits, why) = match &q.reranked {
+        Some(Ok(r)) => (format!(" rerank ({name}) "), r.hits.as_slice(), None),
+        Some(Err(e)) => (format!(" rerank ({name}) "), &[][..], Some(e.as_str())),
+        None if q.results.is_some() => (format!(" rerank ({name}) "), &[][..], Some("reranking…")),
+        None => (format!(" rerank ({name}) "), &[][..], None),
+    };
+    column(frame, area, m, (title, hits, why), Retriever::Rerank);
+    if let Some(Ok(r)) = &q.reranked {
+        // How it was made, on the column's bottom border.
+        let info = format!(
+            " {} tok · {} scored · {} cut · {:.0} ms ",
+            r.info.window, r.info.candidates, r.info.truncated, r.info.millis
+        );
+        let bottom = Rect {
+            x: area.x + 1,
+            y: area.y + area.height.saturating_sub(1),
+            width: area.width.saturating_sub(2),
+            height: 1.min(area.height),
+        };
+        frame.render_widget(Paragraph::new(Line::styled(info, m.theme.dim)), bottom);
+    }
+}
+
+/// A folder's last component, as a column title names a model.
+fn short_name(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    trimmed.rsplit('/').next().unwrap_or(trimmed)
+}
+
 /// One retriever's hits; `failed` says why the column is empty (the query's vector could not be
 /// made).
 fn column(
@@ -216,7 +268,9 @@ fn column(
             let place = match (h.token_offset, h.in_tail) {
                 (Some(tok), true) => Span::styled(format!("@tok {tok} TAIL"), t.tail),
                 (Some(tok), false) => Span::raw(format!("@tok {tok} window")),
-                (None, _) => Span::styled("@tok -".to_string(), t.dim),
+                // The reranker's hit: its match lies past the pair window it read.
+                (None, true) => Span::styled("TAIL past the pair window".to_string(), t.tail),
+                (None, false) => Span::styled("@tok -".to_string(), t.dim),
             };
             let mut first = vec![
                 Span::raw(format!("{:>2} {:>6.3} ", h.rank, h.score)),

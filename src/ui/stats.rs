@@ -6,26 +6,37 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
-use super::{stale_mark, thousands};
+use super::{partial_label, stale_mark, thousands};
 use crate::app::Model;
-use chunkscope_core::stats::histogram;
+use chunkscope_core::stats::{histogram, Stats};
 
 const BARS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
 pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
     let window = m.window().tokens;
+    // While the whole chunking runs, the stats are the finished one's with the files chunked
+    // ahead of it in place, and say so.
+    let mark = match partial_label(m) {
+        Some(p) => format!(" · {p}"),
+        None => stale_mark(m).to_string(),
+    };
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(Span::styled(format!(" stats{} ", stale_mark(m)), t.title));
-    let Some(c) = &m.chunking else {
+        .title(Span::styled(format!(" stats{mark} "), t.title));
+    let files = m.shown_files();
+    if files.is_empty() {
         frame.render_widget(
             Paragraph::new("waiting for the first chunking…").block(block),
             area,
         );
         return;
-    };
-    let s = c.stats(window, m.specials);
+    }
+    let s = Stats::of(
+        files.iter().flat_map(|f| f.chunks.iter()),
+        window,
+        m.specials,
+    );
     let mut lines = vec![
         Line::from(vec![
             Span::raw(format!("chunks {}   over window ", thousands(s.chunks))),
@@ -53,7 +64,10 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     ];
     // Max-Min: how many sentences the chunks group (1.0 per chunk: every sentence stands alone,
     // the floor is too high for this model's similarities).
-    if c.settings.strategy == chunkscope_core::chunk::Strategy::MaxMin {
+    let whole = m.chunking.as_ref().filter(|_| m.partial.is_none());
+    if let Some(c) =
+        whole.filter(|c| c.settings.strategy == chunkscope_core::chunk::Strategy::MaxMin)
+    {
         if let Some(engine) = &m.engine {
             let counts: Option<usize> = c
                 .files
@@ -70,8 +84,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         }
     }
     let bins = area.width.saturating_sub(2).max(1) as usize;
-    let lens: Vec<usize> = c
-        .files
+    let lens: Vec<usize> = files
         .iter()
         .flat_map(|f| f.chunks.iter().map(|c| c.embed_tokens(m.specials)))
         .collect();

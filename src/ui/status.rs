@@ -106,6 +106,16 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
             format!(" maxmin: embedding sentences {done}/{total} (once; thresholds reuse them)… "),
             t.warn,
         )
+    } else if let Some(p) = m.partial.as_ref().filter(|_| m.stale()) {
+        // The files on screen were chunked first; the rest of the corpus follows.
+        Span::styled(
+            format!(
+                " chunking… {} of {} files (the files on screen first) ",
+                super::thousands(p.done),
+                super::thousands(p.total)
+            ),
+            t.warn,
+        )
     } else if m.stale() {
         Span::styled(" chunking… ", t.warn)
     } else if let Some(p) = m.probe {

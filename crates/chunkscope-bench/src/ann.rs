@@ -11,7 +11,7 @@ use chunkscope_core::index::ann::{
 };
 use chunkscope_core::index::VectorIndex;
 
-use crate::common::{peak_rss_mb, reset_peak_rss};
+use crate::common::{peak_rss_mb, percentile, reset_peak_rss};
 
 pub struct AnnArgs {
     pub sizes: Vec<usize>,
@@ -38,12 +38,25 @@ fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
-fn percentile(ms: &mut [f64], q: f64) -> f64 {
-    ms.sort_by(f64::total_cmp);
-    ms[((q * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1]
+/// One line of the table: a size at one breadth of search.
+#[derive(Debug, Clone)]
+pub struct AnnRow {
+    pub vectors: usize,
+    /// The graph's build (wall seconds) and the process's peak memory during it.
+    pub build_seconds: f64,
+    pub peak_rss_mb: Option<u64>,
+    pub ef_search: usize,
+    /// Against exact search, over the held-out queries.
+    pub recall_at_10: f32,
+    pub ann_p50_ms: f64,
+    pub ann_p95_ms: f64,
+    pub flat_p50_ms: f64,
+    pub flat_p95_ms: f64,
 }
 
-pub fn ann(args: &AnnArgs, out: &mut dyn Write) -> Result<()> {
+/// Print the table and return its rows (the default ef_search first for each size).
+pub fn ann(args: &AnnArgs, out: &mut dyn Write) -> Result<Vec<AnnRow>> {
+    let mut rows = Vec::new();
     let dim = args.dim;
     let p = args.params;
     writeln!(
@@ -146,14 +159,25 @@ pub fn ann(args: &AnnArgs, out: &mut dyn Write) -> Result<()> {
             } else {
                 Default::default()
             };
+            let row = AnnRow {
+                vectors: n,
+                build_seconds: stats.build_seconds,
+                peak_rss_mb: peak,
+                ef_search: ef,
+                recall_at_10: recall,
+                ann_p50_ms: percentile(&mut ann_ms, 0.5),
+                ann_p95_ms: percentile(&mut ann_ms, 0.95),
+                flat_p50_ms: flat50,
+                flat_p95_ms: flat95,
+            };
             writeln!(
                 out,
                 "{n:>9} {build:>8} {cpu_s:>8} {rss:>9} {ef:>6} {recall:>10.3} {own:>11.3} \
                  {:>6.2} ms {:>6.2} ms {flat50:>6.1} ms {flat95:>6.1} ms",
-                percentile(&mut ann_ms, 0.5),
-                percentile(&mut ann_ms, 0.95),
+                row.ann_p50_ms, row.ann_p95_ms,
             )?;
             out.flush()?;
+            rows.push(row);
         }
         writeln!(
             out,
@@ -170,5 +194,5 @@ pub fn ann(args: &AnnArgs, out: &mut dyn Write) -> Result<()> {
         )?;
         out.flush()?;
     }
-    Ok(())
+    Ok(rows)
 }

@@ -25,7 +25,7 @@ impl Drop for TempDir {
 }
 
 /// The example corpus the generated ones are made from (a benchmark runs from the source tree).
-fn examples() -> PathBuf {
+pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
@@ -65,17 +65,21 @@ pub fn report(out: &mut dyn Write, what: &str, mut ms: Vec<f64>) -> Result<()> {
         writeln!(out, "{what:<32} no samples")?;
         return Ok(());
     }
-    ms.sort_by(f64::total_cmp);
-    let p = |q: f64| ms[((q * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
     writeln!(
         out,
         "{what:<32} n {:>3}  p50 {:>8.1} ms  p95 {:>8.1} ms  max {:>8.1} ms",
         ms.len(),
-        p(0.5),
-        p(0.95),
-        p(1.0)
+        percentile(&mut ms, 0.5),
+        percentile(&mut ms, 0.95),
+        percentile(&mut ms, 1.0)
     )?;
     Ok(())
+}
+
+/// The `q` quantile (0..=1) of `ms`, nearest rank; sorts `ms` in place. `ms` must not be empty.
+pub fn percentile(ms: &mut [f64], q: f64) -> f64 {
+    ms.sort_by(f64::total_cmp);
+    ms[((q * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1]
 }
 
 /// Run a reference script with `req` as JSON on stdin and parse its JSON output.
@@ -123,10 +127,19 @@ pub const STS_RECHUNK: Script = Script {
 
 /// The process's peak resident set (VmHWM), in MB, where /proc says.
 pub fn peak_rss_mb() -> Option<u64> {
+    proc_status_kb("VmHWM:").map(|kb| kb / 1024)
+}
+
+/// The process's resident set now (VmRSS), in MB, where /proc says.
+pub fn rss_mb() -> Option<u64> {
+    proc_status_kb("VmRSS:").map(|kb| kb / 1024)
+}
+
+/// A field of /proc/self/status given in kB.
+fn proc_status_kb(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024)
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Start the peak resident set again from the current one (Linux: 5 into clear_refs).

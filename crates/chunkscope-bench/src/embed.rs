@@ -73,7 +73,22 @@ pub fn bench_texts(corpus: &Path, n: usize, min_chars: usize) -> Result<Vec<Stri
     Ok(paras.iter().cycle().take(n).cloned().collect())
 }
 
-pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()> {
+/// One measurement: our tokens/s for a backend and precision at a window and batch size, and
+/// sentence-transformers' on the same texts where it ran.
+#[derive(Debug, Clone)]
+pub struct EmbedRow {
+    /// The embedder's own name for its backend and precision (e.g. "native f32").
+    pub backend: String,
+    pub window: usize,
+    pub batch: usize,
+    pub ours_tokens_per_s: f64,
+    pub st_fp32_tokens_per_s: Option<f64>,
+    pub st_bf16_tokens_per_s: Option<f64>,
+}
+
+/// Print a table per backend and precision and return its rows.
+pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<Vec<EmbedRow>> {
+    let mut rows = Vec::new();
     let texts = bench_texts(args.corpus, args.texts, args.min_chars)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     writeln!(
@@ -114,7 +129,14 @@ pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()
             reset_peak_rss();
             let emb = Embedder::open(info, &spec)?;
             writeln!(out, "\n== backend {}", emb.backend_name())?;
-            run_backend(&emb, &refs, args, &references, &mut ours_f32, out)?;
+            rows.extend(run_backend(
+                &emb,
+                &refs,
+                args,
+                &references,
+                &mut ours_f32,
+                out,
+            )?);
             writeln!(
                 out,
                 "peak resident memory of this embedder (load + runs): {} MB",
@@ -126,7 +148,7 @@ pub fn run(info: &ModelInfo, args: &BenchArgs, out: &mut dyn Write) -> Result<()
     if let (Some((url, model)), Some(emb)) = (&args.endpoint, &first) {
         server(emb, &refs, url, model, args, out)?;
     }
-    Ok(())
+    Ok(rows)
 }
 
 /// Minimum and median of the cosines between two lists of vectors.
@@ -145,7 +167,8 @@ fn run_backend(
     references: &std::collections::HashMap<usize, Reference>,
     ours_f32: &mut std::collections::HashMap<usize, Vec<Vec<f32>>>,
     out: &mut dyn Write,
-) -> Result<()> {
+) -> Result<Vec<EmbedRow>> {
+    let mut rows = Vec::new();
     writeln!(
         out,
         "{:>6} {:>5} {:>8} | {:>10} {:>8} | {:>12} {:>6} | {:>12} {:>6}",
@@ -207,22 +230,31 @@ fn run_backend(
             }
             let ours_tps = tokens as f64 / best;
             let ours_xps = refs.len() as f64 / best;
-            let versus = |t: Option<&Timings>| match t.and_then(|t| t.get(&b)) {
-                Some(&secs) => {
-                    let tps = tokens as f64 / secs;
-                    (format!("{tps:.0}"), format!("{:.2}", ours_tps / tps))
-                }
+            let st_tps = |t: Option<&Timings>| t.and_then(|t| t.get(&b)).map(|&s| tokens as f64 / s);
+            let row = EmbedRow {
+                backend: emb.backend_name(),
+                window,
+                batch: b,
+                ours_tokens_per_s: ours_tps,
+                st_fp32_tokens_per_s: st_tps(reference.map(|r| &r.timings)),
+                st_bf16_tokens_per_s: st_tps(
+                    reference.and_then(|r| r.bf16.as_ref()).map(|b| &b.timings),
+                ),
+            };
+            let versus = |tps: Option<f64>| match tps {
+                Some(tps) => (format!("{tps:.0}"), format!("{:.2}", ours_tps / tps)),
                 None => ("-".into(), "-".into()),
             };
-            let (fp32, r32) = versus(reference.map(|r| &r.timings));
-            let (bf16, r16) = versus(reference.and_then(|r| r.bf16.as_ref()).map(|b| &b.timings));
+            let (fp32, r32) = versus(row.st_fp32_tokens_per_s);
+            let (bf16, r16) = versus(row.st_bf16_tokens_per_s);
             writeln!(
                 out,
                 "{window:>6} {b:>5} {tokens:>8} | {ours_tps:>10.0} {ours_xps:>8.1} | {fp32:>12} {r32:>6} | {bf16:>12} {r16:>6}"
             )?;
+            rows.push(row);
         }
     }
-    Ok(())
+    Ok(rows)
 }
 
 /// The same texts through an embedding server with 1, 2, 4 and 8 requests in flight (batches

@@ -6,11 +6,14 @@ mod ann;
 mod common;
 mod convert;
 mod embed;
+mod focus;
 mod live;
 mod maxmin;
 mod rechunk;
+mod scale;
 mod search;
 mod store;
+mod wiki;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -83,6 +86,19 @@ enum What {
         #[arg(long)]
         model: Option<String>,
     },
+    /// A knob turn through the pipeline worker, per preset: the time to the selected file's
+    /// new chunks, to the files on screen, and to the whole corpus.
+    Focus {
+        /// Size of the generated corpus in MB.
+        #[arg(long, default_value_t = 10)]
+        megabytes: usize,
+        /// Size turns to time per preset.
+        #[arg(long, default_value_t = 6)]
+        presses: usize,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// A file save to its new text on the workbench's screen, through the real watcher,
     /// pipeline, update, views and event loop (drawn into an in-memory terminal).
     Live {
@@ -136,6 +152,46 @@ enum What {
         #[arg(long)]
         keep: Option<PathBuf>,
     },
+    /// The workbench at a company's corpus size: a generated wiki-like corpus (unique text per
+    /// file) read and tokenized, chunked, every preset's size knob timed on the focused file and
+    /// on the whole corpus, memory; then embedding beside sentence-transformers and the ANN index
+    /// beside flat search. One summary table with issue 27's targets.
+    Scale {
+        /// Size of the generated corpus in MB.
+        #[arg(long, default_value_t = 100)]
+        megabytes: usize,
+        /// Knob presses timed on the whole corpus, per preset.
+        #[arg(long, default_value_t = 6)]
+        presses: usize,
+        /// Knob presses timed on the focused file, per preset.
+        #[arg(long, default_value_t = 40)]
+        focus_presses: usize,
+        /// The folder holding seeds/ and data/xquad/ that the corpus is made from besides the
+        /// examples (default: $CHUNKSCOPE_SHARED, else ../shared beside the repository).
+        #[arg(long)]
+        shared: Option<PathBuf>,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Leave out the embedding benchmark.
+        #[arg(long)]
+        skip_embed: bool,
+        /// Leave out the ANN benchmark.
+        #[arg(long)]
+        skip_ann: bool,
+        /// Numbers of vectors for the ANN benchmark, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
+        ann_sizes: Vec<usize>,
+        /// A Python with sentence-transformers, timed beside our embedder (default:
+        /// .venv-ref/bin/python where it exists).
+        #[arg(long)]
+        reference: Option<String>,
+        /// Precisions of our embedder (comma separated).
+        #[arg(long, value_delimiter = ',', default_value = "f32,bf16,int8")]
+        precisions: Vec<String>,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// Embedding speed, ours and (with --reference) sentence-transformers' on the same texts.
     Embed {
         /// Corpus whose paragraphs are embedded.
@@ -186,13 +242,56 @@ enum What {
 
 /// The model named (default: all-MiniLM-L6-v2), found or fetched.
 fn locate(m: Option<String>) -> anyhow::Result<ModelInfo> {
-    model::locate(m.as_deref().unwrap_or(DEFAULT_MODEL), &mut |l| {
-        eprintln!("{l}")
-    })
+    Ok(model::locate(
+        m.as_deref().unwrap_or(DEFAULT_MODEL),
+        &mut |l| eprintln!("{l}"),
+    )?)
+}
+
+/// Parse precision names, f32 first (the others are compared with its vectors).
+fn parse_precisions(names: &[String]) -> anyhow::Result<Vec<chunkscope_core::embed::lowp::Precision>> {
+    let mut precisions = names
+        .iter()
+        .map(|p| p.parse().map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<Vec<chunkscope_core::embed::lowp::Precision>>>()?;
+    precisions.sort_by_key(|p| *p != chunkscope_core::embed::lowp::Precision::F32);
+    precisions.dedup();
+    Ok(precisions)
 }
 
 fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
     match what {
+        What::Scale {
+            megabytes,
+            presses,
+            focus_presses,
+            shared,
+            seed,
+            skip_embed,
+            skip_ann,
+            ann_sizes,
+            reference,
+            precisions: names,
+            model,
+        } => {
+            let shared = shared.unwrap_or_else(wiki::default_shared);
+            let reference = reference.or_else(|| {
+                let venv = common::examples().join("../.venv-ref/bin/python");
+                venv.is_file().then(|| venv.display().to_string())
+            });
+            let args = scale::ScaleArgs {
+                megabytes,
+                presses,
+                focus_presses,
+                shared: shared.is_dir().then_some(shared),
+                seed,
+                skip_embed,
+                reference,
+                precisions: parse_precisions(&names)?,
+                ann_sizes: if skip_ann { Vec::new() } else { ann_sizes },
+            };
+            scale::scale(&locate(model)?, &args, out).map(drop)
+        }
         What::Search { sizes } => search::search(&sizes, out),
         What::Ann {
             sizes,
@@ -230,6 +329,7 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
                 },
                 out,
             )
+            .map(drop)
         }
         What::Store {
             chunks,
@@ -251,6 +351,11 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
             presses,
             model,
         } => maxmin::maxmin(&locate(model)?, megabytes, presses, out),
+        What::Focus {
+            megabytes,
+            presses,
+            model,
+        } => focus::focus(&locate(model)?, megabytes, presses, out),
         What::Live {
             megabytes,
             saves,
@@ -283,12 +388,7 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
             precisions,
             st_bf16,
         } => {
-            let mut precisions = precisions
-                .iter()
-                .map(|p| p.parse().map_err(anyhow::Error::msg))
-                .collect::<anyhow::Result<Vec<chunkscope_core::embed::lowp::Precision>>>()?;
-            precisions.sort_by_key(|p| *p != chunkscope_core::embed::lowp::Precision::F32);
-            precisions.dedup();
+            let precisions = parse_precisions(&precisions)?;
             let backends = backends
                 .iter()
                 .map(|b| b.parse().map_err(anyhow::Error::msg))
@@ -309,7 +409,7 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
                 repeat,
                 min_chars,
             };
-            embed::run(&locate(model)?, &args, out)
+            embed::run(&locate(model)?, &args, out).map(drop)
         }
     }
 }

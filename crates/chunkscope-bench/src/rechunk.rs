@@ -99,7 +99,7 @@ pub fn rechunk(
         )?;
         let t = Instant::now();
         let corpus = Corpus::load(&dir, &CorpusRules::default())?;
-        let (next, _) = Engine::refreshed(Some(&prev), info.clone(), Arc::clone(&tok), corpus)?;
+        let (next, _) = Engine::refreshed(Some(&prev), info.clone(), Arc::clone(&tok), corpus);
         let (c, _) = next
             .chunk_all_reusing(&settings, None, Some((&prev, &prev_chunking)), &never)
             .expect("not cancelled");

@@ -3,15 +3,44 @@
 //! paragraphs in order) with each answer at its exact offset. Lines that cannot be used are listed
 //! with their line numbers, never dropped silently.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::corpus::{Corpus, Document};
+use super::corpus::{Corpus, CorpusError, Document};
+use super::judgments::JudgmentsError;
 
 mod judged;
 pub use judged::{JudgedCases, JudgedSource};
+
+/// Why a cases file (or a corpus given as SQuAD JSON) could not be read. Each names the file;
+/// a file that does not parse names the line and column too. Lines that are read but cannot
+/// be used are not errors: they are listed in [`Cases::bad`].
+#[derive(Debug, thiserror::Error)]
+pub enum CasesError {
+    #[error("cases file {}: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}:{line}:{column}: not valid JSON: {cause}", path.display())]
+    Json {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        cause: serde_json::Error,
+    },
+    #[error("{}: no \"data\" array (expected SQuAD format)", path.display())]
+    NotSquad { path: PathBuf },
+    /// Relevance judgments: a BEIR folder, a qrels file or a query log.
+    #[error(transparent)]
+    Judgments(#[from] JudgmentsError),
+    /// The corpus named by [`load_corpus`].
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+}
+
+type Result<T> = std::result::Result<T, CasesError>;
 
 /// One question with the answer span it must retrieve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -128,8 +157,10 @@ impl Cases {
         if let Some(source) = JudgedSource::of(path, None) {
             return Ok(Cases::from_judged(&source, corpus, None)?);
         }
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cases file {}", path.display()))?;
+        let bytes = std::fs::read(path).map_err(|cause| CasesError::Read {
+            path: path.to_path_buf(),
+            cause,
+        })?;
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
         let mut out = Cases {
@@ -203,21 +234,21 @@ impl Cases {
     /// Read SQuAD-format JSON: the corpus (one document per article, paragraphs joined by a blank
     /// line) and one case per question, its first answer at its exact offset.
     pub fn from_squad(path: &Path) -> Result<(Corpus, Cases)> {
-        let raw = std::fs::read_to_string(path)
-            .with_context(|| format!("cases file {}", path.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&raw).map_err(|e| {
-            anyhow::anyhow!(
-                "{}:{}:{}: not valid JSON: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            )
+        let raw = std::fs::read_to_string(path).map_err(|cause| CasesError::Read {
+            path: path.to_path_buf(),
+            cause,
         })?;
+        let v: serde_json::Value =
+            serde_json::from_str(&raw).map_err(|cause| CasesError::Json {
+                path: path.to_path_buf(),
+                line: cause.line(),
+                column: cause.column(),
+                cause,
+            })?;
         let Some(data) = v.get("data").and_then(|d| d.as_array()) else {
-            bail!(
-                "{}: no \"data\" array (expected SQuAD format)",
-                path.display()
-            );
+            return Err(CasesError::NotSquad {
+                path: path.to_path_buf(),
+            });
         };
         let mut corpus = Corpus {
             root: path.to_path_buf(),
@@ -326,7 +357,7 @@ pub fn load_corpus(
     if path.is_file() && path.extension().is_some_and(|e| e == "json") {
         return Cases::from_squad(path).map(|(corpus, _)| corpus);
     }
-    Corpus::load_reporting(path, rules, progress)
+    Ok(Corpus::load_reporting(path, rules, progress)?)
 }
 
 #[cfg(test)]
@@ -348,6 +379,36 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("no \"data\" array"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn errors_are_matched_by_kind() {
+        let dir = std::env::temp_dir().join(format!("chunkscope-cases-err-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("broken.json");
+        std::fs::write(&f, "{\"data\": [\n  {\"title\": \"x\", \"paragraphs\": [\n").unwrap();
+        assert!(matches!(
+            Cases::from_squad(&f),
+            Err(CasesError::Json { path, line: 3, .. }) if path == f
+        ));
+        std::fs::write(&f, "{\"version\": 1}").unwrap();
+        assert!(matches!(
+            Cases::from_squad(&f),
+            Err(CasesError::NotSquad { .. })
+        ));
+        let missing = dir.join("missing.tsv");
+        let err = Cases::from_tsv(&missing, &Corpus::default()).unwrap_err();
+        assert!(
+            matches!(&err, CasesError::Read { path, .. } if path == &missing),
+            "{err:?}"
+        );
+        assert!(err.to_string().starts_with("cases file "), "{err}");
+        let err = load_corpus(&dir.join("nothing"), &Default::default(), &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(err, CasesError::Corpus(CorpusError::Missing { .. })),
+            "{err:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -3,8 +3,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::Result;
-
 use super::chunk::maxmin::Spans;
 use super::chunk::{sections, ChunkSettings, DocView, Section, SentenceVectors, Strategy};
 use super::corpus::Corpus;
@@ -150,9 +148,15 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Tokenize every document once, spread over the available cores.
-    pub fn new(model: ModelInfo, tok: Arc<EmbedTokenizer>, corpus: Corpus) -> Result<Engine> {
-        Engine::refreshed(None, model, tok, corpus).map(|(e, _)| e)
+    /// Tokenize every document once, spread over the available cores. It cannot fail: a
+    /// document the tokenizer fails on is moved to `corpus.skipped` with the reason (the
+    /// `Result` stays so that callers written with `?` need no change).
+    pub fn new(
+        model: ModelInfo,
+        tok: Arc<EmbedTokenizer>,
+        corpus: Corpus,
+    ) -> Result<Engine, std::convert::Infallible> {
+        Ok(Engine::refreshed(None, model, tok, corpus).0)
     }
 
     /// Like `new`, but documents whose path and text equal one of `prev` keep its tokens: after a
@@ -162,7 +166,7 @@ impl Engine {
         model: ModelInfo,
         tok: Arc<EmbedTokenizer>,
         mut corpus: Corpus,
-    ) -> Result<(Engine, usize)> {
+    ) -> (Engine, usize) {
         // A document keeps the tokens of the previous one with its path and text, or, renamed or
         // moved, of one with its text. What is derived per file (sections depend on the file's
         // extension too) is kept only with the same path and text.
@@ -238,7 +242,7 @@ impl Engine {
                 reason: format!("tokenizer failed: {e:#}"),
             });
         }
-        Ok((
+        (
             Engine {
                 id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
                 model,
@@ -248,7 +252,7 @@ impl Engine {
                 derived,
             },
             tokenized,
-        ))
+        )
     }
 
     /// The heading sections of a document, parsed once and kept: Markdown files (.md, .markdown,
@@ -403,43 +407,57 @@ impl Engine {
         prev: Option<(&Engine, &Chunking)>,
         cancel: &AtomicBool,
     ) -> Option<(Chunking, usize)> {
-        let known: std::collections::HashMap<(usize, &str), &FileChunks> = prev
-            .filter(|(_, c)| c.settings == *settings)
-            .map(|(e, c)| {
-                c.files
-                    .iter()
-                    .map(|f| {
-                        (
-                            (
-                                Arc::as_ptr(&e.tokens[f.doc]) as usize,
-                                e.corpus.docs[f.doc].path.as_str(),
-                            ),
-                            f,
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        self.chunk_rest(settings, vectors, prev, &[], cancel, &|_| {})
+    }
+
+    /// Chunk the documents `docs` (the files on screen, ahead of the rest), in their order,
+    /// taking unchanged files from `prev` as `chunk_all_reusing` does; spread over the cores.
+    pub fn chunk_docs(
+        &self,
+        docs: &[usize],
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+        prev: Option<(&Engine, &Chunking)>,
+    ) -> Vec<FileChunks> {
+        let known = reusable(settings, prev);
+        let docs: Vec<usize> = docs
+            .iter()
+            .copied()
+            .filter(|&d| d < self.corpus.docs.len())
+            .collect();
+        parallel_map(&docs, |&d| {
+            self.chunk_or_take(d, settings, vectors, &known).0
+        })
+    }
+
+    /// `chunk_all_reusing` after the files in `ready` were chunked with the same settings
+    /// (`chunk_docs`): they are taken as they are. `progress` hears the number of files done
+    /// (`ready` included) after each file, from the thread that chunked it; `cancel` is read
+    /// between files. Returns how many files were taken from `prev`.
+    pub fn chunk_rest(
+        &self,
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+        prev: Option<(&Engine, &Chunking)>,
+        ready: &[FileChunks],
+        cancel: &AtomicBool,
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Option<(Chunking, usize)> {
+        let known = reusable(settings, prev);
+        let ready: std::collections::HashMap<usize, &FileChunks> =
+            ready.iter().map(|f| (f.doc, f)).collect();
+        let done = std::sync::atomic::AtomicUsize::new(ready.len());
         let ids: Vec<usize> = (0..self.corpus.docs.len()).collect();
         let files = parallel_map(&ids, |&d| {
+            if let Some(f) = ready.get(&d) {
+                return Some(((*f).clone(), false));
+            }
             if cancel.load(Ordering::Relaxed) {
                 return None;
             }
-            let key = (
-                Arc::as_ptr(&self.tokens[d]) as usize,
-                self.corpus.docs[d].path.as_str(),
-            );
-            Some(match known.get(&key) {
-                Some(f) => (
-                    FileChunks {
-                        doc: d,
-                        chunks: Arc::clone(&f.chunks),
-                        parents: Arc::clone(&f.parents),
-                    },
-                    true,
-                ),
-                None => (self.chunk_doc_with(d, settings, vectors), false),
-            })
+            let r = self.chunk_or_take(d, settings, vectors, &known);
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+            Some(r)
         });
         let files: Option<Vec<(FileChunks, bool)>> = files.into_iter().collect();
         let files = files?;
@@ -454,6 +472,32 @@ impl Engine {
         ))
     }
 
+    /// Document `d`'s chunks: taken from `known` (an earlier chunking's, same settings, same
+    /// path and tokens) when there, else chunked now. True when taken.
+    fn chunk_or_take(
+        &self,
+        d: usize,
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+        known: &Reusable<'_>,
+    ) -> (FileChunks, bool) {
+        let key = (
+            Arc::as_ptr(&self.tokens[d]) as usize,
+            self.corpus.docs[d].path.as_str(),
+        );
+        match known.get(&key) {
+            Some(f) => (
+                FileChunks {
+                    doc: d,
+                    chunks: Arc::clone(&f.chunks),
+                    parents: Arc::clone(&f.parents),
+                },
+                true,
+            ),
+            None => (self.chunk_doc_with(d, settings, vectors), false),
+        }
+    }
+
     /// `chunk_all` with the sentence vectors Max-Min reads.
     pub fn chunk_all_with(
         &self,
@@ -464,6 +508,31 @@ impl Engine {
         self.chunk_all_reusing(settings, vectors, None, cancel)
             .map(|(c, _)| c)
     }
+}
+
+/// An earlier chunking's files by (tokens' address, path): a file whose tokens a reload shared
+/// and whose path is the same has the same chunks under the same settings.
+type Reusable<'a> = std::collections::HashMap<(usize, &'a str), &'a FileChunks>;
+
+/// What `prev` offers to a chunking with `settings`: nothing unless its settings are these.
+fn reusable<'a>(
+    settings: &ChunkSettings,
+    prev: Option<(&'a Engine, &'a Chunking)>,
+) -> Reusable<'a> {
+    prev.filter(|(_, c)| c.settings == *settings)
+        .map(|(e, c)| {
+            c.files
+                .iter()
+                .map(|f| {
+                    let key = (
+                        Arc::as_ptr(&e.tokens[f.doc]) as usize,
+                        e.corpus.docs[f.doc].path.as_str(),
+                    );
+                    (key, f)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Map `f` over `items` on up to `available_parallelism` scoped threads, keeping order.

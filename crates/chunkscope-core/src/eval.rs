@@ -9,10 +9,22 @@ use super::cases::{norm, Case, Cases};
 use super::embed::driver::embed_cached;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
+use super::rerank::stage::{self, Stage};
 use super::search::SearchIndex;
 
 pub mod judged;
 use judged::{JudgedReport, Ranker};
+
+/// Why an evaluation could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// The questions could not be embedded (the vector side has nothing to rank with).
+    #[error("the questions could not be embedded: {0}")]
+    Questions(#[source] crate::embed::EmbedError),
+    /// A BM25 ranking failed (the in-memory index).
+    #[error(transparent)]
+    Search(#[from] crate::index::bm25::Bm25Error),
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
@@ -107,6 +119,11 @@ pub struct CaseResult {
     pub bm25_miss: Option<MissReason>,
     pub vector_miss: Option<MissReason>,
     pub hybrid_miss: Option<MissReason>,
+    /// Rank in the reranker's order of the first stage's candidates (with a reranker).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank_miss: Option<MissReason>,
 }
 
 impl CaseResult {
@@ -167,6 +184,84 @@ pub struct Breakdown<T> {
     pub bm25: Recall,
     pub vector: Recall,
     pub hybrid: Recall,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<Recall>,
+}
+
+/// How the reranker stage ran over an evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RerankRun {
+    /// The CrossEncoder folder.
+    pub model: String,
+    /// Its pair window (query and passage, specials included).
+    pub window: usize,
+    /// How deep it read into BM25's and the vectors' rankings, each.
+    pub candidates: usize,
+    pub queries: usize,
+    /// Time spent scoring per query: mean and 95th percentile.
+    pub mean_millis: f64,
+    pub p95_millis: f64,
+    /// Pairs scored in all, and of those, how many the pair window cut.
+    pub scored: usize,
+    pub truncated: usize,
+}
+
+/// The reranker stage during an evaluation: each query's order of its candidates, timed.
+pub struct RerankMeter<'a> {
+    stage: Stage<'a>,
+    millis: Vec<f64>,
+    scored: usize,
+    truncated: usize,
+}
+
+impl<'a> RerankMeter<'a> {
+    pub fn new(stage: Stage<'a>) -> RerankMeter<'a> {
+        RerankMeter {
+            stage,
+            millis: Vec::new(),
+            scored: 0,
+            truncated: 0,
+        }
+    }
+
+    /// The reranked chunk ids of `query`'s candidates (`qv` its vector, empty for none).
+    fn ranking(
+        &mut self,
+        index: &SearchIndex,
+        searched: (&Engine, &Chunking),
+        query: &str,
+        qv: &[f32],
+    ) -> Result<Vec<u64>, EvalError> {
+        let started = std::time::Instant::now();
+        let scored = stage::score(self.stage, index, searched, query, qv)?;
+        self.millis.push(started.elapsed().as_secs_f64() * 1000.0);
+        self.scored += scored.candidates;
+        self.truncated += scored.cuts.iter().filter(|c| c.is_some()).count();
+        Ok(scored.ids)
+    }
+
+    fn run(self) -> RerankRun {
+        let mut sorted = self.millis.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        RerankRun {
+            model: self.stage.reranker.dir().display().to_string(),
+            window: self.stage.reranker.pair_window(),
+            candidates: self.stage.candidates,
+            queries: n,
+            mean_millis: if n == 0 {
+                0.0
+            } else {
+                sorted.iter().sum::<f64>() / n as f64
+            },
+            p95_millis: sorted
+                .get((n * 95).div_ceil(100).saturating_sub(1))
+                .copied()
+                .unwrap_or(0.0),
+            scored: self.scored,
+            truncated: self.truncated,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -188,6 +283,11 @@ pub struct Report {
     /// BM25 and vector fused by reciprocal rank fusion, with its constant.
     pub hybrid: Recall,
     pub rrf_k: usize,
+    /// The reranker's recall over the same cases, and how it ran (with a reranker).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<Recall>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reranker: Option<RerankRun>,
     pub by_bucket: Vec<Breakdown<Bucket>>,
     pub by_third: Vec<Breakdown<Third>>,
     pub results: Vec<CaseResult>,
@@ -237,6 +337,7 @@ pub struct Flips {
     pub bm25: (usize, usize),
     pub vector: (usize, usize),
     pub hybrid: (usize, usize),
+    pub rerank: (usize, usize),
 }
 
 /// The flips from `a` to `b` at `b`'s k.
@@ -259,6 +360,7 @@ pub fn flips(a: &Report, b: &Report) -> Flips {
             (&mut f.bm25, ca.bm25_rank, cb.bm25_rank),
             (&mut f.vector, ca.vector_rank, cb.vector_rank),
             (&mut f.hybrid, ca.hybrid_rank, cb.hybrid_rank),
+            (&mut f.rerank, ca.rerank_rank, cb.rerank_rank),
         ] {
             match (hit(ra), hit(rb)) {
                 (false, true) => slot.0 += 1,
@@ -339,7 +441,7 @@ fn third(case: &Case, len: usize) -> Third {
     }
 }
 
-/// Run every case through both retrievers. `progress(done, total)` may stop the run.
+/// Run every case through BM25, vectors and their fusion.
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     engine: &Engine,
@@ -351,7 +453,30 @@ pub fn evaluate(
     window: usize,
     ks: &[usize],
     k: usize,
-) -> anyhow::Result<Report> {
+) -> Result<Report, EvalError> {
+    evaluate_with(
+        (engine, chunking, index),
+        embedder,
+        cache,
+        cases,
+        window,
+        (ks, k),
+        None,
+    )
+}
+
+/// [`evaluate`], and with `rerank` the reranker's order of each query's candidates as a fourth
+/// retriever.
+pub fn evaluate_with(
+    (engine, chunking, index): (&Engine, &Chunking, &SearchIndex),
+    embedder: &Embedder,
+    cache: &mut EmbedCache,
+    cases: &Cases,
+    window: usize,
+    (ks, k): (&[usize], usize),
+    rerank: Option<Stage>,
+) -> Result<Report, EvalError> {
+    let mut meter = rerank.map(RerankMeter::new);
     // Normalised texts of what a hit returns, by chunk id, for "the retrieved text contains the
     // answer": the chunk, or in parent mode its parent section (and then each parent counts once
     // in a ranking, at its best child).
@@ -395,7 +520,7 @@ pub fn evaluate(
         .collect();
     let questions: Vec<&str> = prompted.iter().map(|q| q.as_ref()).collect();
     let (qvs, _) = embed_cached(embedder, cache, &questions, window, |_, _| true)
-        .map_err(|e| anyhow::anyhow!("the questions could not be embedded: {e}"))?;
+        .map_err(EvalError::Questions)?;
     let first_hit = |ranking: &[u64], answer: &str| {
         ranking
             .iter()
@@ -417,6 +542,19 @@ pub fn evaluate(
             .map(|(id, _)| id)
             .collect();
         let hybrid_rank = first_hit(&fused, &answer);
+        let rerank_rank = match meter.as_mut() {
+            Some(m) => {
+                let qv = qvs.get(i).filter(|_| index.has_vectors());
+                let ids = m.ranking(
+                    index,
+                    (engine, chunking),
+                    &case.question,
+                    qv.map_or(&[][..], |v| v.as_slice()),
+                )?;
+                first_hit(&dedup(ids), &answer)
+            }
+            None => None,
+        };
         let (bucket, holding, answer_token) = place(engine, chunking, case, window);
         let explain = |rank: Option<usize>, vector: bool| -> Option<MissReason> {
             if rank.is_some_and(|r| r <= k) {
@@ -445,14 +583,18 @@ pub fn evaluate(
             bm25_miss: explain(bm25_rank, false),
             vector_miss: explain(vector_rank, true),
             hybrid_miss: explain(hybrid_rank, false),
+            rerank_rank,
+            rerank_miss: meter.as_ref().and_then(|_| explain(rerank_rank, false)),
         });
     }
+    let reranked = meter.is_some();
     let recall = |sel: &dyn Fn(&CaseResult) -> bool| {
         let rs: Vec<&CaseResult> = results.iter().filter(|r| sel(r)).collect();
         (
             Recall::of(&rs.iter().map(|r| r.bm25_rank).collect::<Vec<_>>(), ks),
             Recall::of(&rs.iter().map(|r| r.vector_rank).collect::<Vec<_>>(), ks),
             Recall::of(&rs.iter().map(|r| r.hybrid_rank).collect::<Vec<_>>(), ks),
+            reranked.then(|| Recall::of(&rs.iter().map(|r| r.rerank_rank).collect::<Vec<_>>(), ks)),
         )
     };
     let judged = match &cases.judged {
@@ -464,20 +606,21 @@ pub fn evaluate(
                 window,
             };
             let qvs = qvs.get(cases.cases.len()..).unwrap_or(&[]);
-            Some(judged::evaluate(&searched, j, qvs, ks)?)
+            Some(judged::evaluate(&searched, j, qvs, ks, meter.as_mut())?)
         }
         None => None,
     };
-    let (bm25, vector, hybrid) = recall(&|_| true);
+    let (bm25, vector, hybrid, rerank) = recall(&|_| true);
     fn breakdown<T: Copy>(
         group: T,
-        (bm25, vector, hybrid): (Recall, Recall, Recall),
+        (bm25, vector, hybrid, rerank): (Recall, Recall, Recall, Option<Recall>),
     ) -> Breakdown<T> {
         Breakdown {
             group,
             bm25,
             vector,
             hybrid,
+            rerank,
         }
     }
     let by_bucket = Bucket::ALL
@@ -501,6 +644,8 @@ pub fn evaluate(
         vector,
         hybrid,
         rrf_k: index.rrf_k,
+        rerank,
+        reranker: meter.map(RerankMeter::run),
         by_bucket,
         by_third,
         results,
@@ -537,6 +682,9 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
         r.model,
         r.embedder
     );
+    if let Some(x) = &r.reranker {
+        s.push_str(&rerank_line(x));
+    }
     if let Some(j) = &r.judged {
         s.push_str(&judged::markdown(j, r.rrf_k, r.k, show_misses));
         if r.results.is_empty() {
@@ -555,36 +703,48 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
     }
     s.push_str("---|\n");
     let hybrid = format!("hybrid (RRF k={})", r.rrf_k);
-    for (name, rec) in [
+    let mut rows = vec![
         ("BM25", &r.bm25),
         ("vector", &r.vector),
         (hybrid.as_str(), &r.hybrid),
-    ] {
+    ];
+    if let Some(rr) = &r.rerank {
+        rows.push(("rerank", rr));
+    }
+    for (name, rec) in rows {
         s.push_str(&format!("| {name} |"));
         for (_, v) in &rec.at {
             s.push_str(&format!(" {} |", f(*v)));
         }
         s.push_str(&format!(" {} |\n", f(rec.mrr)));
     }
+    let (rerank_head, rerank_rule) = match r.rerank {
+        Some(_) => (format!(" rerank recall@{} |", r.k), "---|"),
+        None => (String::new(), ""),
+    };
     s.push_str(&format!(
-        "\n| answer position | n | BM25 recall@{k} | vector recall@{k} | hybrid recall@{k} |\n|---|---|---|---|---|\n",
+        "\n| answer position | n | BM25 recall@{k} | vector recall@{k} | hybrid recall@{k} |{rerank_head}\n|---|---|---|---|---|{rerank_rule}\n",
         k = r.k
     ));
-    let row = |label: String, bm25: &Recall, vector: &Recall, hybrid: &Recall| {
+    let row = |label: String, b: (&Recall, &Recall, &Recall, &Option<Recall>)| {
+        let rerank =
+            b.3.as_ref()
+                .map_or(String::new(), |x| format!(" {} |", f(x.at(r.k))));
         format!(
-            "| {label} | {} | {} | {} | {} |\n",
-            bm25.n,
-            f(bm25.at(r.k)),
-            f(vector.at(r.k)),
-            f(hybrid.at(r.k))
+            "| {label} | {} | {} | {} | {} |{rerank}\n",
+            b.0.n,
+            f(b.0.at(r.k)),
+            f(b.1.at(r.k)),
+            f(b.2.at(r.k))
         )
     };
     for b in &r.by_bucket {
-        s.push_str(&row(b.group.label().into(), &b.bm25, &b.vector, &b.hybrid));
+        let label = b.group.label().into();
+        s.push_str(&row(label, (&b.bm25, &b.vector, &b.hybrid, &b.rerank)));
     }
     for t in &r.by_third {
         let label = format!("{} of the document", t.group.label());
-        s.push_str(&row(label, &t.bm25, &t.vector, &t.hybrid));
+        s.push_str(&row(label, (&t.bm25, &t.vector, &t.hybrid, &t.rerank)));
     }
     let misses: Vec<&CaseResult> = r
         .results
@@ -605,8 +765,12 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
             };
             let why =
                 |m: &Option<MissReason>| m.as_ref().map_or("hit".to_string(), |m| m.describe(r.k));
+            let rerank = match &r.reranker {
+                Some(_) => format!("; rerank: {}", why(&c.rerank_miss)),
+                None => String::new(),
+            };
             s.push_str(&format!(
-                "- line {}: {:?} -> {:?} in {place}; BM25: {}; vector: {}; hybrid: {}\n",
+                "- line {}: {:?} -> {:?} in {place}; BM25: {}; vector: {}; hybrid: {}{rerank}\n",
                 c.line,
                 c.question,
                 c.answer,
@@ -618,6 +782,14 @@ pub fn markdown(r: &Report, show_misses: usize) -> String {
     }
     s.push_str(&unusable(r));
     s
+}
+
+/// How the reranker ran: its model and window, depth, time per query and the pairs it cut.
+fn rerank_line(x: &RerankRun) -> String {
+    format!(
+        "rerank: {} (pair window {}) over BM25's and the vectors' top {} each: {} queries, {:.1} ms per query (p95 {:.1} ms), {} of {} pairs cut by the window\n\n",
+        x.model, x.window, x.candidates, x.queries, x.mean_millis, x.p95_millis, x.truncated, x.scored
+    )
 }
 
 /// The case lines that could not be used, one a line.

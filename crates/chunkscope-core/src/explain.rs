@@ -7,6 +7,16 @@ use serde::Serialize;
 use crate::engine::{Chunking, Engine};
 use crate::search::{rrf, term_spans, Results, SearchIndex};
 
+/// Why a chunk could not be explained.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// The id names no chunk of the index.
+    #[error("no chunk {id}")]
+    NoChunk { id: u64 },
+    #[error(transparent)]
+    Index(#[from] crate::index::bm25::Bm25Error),
+}
+
 /// One retriever's view of the expected chunk.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Place {
@@ -94,10 +104,8 @@ pub fn why_not(
     qv: &[f32],
     id: u64,
     expected_text: Option<&str>,
-) -> anyhow::Result<WhyNot> {
-    let (fp, ci) = index
-        .chunk_ref(id)
-        .ok_or_else(|| anyhow::anyhow!("no chunk {id}"))?;
+) -> Result<WhyNot, ExplainError> {
+    let (fp, ci) = index.chunk_ref(id).ok_or(ExplainError::NoChunk { id })?;
     let f = &chunking.files[fp];
     let doc = &engine.corpus.docs[f.doc];
     let chunk = &f.chunks[ci];
@@ -157,4 +165,18 @@ pub fn why_not(
         expected_in_tail: expected_at.map(in_tail),
         stored_vector_cos: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_keep_their_kind() {
+        let e = ExplainError::NoChunk { id: 7 };
+        assert_eq!(e.to_string(), "no chunk 7");
+        let index: crate::index::bm25::Bm25Error =
+            tantivy::TantivyError::InvalidArgument("x".into()).into();
+        assert!(matches!(ExplainError::from(index), ExplainError::Index(_)));
+    }
 }

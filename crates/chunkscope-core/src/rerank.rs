@@ -54,6 +54,9 @@ pub enum RerankError {
     /// The encoder failed to load (the message names its file).
     #[error("{0}")]
     Encoder(String),
+    /// A hub id that is in no cache and could not be downloaded (every place tried is named).
+    #[error("{0}")]
+    NotFound(String),
 }
 
 impl RerankError {

@@ -4,16 +4,19 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::Result;
 use serde::Serialize;
 
 use super::embed::driver::embed_cached;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
 use super::index::ann::{AnnBuild, AnnJob};
-use super::index::bm25::Bm25Doc;
+use super::index::bm25::{Bm25Doc, Bm25Error};
 use super::index::{AnnIndex, AnnInfo, AnnParams, AnnStats, Bm25, VectorIndex};
 use super::measure::MeasuredChunk;
+
+/// Every failure of a search index is its BM25 side's (the vector side cannot fail; a query
+/// vector that could not be made is reported in [`Results`], not as an error).
+type Result<T> = std::result::Result<T, Bm25Error>;
 
 /// One retrieved chunk.
 #[derive(Debug, Clone, PartialEq, Serialize)]

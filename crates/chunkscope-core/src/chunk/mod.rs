@@ -2,10 +2,13 @@
 //! chunk whose text is not a verbatim slice (Spring AI decoding a window cut inside a character)
 //! carries its own text as well.
 
+mod chonkie;
 mod fixed;
 mod haystack;
+mod llamaindex;
 mod markdown;
 pub mod maxmin;
+pub mod punkt;
 mod recursive;
 mod semchunk;
 pub mod snippet;
@@ -15,8 +18,10 @@ mod textsplit;
 use std::fmt;
 use std::str::FromStr;
 
+pub use chonkie::{ChonkieRecursive, ChonkieTokens, CHONKIE_MIN_CHARS};
 pub use fixed::Fixed;
 pub use haystack::Haystack;
+pub use llamaindex::{LlamaIndex, LlamaParser};
 pub use markdown::{sections, Markdown, Section};
 pub use maxmin::{MaxMin, MaxMinParams, SentenceVectors};
 pub use recursive::Recursive;
@@ -90,10 +95,20 @@ pub enum Strategy {
     Semchunk,
     /// Haystack's DocumentSplitter, split by word.
     Haystack,
+    /// chonkie's RecursiveChunker (characters).
+    Chonkie,
+    /// chonkie's TokenChunker (characters).
+    ChonkieTokens,
+    /// LlamaIndex's SentenceSplitter.
+    LlamaIndex,
+    /// LlamaIndex's TokenTextSplitter.
+    LlamaIndexTokens,
+    /// LlamaIndex's MarkdownNodeParser, then SentenceSplitter in each section.
+    LlamaIndexMarkdown,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 9] = [
+    pub const ALL: [Strategy; 14] = [
         Strategy::SpringAi,
         Strategy::Langchain,
         Strategy::Markdown,
@@ -101,6 +116,11 @@ impl Strategy {
         Strategy::TextSplitter,
         Strategy::Semchunk,
         Strategy::Haystack,
+        Strategy::Chonkie,
+        Strategy::ChonkieTokens,
+        Strategy::LlamaIndex,
+        Strategy::LlamaIndexTokens,
+        Strategy::LlamaIndexMarkdown,
         Strategy::Recursive,
         Strategy::Fixed,
     ];
@@ -116,6 +136,11 @@ impl Strategy {
             Strategy::TextSplitter => "text-splitter",
             Strategy::Semchunk => "semchunk",
             Strategy::Haystack => "haystack",
+            Strategy::Chonkie => "chonkie",
+            Strategy::ChonkieTokens => "chonkie-tokens",
+            Strategy::LlamaIndex => "llamaindex",
+            Strategy::LlamaIndexTokens => "llamaindex-tokens",
+            Strategy::LlamaIndexMarkdown => "llamaindex-markdown",
         }
     }
 
@@ -144,8 +169,13 @@ impl FromStr for Strategy {
             "text-splitter" | "text_splitter" | "textsplitter" => Ok(Strategy::TextSplitter),
             "semchunk" => Ok(Strategy::Semchunk),
             "haystack" => Ok(Strategy::Haystack),
+            "chonkie" => Ok(Strategy::Chonkie),
+            "chonkie-tokens" | "chonkie_tokens" => Ok(Strategy::ChonkieTokens),
+            "llamaindex" | "llama-index" | "llama_index" => Ok(Strategy::LlamaIndex),
+            "llamaindex-tokens" | "llamaindex_tokens" => Ok(Strategy::LlamaIndexTokens),
+            "llamaindex-markdown" | "llamaindex_markdown" => Ok(Strategy::LlamaIndexMarkdown),
             other => Err(format!(
-                "unknown strategy '{other}' (expected fixed, recursive, spring-ai, langchain, markdown, maxmin, text-splitter, semchunk or haystack)"
+                "unknown strategy '{other}' (expected fixed, recursive, spring-ai, langchain, markdown, maxmin, text-splitter, semchunk, haystack, chonkie, chonkie-tokens, llamaindex, llamaindex-tokens or llamaindex-markdown)"
             )),
         }
     }
@@ -162,10 +192,15 @@ pub enum Preset {
     TextSplitter,
     Semchunk,
     Haystack,
+    Chonkie,
+    ChonkieTokens,
+    LlamaIndex,
+    LlamaIndexTokens,
+    LlamaIndexMarkdown,
 }
 
 impl Preset {
-    pub const ALL: [Preset; 8] = [
+    pub const ALL: [Preset; 13] = [
         Preset::SpringAi,
         Preset::LangchainChars,
         Preset::LangchainTokens,
@@ -174,6 +209,11 @@ impl Preset {
         Preset::TextSplitter,
         Preset::Semchunk,
         Preset::Haystack,
+        Preset::Chonkie,
+        Preset::ChonkieTokens,
+        Preset::LlamaIndex,
+        Preset::LlamaIndexTokens,
+        Preset::LlamaIndexMarkdown,
     ];
 
     pub fn name(self) -> &'static str {
@@ -186,6 +226,11 @@ impl Preset {
             Preset::TextSplitter => "text-splitter",
             Preset::Semchunk => "semchunk",
             Preset::Haystack => "haystack",
+            Preset::Chonkie => "chonkie",
+            Preset::ChonkieTokens => "chonkie-tokens",
+            Preset::LlamaIndex => "llamaindex",
+            Preset::LlamaIndexTokens => "llamaindex-tokens",
+            Preset::LlamaIndexMarkdown => "llamaindex-markdown",
         }
     }
 
@@ -207,6 +252,14 @@ impl Preset {
             // DocumentSplitter's defaults: 200 words, no overlap, threshold 0. The unit only
             // changes what the panes measure.
             Preset::Haystack => (Strategy::Haystack, Unit::Embed, 200, 0),
+            // chonkie 1.7's defaults: 2048 characters (its "character" tokenizer), no overlap.
+            Preset::Chonkie => (Strategy::Chonkie, Unit::Chars, 2048, 0),
+            Preset::ChonkieTokens => (Strategy::ChonkieTokens, Unit::Chars, 2048, 0),
+            // llama-index-core 0.14.25's defaults, in its default tokenizer's tokens (cl100k_base):
+            // SentenceSplitter 1024/200, TokenTextSplitter 1024/20.
+            Preset::LlamaIndex => (Strategy::LlamaIndex, Unit::Cl100k, 1024, 200),
+            Preset::LlamaIndexTokens => (Strategy::LlamaIndexTokens, Unit::Cl100k, 1024, 20),
+            Preset::LlamaIndexMarkdown => (Strategy::LlamaIndexMarkdown, Unit::Cl100k, 1024, 200),
         };
         s.strategy = strategy;
         s.unit = unit;
@@ -228,7 +281,7 @@ impl FromStr for Preset {
             .into_iter()
             .find(|p| p.name() == s)
             .ok_or_else(|| {
-                format!("unknown preset '{s}' (expected spring-ai, langchain-chars, langchain-tokens, markdown, maxmin, text-splitter, semchunk or haystack)")
+                format!("unknown preset '{s}' (expected spring-ai, langchain-chars, langchain-tokens, markdown, maxmin, text-splitter, semchunk, haystack, chonkie, chonkie-tokens, llamaindex, llamaindex-tokens or llamaindex-markdown)")
             })
     }
 }
@@ -255,6 +308,8 @@ pub enum SettingsError {
     SpringAiOverlap,
     #[error("chunking.separators must not be empty for strategy recursive")]
     NoSeparators,
+    #[error("chunking.overlap must be 0 for strategy chonkie (RecursiveChunker has no overlap; chonkie-tokens has)")]
+    ChonkieOverlap,
     #[error("chunking.size 0 (semchunk's own size: model_max_length - specials) counts the model's tokens: keep unit = \"embed\", or set a size")]
     SemchunkAutoUnit { unit: Unit },
 }
@@ -265,7 +320,8 @@ impl SettingsError {
         match self {
             SettingsError::MaxMinOverlap
             | SettingsError::OverlapNotBelowSize { .. }
-            | SettingsError::SpringAiOverlap => ("chunking", "overlap"),
+            | SettingsError::SpringAiOverlap
+            | SettingsError::ChonkieOverlap => ("chunking", "overlap"),
             SettingsError::MaxMinNotANumber => ("maxmin", "fixed_threshold"),
             SettingsError::ZeroSize => ("chunking", "size"),
             SettingsError::SpringAiUnit { .. } | SettingsError::SemchunkAutoUnit { .. } => {
@@ -326,6 +382,10 @@ impl ChunkSettings {
                 self.overlap = 0;
                 Some("maxmin groups whole sentences: no overlap")
             }
+            Strategy::Chonkie if self.overlap != 0 => {
+                self.overlap = 0;
+                Some("chonkie's RecursiveChunker has no overlap")
+            }
             _ => None,
         }
     }
@@ -365,6 +425,9 @@ impl ChunkSettings {
             if self.overlap != 0 {
                 return Err(SettingsError::SpringAiOverlap);
             }
+        }
+        if self.strategy == Strategy::Chonkie && self.overlap != 0 {
+            return Err(SettingsError::ChonkieOverlap);
         }
         if self.strategy == Strategy::Recursive && self.separators.is_empty() {
             return Err(SettingsError::NoSeparators);
@@ -448,6 +511,26 @@ impl ChunkSettings {
                 overlap: self.overlap,
                 threshold: 0,
             }),
+            Strategy::Chonkie => Box::new(ChonkieRecursive {
+                size: self.size,
+                min_chars: CHONKIE_MIN_CHARS,
+            }),
+            Strategy::ChonkieTokens => Box::new(ChonkieTokens {
+                size: self.size,
+                overlap: self.overlap,
+            }),
+            Strategy::LlamaIndex | Strategy::LlamaIndexTokens | Strategy::LlamaIndexMarkdown => {
+                Box::new(LlamaIndex {
+                    parser: match self.strategy {
+                        Strategy::LlamaIndexTokens => LlamaParser::Token,
+                        Strategy::LlamaIndexMarkdown => LlamaParser::Markdown,
+                        _ => LlamaParser::Sentence,
+                    },
+                    unit: self.unit,
+                    size: self.size,
+                    overlap: self.overlap,
+                })
+            }
         }
     }
 
@@ -479,6 +562,15 @@ impl ChunkSettings {
         }
         if self.strategy == Strategy::Haystack {
             return format!("haystack {} words overlap {}", self.size, self.overlap);
+        }
+        if self.strategy == Strategy::Chonkie {
+            return format!("chonkie {} chars", self.size);
+        }
+        if self.strategy == Strategy::ChonkieTokens {
+            return format!(
+                "chonkie-tokens {} chars overlap {}",
+                self.size, self.overlap
+            );
         }
         if self.strategy == Strategy::Semchunk && self.size == 0 {
             return format!("semchunk auto {} overlap {}", self.unit, self.overlap);

@@ -5,13 +5,13 @@
 //! `split(text) -> list[str]`, and a `__main__` that prints the chunks of the file named on the
 //! command line as JSON. The constructions are the ones chunkscope's parity tests check chunk for
 //! chunk (tests/reference/langchain_split.py, splitters_ref.py): LangChain's
-//! RecursiveCharacterTextSplitter, semantic-text-splitter, semchunk and Haystack's
-//! DocumentSplitter. Spring AI is Java: the `TokenTextSplitter` builder of Spring AI 2.0. TOML is
+//! RecursiveCharacterTextSplitter, semantic-text-splitter, semchunk, Haystack's
+//! DocumentSplitter, chonkie's RecursiveChunker and TokenChunker, and LlamaIndex's
+//! SentenceSplitter, TokenTextSplitter and MarkdownNodeParser (tests/reference/llamaindex_ref.py). Spring AI is Java: the `TokenTextSplitter` builder of Spring AI 2.0. TOML is
 //! what `ctrl-s` writes into workbench.toml.
 //!
 //! A framework reproduces one strategy; asking for it with another strategy is an error that
-//! names the strategy it needs. LlamaIndex and chonkie have no chunkscope preset yet, so they get
-//! an error too rather than a guess.
+//! names the strategy it needs.
 
 use std::fmt;
 use std::path::Path;
@@ -92,21 +92,32 @@ impl Framework {
             Strategy::TextSplitter => Framework::TextSplitter,
             Strategy::Semchunk => Framework::Semchunk,
             Strategy::Haystack => Framework::Haystack,
+            Strategy::Chonkie | Strategy::ChonkieTokens => Framework::Chonkie,
+            Strategy::LlamaIndex | Strategy::LlamaIndexTokens | Strategy::LlamaIndexMarkdown => {
+                Framework::LlamaIndex
+            }
             Strategy::Markdown | Strategy::MaxMin | Strategy::Recursive | Strategy::Fixed => {
                 Framework::Toml
             }
         }
     }
 
-    /// The strategy this framework's snippet reproduces (`None`: any, for TOML; or none yet).
-    fn needs(self) -> Option<Strategy> {
+    /// The strategies this framework's snippet reproduces, the one to suggest first (empty: any,
+    /// for TOML; or none yet).
+    fn needs(self) -> &'static [Strategy] {
         match self {
-            Framework::Langchain => Some(Strategy::Langchain),
-            Framework::Haystack => Some(Strategy::Haystack),
-            Framework::Semchunk => Some(Strategy::Semchunk),
-            Framework::TextSplitter => Some(Strategy::TextSplitter),
-            Framework::SpringAi => Some(Strategy::SpringAi),
-            Framework::LlamaIndex | Framework::Chonkie | Framework::Toml => None,
+            Framework::Langchain => &[Strategy::Langchain],
+            Framework::Haystack => &[Strategy::Haystack],
+            Framework::Semchunk => &[Strategy::Semchunk],
+            Framework::TextSplitter => &[Strategy::TextSplitter],
+            Framework::SpringAi => &[Strategy::SpringAi],
+            Framework::Chonkie => &[Strategy::Chonkie, Strategy::ChonkieTokens],
+            Framework::LlamaIndex => &[
+                Strategy::LlamaIndex,
+                Strategy::LlamaIndexTokens,
+                Strategy::LlamaIndexMarkdown,
+            ],
+            Framework::Toml => &[],
         }
     }
 }
@@ -167,11 +178,8 @@ pub fn snippet(
     framework: Framework,
 ) -> Result<String, SnippetError> {
     settings.validate()?;
-    if matches!(framework, Framework::LlamaIndex | Framework::Chonkie) {
-        return Err(SnippetError::NoPreset(framework));
-    }
-    if let Some(needs) = framework.needs() {
-        if settings.strategy != needs {
+    if let Some(&needs) = framework.needs().first() {
+        if !framework.needs().contains(&settings.strategy) {
             return Err(SnippetError::WrongStrategy {
                 framework,
                 needs,
@@ -195,7 +203,8 @@ pub fn snippet(
         Framework::TextSplitter => text_splitter(s, model_id),
         Framework::Semchunk => semchunk(s, model_id),
         Framework::Haystack => haystack(s),
-        Framework::LlamaIndex | Framework::Chonkie => unreachable!("refused above"),
+        Framework::Chonkie => chonkie(s),
+        Framework::LlamaIndex => llamaindex(s, model_id),
     })
 }
 
@@ -515,6 +524,118 @@ fn haystack(s: &ChunkSettings) -> String {
     .render(s)
 }
 
+fn chonkie(s: &ChunkSettings) -> String {
+    let (about, class, args) = if s.strategy == Strategy::ChonkieTokens {
+        (
+            "chonkie's TokenChunker with its character tokenizer (chunkscope's chonkie-tokens strategy).",
+            "TokenChunker",
+            vec![
+                format!("    chunk_size={},", s.size),
+                format!("    chunk_overlap={},", s.overlap),
+            ],
+        )
+    } else {
+        (
+            "chonkie's RecursiveChunker with its default rules and character tokenizer (chunkscope's chonkie strategy).",
+            "RecursiveChunker",
+            vec![
+                format!("    chunk_size={},", s.size),
+                format!(
+                    "    min_characters_per_chunk={},",
+                    super::CHONKIE_MIN_CHARS
+                ),
+            ],
+        )
+    };
+    let mut setup = vec![
+        format!("chunker = {class}("),
+        "    tokenizer=\"character\",".into(),
+    ];
+    setup.extend(args);
+    setup.push(")".into());
+    Py {
+        about: vec![about.into(), "pip install chonkie==1.7.0".into()],
+        stdlib: vec![],
+        imports: vec![format!("from chonkie import {class}")],
+        setup,
+        split: "def split(text: str) -> list[str]:\n    return [chunk.text for chunk in chunker.chunk(text)]".into(),
+        markdown: false,
+    }
+    .render(s)
+}
+
+fn llamaindex(s: &ChunkSettings, model_id: &str) -> String {
+    let (about, class) = match s.strategy {
+        Strategy::LlamaIndexTokens => (
+            "LlamaIndex's TokenTextSplitter (chunkscope's llamaindex-tokens strategy).",
+            "TokenTextSplitter",
+        ),
+        Strategy::LlamaIndexMarkdown => (
+            "LlamaIndex's MarkdownNodeParser, then SentenceSplitter in each section (chunkscope's llamaindex-markdown strategy).",
+            "SentenceSplitter",
+        ),
+        _ => (
+            "LlamaIndex's SentenceSplitter (chunkscope's llamaindex strategy).",
+            "SentenceSplitter",
+        ),
+    };
+    let mut py = Py {
+        about: vec![
+            about.into(),
+            "Documents without metadata: metadata a reader attaches (file_path) comes off the size."
+                .into(),
+            match s.unit {
+                Unit::Embed => "pip install llama-index-core==0.14.25 tokenizers",
+                _ => "pip install llama-index-core==0.14.25",
+            }
+            .into(),
+        ],
+        stdlib: vec![],
+        imports: vec![
+            "from llama_index.core import Document".into(),
+            format!("from llama_index.core.node_parser import {class}"),
+        ],
+        setup: vec![],
+        split: String::new(),
+        markdown: false,
+    };
+    let mut args = vec![
+        format!("chunk_size={}", s.size),
+        format!("chunk_overlap={}", s.overlap),
+    ];
+    match s.unit {
+        // LlamaIndex's default tokenizer: tiktoken's gpt-3.5-turbo encoding, cl100k_base.
+        Unit::Cl100k => {}
+        Unit::Chars => args.push("tokenizer=list".into()),
+        Unit::Embed => {
+            py.imports.push("from tokenizers import Tokenizer".into());
+            py.setup.extend(tokenizer_lines(model_id));
+            py.setup.push("\n".into());
+            py.setup.push("def tokens(text: str) -> list[int]:\n    return tokenizer.encode(text, add_special_tokens=False).ids".into());
+            py.setup.push("\n".into());
+            args.push("tokenizer=tokens".into());
+        }
+    }
+    let splitter = format!("{class}({})", args.join(", "));
+    if s.strategy == Strategy::LlamaIndexMarkdown {
+        py.imports.push(
+            "from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter".into(),
+        );
+        py.imports
+            .retain(|l| l != "from llama_index.core.node_parser import SentenceSplitter");
+        py.imports
+            .push("from llama_index.core.ingestion import IngestionPipeline".into());
+        py.setup.push(format!(
+            "pipeline = IngestionPipeline(transformations=[MarkdownNodeParser(), {splitter}])"
+        ));
+        py.split = "def split(text: str) -> list[str]:\n    nodes = pipeline.run(documents=[Document(text=text)])\n    return [node.get_content() for node in nodes]".into();
+    } else {
+        py.setup.push(format!("splitter = {splitter}"));
+        py.split = "def split(text: str) -> list[str]:\n    nodes = splitter.get_nodes_from_documents([Document(text=text)])\n    return [node.get_content() for node in nodes]".into();
+    }
+    py.render(s)
+}
+
 fn spring_ai(s: &ChunkSettings) -> Result<String, SnippetError> {
     let p = &s.spring_ai;
     let marks = p
@@ -589,7 +710,7 @@ mod tests {
                 snippet(&s, WindowSpec::Auto, MODEL, f).is_ok(),
                 "{st}: --as {f}"
             );
-            assert!(f.needs().is_none_or(|n| n == st), "{st}");
+            assert!(f.needs().is_empty() || f.needs().contains(&st), "{st}");
         }
     }
 
@@ -697,24 +818,18 @@ List<Document> chunks = splitter.apply(documents);
     }
 
     #[test]
-    fn llamaindex_and_chonkie_say_no_preset_reproduces_them() {
-        for (f, title) in [
-            (Framework::LlamaIndex, "LlamaIndex"),
-            (Framework::Chonkie, "chonkie"),
-        ] {
-            for p in Preset::ALL {
-                let e = snippet(&preset(p), WindowSpec::Auto, MODEL, f).unwrap_err();
-                assert_eq!(e, SnippetError::NoPreset(f));
-                let msg = e.to_string();
-                assert!(
-                    msg.starts_with(&format!(
-                        "--as {}: no chunkscope preset reproduces {title}",
-                        f.name()
-                    )),
-                    "{msg}"
-                );
-            }
-        }
+    fn llamaindex_snippets_build_the_parsers() {
+        let py = snippet(&preset(Preset::LlamaIndex), WindowSpec::Auto, MODEL, Framework::LlamaIndex).unwrap();
+        assert!(py.contains("splitter = SentenceSplitter(chunk_size=1024, chunk_overlap=200)"), "{py}");
+        assert!(py.contains("get_nodes_from_documents([Document(text=text)])"), "{py}");
+        let py = snippet(&preset(Preset::LlamaIndexTokens), WindowSpec::Auto, MODEL, Framework::LlamaIndex).unwrap();
+        assert!(py.contains("splitter = TokenTextSplitter(chunk_size=1024, chunk_overlap=20)"), "{py}");
+        let mut s = preset(Preset::LlamaIndexMarkdown);
+        s.unit = Unit::Chars;
+        let py = snippet(&s, WindowSpec::Auto, MODEL, Framework::LlamaIndex).unwrap();
+        assert!(py.contains("[MarkdownNodeParser(), SentenceSplitter(chunk_size=1024, chunk_overlap=200, tokenizer=list)]"), "{py}");
+        let e = snippet(&preset(Preset::Haystack), WindowSpec::Auto, MODEL, Framework::LlamaIndex).unwrap_err();
+        assert!(e.to_string().starts_with("--as llamaindex needs the llamaindex strategy (current: haystack)"), "{e}");
     }
 
     #[test]

@@ -1,14 +1,37 @@
 //! The knobs carried out of a session: written into workbench.toml (comments and layout kept,
 //! atomically), or as the command line that reproduces them headless.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use toml_edit::{DocumentMut, Item, Table, Value};
 
 use crate::chunk::{ChunkSettings, Strategy};
 use crate::metadata::Use;
 use crate::window::WindowSpec;
+
+/// Why the knobs could not be saved.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    /// The workbench.toml to write into does not parse (`line` is 1-based, where known).
+    #[error("workbench.toml does not parse: {cause}")]
+    Parse {
+        line: Option<usize>,
+        cause: toml_edit::TomlError,
+    },
+    /// A table the knobs go into (`model`, `chunking`, ...) is another kind of value.
+    #[error("[{table}] is not a table")]
+    NotATable { table: String },
+    #[error("writing {}: {cause}", path.display())]
+    Write {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("replacing {}: {cause}", path.display())]
+    Replace {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+}
 
 /// Set `key` of `table` to `v`, keeping the comment that followed the old value on its line.
 fn set(table: &mut Item, key: &str, v: impl Into<Value>) {
@@ -22,16 +45,23 @@ fn set(table: &mut Item, key: &str, v: impl Into<Value>) {
 /// `text` (a workbench.toml) with the chunking knobs and the window set to these; everything
 /// else, comments included, stays as it was. A preset key is removed: the explicit knobs replace
 /// it.
-pub fn with_knobs(text: &str, s: &ChunkSettings, window: WindowSpec) -> Result<String> {
-    let mut doc: DocumentMut = text.parse().context("workbench.toml does not parse")?;
-    let table = |doc: &mut DocumentMut, name: &str| -> Result<()> {
+pub fn with_knobs(text: &str, s: &ChunkSettings, window: WindowSpec) -> Result<String, SaveError> {
+    let mut doc: DocumentMut = text.parse().map_err(|cause: toml_edit::TomlError| {
+        let line = cause
+            .span()
+            .map(|at| text[..at.start.min(text.len())].matches('\n').count() + 1);
+        SaveError::Parse { line, cause }
+    })?;
+    let table = |doc: &mut DocumentMut, name: &str| -> Result<(), SaveError> {
         if !doc.contains_key(name) {
             doc.insert(name, Item::Table(Table::new()));
         }
         doc[name]
             .as_table_like()
             .map(|_| ())
-            .with_context(|| format!("[{name}] is not a table"))
+            .ok_or_else(|| SaveError::NotATable {
+                table: name.to_string(),
+            })
     };
     table(&mut doc, "model")?;
     let w: Value = match window {
@@ -73,7 +103,7 @@ pub fn with_knobs(text: &str, s: &ChunkSettings, window: WindowSpec) -> Result<S
 }
 
 /// Write `text` to `path` atomically: a temporary file beside it, then a rename.
-pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), SaveError> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -85,10 +115,16 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
             .unwrap_or("workbench.toml"),
         std::process::id()
     ));
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| {
+    std::fs::write(&tmp, text).map_err(|cause| SaveError::Write {
+        path: tmp.clone(),
+        cause,
+    })?;
+    std::fs::rename(&tmp, path).map_err(|cause| {
         let _ = std::fs::remove_file(&tmp);
-        format!("replacing {}", path.display())
+        SaveError::Replace {
+            path: path.to_path_buf(),
+            cause,
+        }
     })
 }
 
@@ -178,5 +214,24 @@ mod tests {
             (c.chunking, c.window, c.theme.as_str()),
             (s, WindowSpec::St, "light")
         );
+    }
+
+    #[test]
+    fn errors_say_where() {
+        let s = ChunkSettings::default();
+        let e =
+            with_knobs("[ui]\ntheme = \"light\"\nsize = = 3\n", &s, WindowSpec::St).unwrap_err();
+        assert!(matches!(e, SaveError::Parse { line: Some(3), .. }), "{e:?}");
+        assert!(
+            e.to_string().starts_with("workbench.toml does not parse"),
+            "{e}"
+        );
+        let e = with_knobs("chunking = 3\n", &s, WindowSpec::St).unwrap_err();
+        assert!(
+            matches!(&e, SaveError::NotATable { table } if table == "chunking"),
+            "{e:?}"
+        );
+        let e = write_atomically(Path::new("/nonexistent/dir/workbench.toml"), "").unwrap_err();
+        assert!(matches!(e, SaveError::Write { .. }), "{e:?}");
     }
 }

@@ -5,8 +5,6 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
-
 pub mod convert;
 mod decode;
 
@@ -240,6 +238,36 @@ pub struct ReadProgress {
     pub converted: usize,
 }
 
+/// Why a corpus could not be read at all (a file that cannot be read is skipped with its
+/// reason instead, in [`Corpus::skipped`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    #[error("corpus {}: no such file or folder", path.display())]
+    Missing { path: PathBuf },
+    #[error("corpus {}: {cause}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("corpus {}: not a directory or a regular file (a FIFO, socket or device cannot be read as a corpus)", path.display())]
+    NotAFileOrFolder { path: PathBuf },
+    /// An include or exclude glob (`key` is `corpus.include` or `corpus.exclude`).
+    #[error("{key}: bad glob '{glob}': {cause}")]
+    Glob {
+        key: &'static str,
+        glob: String,
+        cause: globset::Error,
+    },
+    #[error("{key}: {cause}")]
+    Globs {
+        key: &'static str,
+        cause: globset::Error,
+    },
+    /// A BEIR folder's corpus.jsonl (the error names its line).
+    #[error(transparent)]
+    Beir(#[from] crate::judgments::JudgmentsError),
+}
+
 /// Why a file was left out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skipped {
@@ -256,7 +284,7 @@ pub struct Corpus {
 
 impl Corpus {
     /// Walk `root` (a directory, or a single file) and read every included file.
-    pub fn load(root: &Path, rules: &CorpusRules) -> Result<Corpus> {
+    pub fn load(root: &Path, rules: &CorpusRules) -> Result<Corpus, CorpusError> {
         Corpus::load_reporting(root, rules, &mut |_| {})
     }
 
@@ -265,16 +293,17 @@ impl Corpus {
         root: &Path,
         rules: &CorpusRules,
         progress: &mut dyn FnMut(ReadProgress),
-    ) -> Result<Corpus> {
+    ) -> Result<Corpus, CorpusError> {
+        let path = root.to_path_buf();
         let meta = match fs::metadata(root) {
             Ok(m) => m,
-            Err(e) => bail!("corpus {}: {e}", root.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(CorpusError::Missing { path })
+            }
+            Err(cause) => return Err(CorpusError::Unreadable { path, cause }),
         };
         if !meta.is_file() && !meta.is_dir() {
-            bail!(
-                "corpus {}: not a directory or a regular file (a FIFO, socket or device cannot be read as a corpus)",
-                root.display()
-            );
+            return Err(CorpusError::NotAFileOrFolder { path });
         }
         let mut corpus = Corpus {
             root: root.to_path_buf(),
@@ -365,7 +394,10 @@ impl Corpus {
     /// A BEIR folder's `corpus.jsonl`: one plain document per line, named by its `_id`, its text
     /// the title, a blank line and the text (the include, exclude and size rules are for walked
     /// folders and do not apply). A line that cannot be read is an error naming it.
-    fn load_beir(root: &Path, progress: &mut dyn FnMut(ReadProgress)) -> Result<Corpus> {
+    fn load_beir(
+        root: &Path,
+        progress: &mut dyn FnMut(ReadProgress),
+    ) -> Result<Corpus, CorpusError> {
         let mut docs = Vec::new();
         crate::judgments::each_document(&root.join("corpus.jsonl"), |d| {
             docs.push(d.into_document());
@@ -519,12 +551,16 @@ fn is_loop(err: &ignore::Error) -> bool {
     }
 }
 
-fn glob_set(globs: &[String], key: &str) -> Result<GlobSet> {
+fn glob_set(globs: &[String], key: &'static str) -> Result<GlobSet, CorpusError> {
     let mut b = GlobSetBuilder::new();
     for g in globs {
-        b.add(Glob::new(g).map_err(|e| anyhow::anyhow!("{key}: bad glob '{g}': {e}"))?);
+        b.add(Glob::new(g).map_err(|cause| CorpusError::Glob {
+            key,
+            glob: g.clone(),
+            cause,
+        })?);
     }
-    b.build().map_err(|e| anyhow::anyhow!("{key}: {e}"))
+    b.build().map_err(|cause| CorpusError::Globs { key, cause })
 }
 
 fn relative(root: &Path, path: &Path) -> String {
@@ -762,5 +798,34 @@ mod tests {
         let err =
             Corpus::load(Path::new("/nonexistent/corpus"), &CorpusRules::default()).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/corpus"));
+        assert!(
+            matches!(&err, CorpusError::Missing { path } if path == Path::new("/nonexistent/corpus")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_bad_glob_names_its_key() {
+        let d = tmpdir("bad-glob");
+        let rules = CorpusRules {
+            exclude: vec!["a[".into()],
+            ..CorpusRules::default()
+        };
+        let err = Corpus::load(&d, &rules).unwrap_err();
+        assert!(
+            matches!(&err, CorpusError::Glob { key: "corpus.exclude", glob, .. } if glob == "a["),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().starts_with("corpus.exclude: bad glob 'a['"),
+            "{err}"
+        );
+        // A BEIR line that cannot be read keeps the judgments reader's own error.
+        fs::create_dir_all(d.join("qrels")).unwrap();
+        fs::write(d.join("queries.jsonl"), "").unwrap();
+        fs::write(d.join("corpus.jsonl"), "{").unwrap();
+        let err = Corpus::load(&d, &CorpusRules::default()).unwrap_err();
+        assert!(matches!(err, CorpusError::Beir(_)), "{err:?}");
+        let _ = fs::remove_dir_all(&d);
     }
 }

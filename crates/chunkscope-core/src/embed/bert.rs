@@ -9,11 +9,13 @@
 //! `config` reads config.json, `load` the weights, `forward` runs the pass.
 
 mod config;
+mod error;
 mod forward;
 mod load;
 
 use super::lowp::{Packed, Precision};
 pub use config::{nomic_unsupported, BertConfig, Family, NATIVE_TYPES};
+pub use error::BertError;
 pub(crate) use load::f32_values;
 pub(in crate::embed) use load::word_table;
 
@@ -166,5 +168,42 @@ mod tests {
         assert!((out[1] - silu(-1.0) * 1.0).abs() < 1e-6);
         gate_rows(&mut out, &gates, &bias, Activation::Gelu);
         assert!((out[0] - 0.841_344_7 * 3.0).abs() < 1e-5, "{}", out[0]);
+    }
+
+    /// Each way a model folder fails to load is its own variant, naming the file.
+    #[test]
+    fn load_errors_name_the_file() {
+        let dir = std::env::temp_dir().join(format!("chunkscope-bert-err-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("config.json");
+        assert!(matches!(
+            Bert::load(&dir),
+            Err(BertError::Config(crate::embed::hf_config::HfConfigError::Read { path, .. })) if path == config
+        ));
+        std::fs::write(&config, r#"{"model_type": "gpt2", "hidden_size": 8}"#).unwrap();
+        let err = Bert::load(&dir).err().unwrap();
+        assert!(
+            matches!(&err, BertError::Refused { path, why } if path == &config && why.contains("gpt2")),
+            "{err:?}"
+        );
+        std::fs::write(
+            &config,
+            r#"{"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2,
+                "num_hidden_layers": 1, "intermediate_size": 16, "max_position_embeddings": 16}"#,
+        )
+        .unwrap();
+        let err = Bert::load(&dir).err().unwrap();
+        let weights = dir.join("model.safetensors");
+        assert!(
+            matches!(&err, BertError::Open { path, .. } if path == &weights),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("cannot open the weights"), "{err}");
+        std::fs::write(&weights, b"not safetensors").unwrap();
+        assert!(matches!(
+            Bert::load(&dir),
+            Err(BertError::NotSafetensors { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -5,10 +5,9 @@
 //! length run as one padded, masked batch, and the token states go to the same
 //! sentence-transformers pooling as the native path's.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::Module;
 use candle_nn::VarBuilder;
@@ -16,6 +15,54 @@ use candle_transformers::models::{bert, jina_bert, modernbert, nomic_bert, qwen3
 
 /// Architectures run through candle (`jina_bert` is a `bert` config with ALiBi positions).
 pub const CANDLE_TYPES: &[&str] = &["bert", "modernbert", "nomic_bert", "jina_bert", "qwen3"];
+
+/// Why a model could not be opened or run through candle. Each load error names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CandleError {
+    #[error(transparent)]
+    Config(#[from] crate::embed::hf_config::HfConfigError),
+    /// The device is known but this build or machine does not have it.
+    #[error("device {name}: build chunkscope with {needs} to use it: {cause}")]
+    Device {
+        name: String,
+        needs: &'static str,
+        cause: candle_core::Error,
+    },
+    #[error("unknown device '{0}' (expected cpu, cuda or metal)")]
+    UnknownDevice(String),
+    #[error("{}: no model.safetensors (only safetensors weights are read)", dir.display())]
+    NoWeights { dir: PathBuf },
+    #[error("{}: cannot map the weights: {cause}", path.display())]
+    Map {
+        path: PathBuf,
+        cause: candle_core::Error,
+    },
+    #[error("{}: {cause}", path.display())]
+    Open {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}: not a safetensors file: {cause}", path.display())]
+    NotSafetensors {
+        path: PathBuf,
+        cause: safetensors::SafeTensorError,
+    },
+    /// config.json does not describe the network its model_type names.
+    #[error("{}: not a {model_type} configuration: {cause}", path.display())]
+    BadConfig {
+        path: PathBuf,
+        model_type: String,
+        cause: serde_json::Error,
+    },
+    /// A model type, or a variant of one, that candle does not run here.
+    #[error("{}: {why}", path.display())]
+    Refused { path: PathBuf, why: String },
+    /// candle's own error, building the network or running it.
+    #[error(transparent)]
+    Candle(#[from] candle_core::Error),
+}
+
+type Result<T> = std::result::Result<T, CandleError>;
 
 enum Net {
     Bert(bert::BertModel),
@@ -71,12 +118,17 @@ pub struct CandleEncoder {
 pub fn device(name: &str) -> Result<Device> {
     match name {
         "" | "cpu" => Ok(Device::Cpu),
-        "cuda" => Device::new_cuda(0).context(
-            "device cuda: build chunkscope with --features cuda (and a CUDA toolkit) to use it",
-        ),
-        "metal" => Device::new_metal(0)
-            .context("device metal: build chunkscope with --features metal (macOS) to use it"),
-        other => bail!("unknown device '{other}' (expected cpu, cuda or metal)"),
+        "cuda" => Device::new_cuda(0).map_err(|cause| CandleError::Device {
+            name: "cuda".into(),
+            needs: "--features cuda (and a CUDA toolkit)",
+            cause,
+        }),
+        "metal" => Device::new_metal(0).map_err(|cause| CandleError::Device {
+            name: "metal".into(),
+            needs: "--features metal (macOS)",
+            cause,
+        }),
+        other => Err(CandleError::UnknownDevice(other.to_string())),
     }
 }
 
@@ -87,22 +139,33 @@ impl CandleEncoder {
         let model_type = super::architecture_of(&v).unwrap_or("bert").to_string();
         let weights = dir.join("model.safetensors");
         if !weights.is_file() {
-            bail!(
-                "{}: no model.safetensors (only safetensors weights are read)",
-                dir.display()
-            );
+            return Err(CandleError::NoWeights {
+                dir: dir.to_path_buf(),
+            });
         }
         // SAFETY: the weights file is mapped read-only and not modified while mapped.
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
-            .with_context(|| format!("{}: cannot map the weights", weights.display()))?;
+            .map_err(|cause| CandleError::Map {
+            path: weights.clone(),
+            cause,
+        })?;
         // A bare model saved by transformers has no "model." prefix; candle's modules ask for it.
         // The word table says where an encoder's tensors start ("", "bert.", ...) and how many
         // rows it has (NomicBERT pads its vocabulary to a multiple of 64).
         let (bare, words) = {
-            let file = std::fs::File::open(&weights)?;
+            let open = |cause| CandleError::Open {
+                path: weights.clone(),
+                cause,
+            };
+            let file = std::fs::File::open(&weights).map_err(open)?;
             // SAFETY: as above.
-            let map = unsafe { memmap2::Mmap::map(&file) }?;
-            let st = safetensors::SafeTensors::deserialize(&map)?;
+            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(open)?;
+            let st = safetensors::SafeTensors::deserialize(&map).map_err(|cause| {
+                CandleError::NotSafetensors {
+                    path: weights.clone(),
+                    cause,
+                }
+            })?;
             let words = super::bert::word_table(&st)
                 .map(|(prefix, rows)| (prefix.trim_end_matches('.').to_string(), rows));
             (!st.names().iter().any(|n| n.starts_with("model.")), words)
@@ -136,30 +199,39 @@ impl CandleEncoder {
         } else {
             vb.pp(&prefix)
         };
-        if !CANDLE_TYPES.contains(&model_type.as_str()) {
-            bail!(
-                "{}: model_type {model_type} is not supported (native: {}; candle: {})",
-                config_path.display(),
+        let refused = |why: String| CandleError::Refused {
+            path: config_path.clone(),
+            why,
+        };
+        let unsupported = |kind: &str| {
+            refused(format!(
+                "model_type {kind} is not supported (native: {}; candle: {})",
                 super::bert::NATIVE_TYPES.join(", "),
                 CANDLE_TYPES.join(", ")
-            );
+            ))
+        };
+        if !CANDLE_TYPES.contains(&model_type.as_str()) {
+            return Err(unsupported(&model_type));
         }
-        let parse = |what: &str| format!("{}: not a {what} configuration", config_path.display());
+        let parse = |what: &str| {
+            let what = what.to_string();
+            |cause| CandleError::BadConfig {
+                path: config_path.clone(),
+                model_type: what,
+                cause,
+            }
+        };
         let num = |k: &str| v.get(k).and_then(|n| n.as_u64()).map(|n| n as usize);
         let hidden = num("hidden_size")
             .or_else(|| num("n_embd"))
-            .with_context(|| parse(&model_type))?;
+            .ok_or_else(|| refused(format!("not a {model_type} configuration (no hidden_size)")))?;
         let max_positions = crate::model::positions_of(&v).unwrap_or(512);
         let refuse = |why: &str| -> Result<Net> {
-            bail!(
-                "{}: {model_type} with {why} is not supported",
-                config_path.display()
-            )
+            Err(refused(format!("{model_type} with {why} is not supported")))
         };
         let net = match model_type.as_str() {
             "bert" => {
-                let c: bert::Config =
-                    serde_json::from_value(v.clone()).with_context(|| parse("BERT"))?;
+                let c: bert::Config = serde_json::from_value(v.clone()).map_err(parse("BERT"))?;
                 Net::Bert(bert::BertModel::load(vb, &c)?)
             }
             "modernbert" => {
@@ -173,12 +245,12 @@ impl CandleEncoder {
                     v["layer_norm_eps"] = eps;
                 }
                 let c: modernbert::Config =
-                    serde_json::from_value(v).with_context(|| parse("ModernBERT"))?;
+                    serde_json::from_value(v).map_err(parse("ModernBERT"))?;
                 Net::ModernBert(modernbert::ModernBert::load(vb, &c)?)
             }
             "nomic_bert" => {
                 let c: nomic_bert::Config =
-                    serde_json::from_value(v.clone()).with_context(|| parse("NomicBERT"))?;
+                    serde_json::from_value(v.clone()).map_err(parse("NomicBERT"))?;
                 if let Some(why) = super::bert::nomic_unsupported(&v) {
                     refuse(&why)?
                 } else {
@@ -187,7 +259,7 @@ impl CandleEncoder {
             }
             "jina_bert" => {
                 let c: jina_bert::Config =
-                    serde_json::from_value(v.clone()).with_context(|| parse("JinaBERT"))?;
+                    serde_json::from_value(v.clone()).map_err(parse("JinaBERT"))?;
                 match v.get("feed_forward_type").and_then(|f| f.as_str()) {
                     Some("geglu") => Net::JinaBert(Box::new(Jina {
                         positions: c.max_position_embeddings,
@@ -202,16 +274,10 @@ impl CandleEncoder {
                 }
             }
             "qwen3" => {
-                let c: qwen3::Config =
-                    serde_json::from_value(v.clone()).with_context(|| parse("Qwen3"))?;
+                let c: qwen3::Config = serde_json::from_value(v.clone()).map_err(parse("Qwen3"))?;
                 Net::Qwen3(qwen3::Model::new(&c, vb)?)
             }
-            other => bail!(
-                "{}: model_type {other} is not supported (native: {}; candle: {})",
-                config_path.display(),
-                super::bert::NATIVE_TYPES.join(", "),
-                CANDLE_TYPES.join(", ")
-            ),
+            other => return Err(unsupported(other)),
         };
         Ok(CandleEncoder {
             net,
@@ -280,5 +346,30 @@ impl CandleEncoder {
     /// A batch x n x hidden tensor as f32 rows.
     fn rows(out: Tensor) -> Result<Vec<f32>> {
         Ok(out.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_errors_are_typed() {
+        assert!(matches!(device("tpu"), Err(CandleError::UnknownDevice(d)) if d == "tpu"));
+        let dir =
+            std::env::temp_dir().join(format!("chunkscope-candle-err-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(matches!(
+            CandleEncoder::load(&dir, Device::Cpu),
+            Err(CandleError::Config(_))
+        ));
+        std::fs::write(dir.join("config.json"), r#"{"model_type": "modernbert"}"#).unwrap();
+        let err = CandleEncoder::load(&dir, Device::Cpu).err().unwrap();
+        assert!(
+            matches!(&err, CandleError::NoWeights { dir: d } if d == &dir),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("no model.safetensors"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -4,22 +4,56 @@
 //! wrote `global_rope_theta` / `local_rope_theta` / `rope_theta`. Both layouts end up in the older
 //! keys, which the native and candle backends read; keys neither layout needs are left alone.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+/// Why a config.json could not be read. Each names the file; the messages carry the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum HfConfigError {
+    #[error("{}: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}: not valid JSON: {cause}", path.display())]
+    Json {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        cause: serde_json::Error,
+    },
+    #[error("{}: not a JSON object", path.display())]
+    NotObject { path: PathBuf },
+    /// A size that would break the forward pass (0 heads, a width the heads do not split), or a
+    /// layout no backend runs (scaled rope, a layer pattern the network does not follow).
+    #[error("{}: {why}", path.display())]
+    Refused { path: PathBuf, why: String },
+}
+
 /// Read and normalise `path` (a config.json).
-pub fn read(path: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-    let mut v: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not valid JSON", path.display()))?;
+pub fn read(path: &Path) -> Result<Value, HfConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|cause| HfConfigError::Read {
+        path: path.to_path_buf(),
+        cause,
+    })?;
+    let mut v: Value = serde_json::from_str(&text).map_err(|cause| HfConfigError::Json {
+        path: path.to_path_buf(),
+        line: cause.line(),
+        column: cause.column(),
+        cause,
+    })?;
     if !v.is_object() {
-        bail!("{}: not a JSON object", path.display());
+        return Err(HfConfigError::NotObject {
+            path: path.to_path_buf(),
+        });
     }
     normalise(&mut v)
         .and_then(|()| check_sizes(&v))
-        .map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
+        .map_err(|why| HfConfigError::Refused {
+            path: path.to_path_buf(),
+            why,
+        })?;
     Ok(v)
 }
 
@@ -236,5 +270,33 @@ mod tests {
         assert!(normalise(&mut sliding).unwrap_err().contains("layer_types"));
         let mut bad = json!({"model_type": "qwen3", "rope_parameters": {"rope_type": "default"}});
         assert!(normalise(&mut bad).unwrap_err().contains("rope_theta"));
+    }
+
+    #[test]
+    fn errors_say_which_file_and_where() {
+        let dir = std::env::temp_dir().join(format!("hf-config-err-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.json");
+        assert!(matches!(read(&path), Err(HfConfigError::Read { path: p, .. }) if p == path));
+        std::fs::write(&path, "{\n  \"hidden_size\": 32,\n  oops\n}").unwrap();
+        let e = read(&path).unwrap_err();
+        assert!(matches!(e, HfConfigError::Json { line: 3, .. }), "{e:?}");
+        assert!(
+            e.to_string().starts_with(&path.display().to_string()),
+            "{e}"
+        );
+        std::fs::write(&path, "[1]").unwrap();
+        assert!(matches!(read(&path), Err(HfConfigError::NotObject { .. })));
+        std::fs::write(&path, r#"{"hidden_size": 32, "num_attention_heads": 0}"#).unwrap();
+        let e = read(&path).unwrap_err();
+        assert!(
+            matches!(&e, HfConfigError::Refused { why, .. } if why.contains("num_attention_heads is 0"))
+        );
+        assert!(
+            e.to_string()
+                .ends_with("num_attention_heads is 0; it must be at least 1"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

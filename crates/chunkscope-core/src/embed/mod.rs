@@ -14,12 +14,11 @@ pub mod st;
 
 use std::time::Instant;
 
-use anyhow::Result;
 use tokenizers::TruncationDirection;
 
 use super::model::ModelInfo;
 use super::tokenize::EmbedTokenizer;
-pub use bert::Bert;
+pub use bert::{Bert, BertError};
 pub use cache::EmbedCache;
 
 /// Sequences are grouped into forward passes of about this many tokens.
@@ -104,6 +103,42 @@ pub enum EmbedError {
     Cancelled,
 }
 
+/// Why an embedder could not be opened: the backend's own error (naming the file it concerns),
+/// or settings that do not go together.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Native(#[from] BertError),
+    /// Boxed: candle's errors are large, and this one travels in every `Result` of a load.
+    #[error(transparent)]
+    Candle(Box<candle::CandleError>),
+    #[error(transparent)]
+    Tokenizer(#[from] crate::tokenize::TokenizeError),
+    #[error(transparent)]
+    Remote(#[from] remote::RemoteError),
+    #[error("device {device}: the native backend runs on the CPU; use --backend candle")]
+    NativeDevice { device: String },
+    #[error(
+        "precision {precision}: only the native backend (the BERT family, NomicBERT, JinaBERT) runs \
+         bf16 and int8; {model} runs on candle in f32"
+    )]
+    CandlePrecision {
+        precision: lowp::Precision,
+        model: String,
+    },
+    #[error(
+        "precision {precision}: an embedding server computes in its own precision; drop --precision \
+         or the endpoint"
+    )]
+    RemotePrecision { precision: lowp::Precision },
+}
+
+impl From<candle::CandleError> for OpenError {
+    fn from(e: candle::CandleError) -> OpenError {
+        OpenError::Candle(Box::new(e))
+    }
+}
+
 /// The vectors of one run, in the order of its texts, and how it ended. When `error` is set,
 /// the texts it failed on have an empty vector and the others are kept (a server's batches that
 /// arrived before it failed).
@@ -124,28 +159,27 @@ pub struct EmbedRun {
 
 impl Embedder {
     /// The model on this machine, on the backend `auto` picks for its architecture.
-    pub fn load(info: &ModelInfo) -> Result<Embedder> {
+    pub fn load(info: &ModelInfo) -> Result<Embedder, OpenError> {
         Embedder::open(info, &EmbedSpec::default())
     }
 
-    fn local(info: &ModelInfo, spec: &EmbedSpec) -> Result<Embedder> {
+    fn local(info: &ModelInfo, spec: &EmbedSpec) -> Result<Embedder, OpenError> {
         let (_, native) = architecture_and_native(&info.dir);
         let backend = match (spec.backend, native) {
             (BackendChoice::Native, _) | (BackendChoice::Auto, true) => {
                 if !spec.device.is_empty() && spec.device != "cpu" {
-                    anyhow::bail!(
-                        "device {}: the native backend runs on the CPU; use --backend candle",
-                        spec.device
-                    );
+                    return Err(OpenError::NativeDevice {
+                        device: spec.device.clone(),
+                    });
                 }
                 Backend::Native(Bert::load_with(&info.dir, spec.precision)?)
             }
-            _ if spec.precision != lowp::Precision::F32 => anyhow::bail!(
-                "precision {}: only the native backend (the BERT family, NomicBERT, JinaBERT) runs \
-                 bf16 and int8; {} runs on candle in f32",
-                spec.precision,
-                info.id
-            ),
+            _ if spec.precision != lowp::Precision::F32 => {
+                return Err(OpenError::CandlePrecision {
+                    precision: spec.precision,
+                    model: info.id.clone(),
+                })
+            }
             _ => Backend::Candle(candle::CandleEncoder::load(
                 &info.dir,
                 candle::device(&spec.device)?,
@@ -170,16 +204,14 @@ impl Embedder {
 
     /// The embedder a configuration asks for: the server when `remote` is set (its tokens
     /// counted with the model's tokenizer), else the model on this machine.
-    pub fn open(info: &ModelInfo, spec: &EmbedSpec) -> Result<Embedder> {
+    pub fn open(info: &ModelInfo, spec: &EmbedSpec) -> Result<Embedder, OpenError> {
         let Some(config) = &spec.remote else {
             return Embedder::local(info, spec);
         };
         if spec.precision != lowp::Precision::F32 {
-            anyhow::bail!(
-                "precision {}: an embedding server computes in its own precision; drop --precision \
-                 or the endpoint",
-                spec.precision
-            );
+            return Err(OpenError::RemotePrecision {
+                precision: spec.precision,
+            });
         }
         let tok = EmbedTokenizer::from_file(&info.tokenizer_path())?;
         let server = remote::Remote::connect(config.clone())?;
@@ -598,4 +630,40 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();
     let nb = b.iter().map(|x| x * x).sum::<f32>().sqrt();
     dot / (na * nb).max(1e-12)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_that_do_not_go_together_are_typed() {
+        let dir = std::env::temp_dir().join(format!("chunkscope-open-err-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let info = ModelInfo {
+            id: "m".into(),
+            dir: dir.clone(),
+            found_in: "test".into(),
+            windows: Default::default(),
+            modules: Default::default(),
+        };
+        let native_on_gpu = EmbedSpec {
+            backend: BackendChoice::Native,
+            device: "cuda".into(),
+            ..EmbedSpec::default()
+        };
+        let err = Embedder::open(&info, &native_on_gpu).err().unwrap();
+        assert!(
+            matches!(&err, OpenError::NativeDevice { device } if device == "cuda"),
+            "{err:?}"
+        );
+        // No config.json: the native backend's own error, naming the file.
+        let err = Embedder::load(&info).err().unwrap();
+        assert!(
+            matches!(&err, OpenError::Native(BertError::Config(_))),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("config.json"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -9,11 +9,69 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
+
+/// Why a model folder's sentence-transformers files could not be read. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum StError {
+    #[error("{}: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}: not what sentence-transformers writes: {cause}", path.display())]
+    Json {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        cause: serde_json::Error,
+    },
+    /// A module's config.json that modules.json points to is not there.
+    #[error("{}: missing", path.display())]
+    Missing { path: PathBuf },
+    /// What chunkscope does not run: a module type, a pooling mode, a Dense activation or
+    /// size, or no Pooling module at all.
+    #[error("{}: {why}", path.display())]
+    Refused { path: PathBuf, why: String },
+    #[error("{}: cannot open the Dense weights (only safetensors are read): {cause}", path.display())]
+    Open {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}: {cause}", path.display())]
+    Map {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}: not a safetensors file: {cause}", path.display())]
+    NotSafetensors {
+        path: PathBuf,
+        cause: safetensors::SafeTensorError,
+    },
+    /// A Dense tensor is missing or not the size config.json gives.
+    #[error("{}: {why}", path.display())]
+    Weights { path: PathBuf, why: String },
+}
+
+impl StError {
+    fn refused(path: &Path, why: impl Into<String>) -> StError {
+        StError::Refused {
+            path: path.to_path_buf(),
+            why: why.into(),
+        }
+    }
+
+    fn missing(path: &Path) -> StError {
+        StError::Missing {
+            path: path.to_path_buf(),
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, StError>;
 
 /// The pooling modes sentence-transformers knows; several may be on (their outputs are
 /// concatenated in this order).
@@ -58,10 +116,12 @@ impl PoolingConfig {
     /// set, else the flags that are on, else mean.
     fn modes(&self, file: &Path) -> Result<Vec<Pool>> {
         let bad = || {
-            anyhow::anyhow!(
-                "{}: pooling_mode must be one of {} or a list of them",
-                file.display(),
-                Pool::ALL.map(Pool::name).join(", ")
+            StError::refused(
+                file,
+                format!(
+                    "pooling_mode must be one of {} or a list of them",
+                    Pool::ALL.map(Pool::name).join(", ")
+                ),
             )
         };
         let named = |v: &serde_json::Value| v.as_str().and_then(Pool::from_name).ok_or_else(bad);
@@ -183,10 +243,18 @@ fn json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    let text = std::fs::read_to_string(path).map_err(|cause| StError::Read {
+        path: path.to_path_buf(),
+        cause,
+    })?;
     serde_json::from_str(&text)
         .map(Some)
-        .with_context(|| format!("{}: not what sentence-transformers writes", path.display()))
+        .map_err(|cause| StError::Json {
+            path: path.to_path_buf(),
+            line: cause.line(),
+            column: cause.column(),
+            cause,
+        })
 }
 
 impl StModules {
@@ -215,26 +283,29 @@ impl StModules {
                 "Transformer" => {}
                 "Pooling" => {
                     let file = path.join("config.json");
-                    let p: PoolingConfig = json(&file)?
-                        .with_context(|| format!("{}: missing", file.display()))?;
+                    let p: PoolingConfig = json(&file)?.ok_or_else(|| StError::missing(&file))?;
                     m.pooling = p.modes(&file)?;
                     m.include_prompt = p.include_prompt.unwrap_or(true);
                     pooled = true;
                 }
                 "Dense" => m.dense.push(Dense::read(&path)?),
                 "Normalize" => m.normalize = true,
-                other => bail!(
-                    "{}: module type {} is not supported (Transformer, Pooling, Dense and Normalize are)",
-                    dir.join("modules.json").display(),
-                    if other.is_empty() { &module.kind } else { other }
-                ),
+                other => {
+                    return Err(StError::refused(
+                        &dir.join("modules.json"),
+                        format!(
+                            "module type {} is not supported (Transformer, Pooling, Dense and Normalize are)",
+                            if other.is_empty() { &module.kind } else { other }
+                        ),
+                    ))
+                }
             }
         }
         if !pooled {
-            bail!(
-                "{}: no Pooling module (a sentence vector needs one)",
-                dir.join("modules.json").display()
-            );
+            return Err(StError::refused(
+                &dir.join("modules.json"),
+                "no Pooling module (a sentence vector needs one)",
+            ));
         }
         Ok(m)
     }
@@ -357,44 +428,53 @@ impl StModules {
 impl Dense {
     fn read(dir: &Path) -> Result<Dense> {
         let file = dir.join("config.json");
-        let c: DenseConfig =
-            json(&file)?.with_context(|| format!("{}: missing", file.display()))?;
+        let c: DenseConfig = json(&file)?.ok_or_else(|| StError::missing(&file))?;
         let tanh = c.activation_function.ends_with("Tanh");
         if !tanh
             && !c.activation_function.ends_with("Identity")
             && !c.activation_function.is_empty()
         {
-            bail!(
-                "{}: activation {} is not supported (Tanh and Identity are)",
-                file.display(),
-                c.activation_function
-            );
+            return Err(StError::refused(
+                &file,
+                format!(
+                    "activation {} is not supported (Tanh and Identity are)",
+                    c.activation_function
+                ),
+            ));
         }
         let Some(count) = c.in_features.checked_mul(c.out_features) else {
-            bail!(
-                "{}: in_features {} x out_features {} is more weights than memory holds",
-                file.display(),
-                c.in_features,
-                c.out_features
-            );
+            return Err(StError::refused(
+                &file,
+                format!(
+                    "in_features {} x out_features {} is more weights than memory holds",
+                    c.in_features, c.out_features
+                ),
+            ));
         };
         let weights = dir.join("model.safetensors");
-        let f = File::open(&weights).with_context(|| {
-            format!(
-                "{}: cannot open the Dense weights (only safetensors are read)",
-                weights.display()
-            )
+        let f = File::open(&weights).map_err(|cause| StError::Open {
+            path: weights.clone(),
+            cause,
         })?;
         // SAFETY: read-only mapping, only read while mapped.
-        let map = unsafe { memmap2::Mmap::map(&f) }?;
-        let st = SafeTensors::deserialize(&map)
-            .with_context(|| format!("{}: not a safetensors file", weights.display()))?;
+        let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|cause| StError::Map {
+            path: weights.clone(),
+            cause,
+        })?;
+        let st = SafeTensors::deserialize(&map).map_err(|cause| StError::NotSafetensors {
+            path: weights.clone(),
+            cause,
+        })?;
+        let bad_weights = |why: String| StError::Weights {
+            path: weights.clone(),
+            why,
+        };
         let get = |name: &str, len: usize| -> Result<Vec<f32>> {
             let t = st
                 .tensor(name)
-                .with_context(|| format!("{}: no tensor {name}", weights.display()))?;
+                .map_err(|e| bad_weights(format!("no tensor {name}: {e}")))?;
             if t.dtype() != Dtype::F32 || Some(t.data().len()) != len.checked_mul(4) {
-                bail!("{}: {name} is not {len} f32 values", weights.display());
+                return Err(bad_weights(format!("{name} is not {len} f32 values")));
             }
             Ok(t.data()
                 .chunks_exact(4)
@@ -529,11 +609,19 @@ mod tests {
             r#"{"in_features": 4294967296, "out_features": 4294967296}"#,
         )
         .unwrap();
-        let err = format!("{:#}", Dense::read(&dir).unwrap_err());
+        let err = Dense::read(&dir).unwrap_err();
+        assert!(
+            matches!(&err, StError::Refused { path, .. } if path == &dir.join("config.json")),
+            "{err:?}"
+        );
+        let err = err.to_string();
         assert!(
             err.contains("config.json") && err.contains("more weights than memory"),
             "{err}"
         );
+        // No config.json at all: the module's folder is named.
+        std::fs::remove_file(dir.join("config.json")).unwrap();
+        assert!(matches!(Dense::read(&dir), Err(StError::Missing { .. })));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

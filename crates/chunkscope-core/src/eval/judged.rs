@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::{place, Bucket};
+use super::{place, Bucket, RerankMeter};
 use crate::cases::{locate, Case, JudgedCases};
 use crate::engine::{Chunking, Engine};
 use crate::judgments::Judged;
@@ -35,9 +35,12 @@ pub enum Ranker {
     Bm25,
     Vector,
     Hybrid,
+    /// The reranker's order of BM25's and the vectors' candidates.
+    Rerank,
 }
 
 impl Ranker {
+    /// The first stage, always measured.
     pub const ALL: [Ranker; 3] = [Ranker::Bm25, Ranker::Vector, Ranker::Hybrid];
 
     pub fn label(self) -> &'static str {
@@ -45,6 +48,7 @@ impl Ranker {
             Ranker::Bm25 => "BM25",
             Ranker::Vector => "vector",
             Ranker::Hybrid => "hybrid",
+            Ranker::Rerank => "rerank",
         }
     }
 }
@@ -65,16 +69,29 @@ pub struct JudgedReport {
     pub bm25: Vec<Metrics>,
     pub vector: Vec<Metrics>,
     pub hybrid: Vec<Metrics>,
+    /// The reranker's, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<Vec<Metrics>>,
     pub per_query: Vec<JudgedQuery>,
 }
 
 impl JudgedReport {
-    /// A retriever's mean measures, one per k of `ks`.
+    /// The retrievers measured: the first stage, and the reranker when there is one.
+    pub fn rankers(&self) -> Vec<Ranker> {
+        let mut rs = Ranker::ALL.to_vec();
+        if self.rerank.is_some() {
+            rs.push(Ranker::Rerank);
+        }
+        rs
+    }
+
+    /// A retriever's mean measures, one per k of `ks` (none for a reranker not run).
     pub fn means(&self, r: Ranker) -> &[Metrics] {
         match r {
             Ranker::Bm25 => &self.bm25,
             Ranker::Vector => &self.vector,
             Ranker::Hybrid => &self.hybrid,
+            Ranker::Rerank => self.rerank.as_deref().unwrap_or(&[]),
         }
     }
 
@@ -83,9 +100,12 @@ impl JudgedReport {
         self.means(r).iter().find(|m| m.k == k).copied()
     }
 
-    /// nDCG@10 of BM25, vector and hybrid.
-    pub fn ndcg10(&self) -> [f64; 3] {
-        Ranker::ALL.map(|r| self.mean_at(r, HEADLINE_K).map_or(0.0, |m| m.ndcg))
+    /// nDCG@10 of each retriever measured.
+    pub fn ndcg10(&self) -> Vec<(Ranker, f64)> {
+        self.rankers()
+            .into_iter()
+            .map(|r| (r, self.mean_at(r, HEADLINE_K).map_or(0.0, |m| m.ndcg)))
+            .collect()
     }
 }
 
@@ -100,14 +120,18 @@ pub struct JudgedQuery {
     pub bm25: QueryRun,
     pub vector: QueryRun,
     pub hybrid: QueryRun,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<QueryRun>,
 }
 
 impl JudgedQuery {
+    /// A retriever's run (the hybrid's for a reranker not run).
     pub fn run(&self, r: Ranker) -> &QueryRun {
         match r {
             Ranker::Bm25 => &self.bm25,
             Ranker::Vector => &self.vector,
             Ranker::Hybrid => &self.hybrid,
+            Ranker::Rerank => self.rerank.as_ref().unwrap_or(&self.hybrid),
         }
     }
 
@@ -150,6 +174,8 @@ pub struct JudgedDoc {
     pub bm25: Option<DocPlace>,
     pub vector: Option<DocPlace>,
     pub hybrid: Option<DocPlace>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<DocPlace>,
     /// Where the query's answer lies in this document's chunks; null without an answer or when
     /// the document does not hold it.
     pub answer_at: Option<Bucket>,
@@ -161,6 +187,7 @@ impl JudgedDoc {
             Ranker::Bm25 => self.bm25.as_ref(),
             Ranker::Vector => self.vector.as_ref(),
             Ranker::Hybrid => self.hybrid.as_ref(),
+            Ranker::Rerank => self.rerank.as_ref(),
         }
     }
 }
@@ -261,14 +288,15 @@ impl DocRun {
     }
 }
 
-/// Every judged query through BM25, vectors (`qvs`, one per query, empty without vectors) and
-/// their fusion, measured at `judged_ks(ks)`.
+/// Every judged query through BM25, vectors (`qvs`, one per query, empty without vectors),
+/// their fusion and the reranker (with `meter`), measured at `judged_ks(ks)`.
 pub(super) fn evaluate(
     s: &Searched,
     j: &JudgedCases,
     qvs: &[Vec<f32>],
     ks: &[usize],
-) -> anyhow::Result<JudgedReport> {
+    mut meter: Option<&mut RerankMeter>,
+) -> Result<JudgedReport, super::EvalError> {
     let ks = judged_ks(ks);
     let keys = DocKeys::new(&j.doc_ids, s);
     let mut per_query = Vec::with_capacity(j.judgments.cases.len());
@@ -282,8 +310,15 @@ pub(super) fn evaluate(
             .into_iter()
             .map(|(id, _)| id)
             .collect();
+        let reranked = match meter.as_deref_mut() {
+            Some(m) => {
+                Some(m.ranking(s.index, (s.engine, s.chunking), &q.query, &vr_qv(qvs, i, s))?)
+            }
+            None => None,
+        };
         let runs = [&bm, &vr, &fused].map(|r| DocRun::of(&keys, r));
-        per_query.push(judge_query(s, &keys, q, &runs, &ks));
+        let rerank_run = reranked.as_ref().map(|r| DocRun::of(&keys, r));
+        per_query.push(judge_query(s, &keys, q, (&runs, rerank_run.as_ref()), &ks));
     }
     let mean = |r: Ranker| -> Vec<Metrics> {
         ks.iter()
@@ -301,6 +336,7 @@ pub(super) fn evaluate(
         bm25: mean(Ranker::Bm25),
         vector: mean(Ranker::Vector),
         hybrid: mean(Ranker::Hybrid),
+        rerank: meter.is_some().then(|| mean(Ranker::Rerank)),
         ks,
         not_in_corpus: j.not_in_corpus.clone(),
         per_query,
@@ -312,7 +348,7 @@ fn judge_query(
     s: &Searched,
     keys: &DocKeys,
     q: &Judged,
-    runs: &[DocRun; 3],
+    (runs, rerank): (&[DocRun; 3], Option<&DocRun>),
     ks: &[usize],
 ) -> JudgedQuery {
     let depth = ks.last().copied().unwrap_or(0);
@@ -338,6 +374,7 @@ fn judge_query(
                 bm25: at(&runs[0]),
                 vector: at(&runs[1]),
                 hybrid: at(&runs[2]),
+                rerank: rerank.and_then(at),
                 answer_at: key.and_then(|k| answer_at(s, &keys.docs[k as usize], q)),
             }
         })
@@ -350,6 +387,15 @@ fn judge_query(
         bm25: query_run(&runs[0]),
         vector: query_run(&runs[1]),
         hybrid: query_run(&runs[2]),
+        rerank: rerank.map(query_run),
+    }
+}
+
+/// The query vector of judged query `i` for the reranker's candidates (empty without vectors).
+fn vr_qv(qvs: &[Vec<f32>], i: usize, s: &Searched) -> Vec<f32> {
+    match qvs.get(i) {
+        Some(qv) if s.index.has_vectors() => qv.clone(),
+        _ => Vec::new(),
     }
 }
 
@@ -429,7 +475,7 @@ fn table(j: &JudgedReport, rrf_k: usize) -> String {
         s.push_str("---|");
     }
     s.push_str("---|\n");
-    for r in Ranker::ALL {
+    for r in j.rankers() {
         let name = match r {
             Ranker::Hybrid => format!("hybrid (RRF k={rrf_k})"),
             r => r.label().to_string(),
@@ -458,7 +504,7 @@ fn tails(j: &JudgedReport) -> String {
             .filter(|d| d.grade > 0)
     };
     let mut parts = Vec::new();
-    for r in Ranker::ALL {
+    for r in j.rankers() {
         let ranked: Vec<&DocPlace> = relevant().filter_map(|d| d.place(r)).collect();
         let tail = ranked.iter().filter(|p| p.tail).count();
         parts.push(format!("{} {tail} of {}", r.label(), ranked.len()));
@@ -486,7 +532,8 @@ fn tails(j: &JudgedReport) -> String {
 
 /// The queries with a relevant document past `at` (or unranked) in some retriever.
 fn queries(j: &JudgedReport, at: usize, show: usize) -> String {
-    let missed = |q: &&JudgedQuery| Ranker::ALL.iter().any(|&r| !q.found_at(r, at));
+    let rankers = j.rankers();
+    let missed = |q: &&JudgedQuery| rankers.iter().any(|&r| !q.found_at(r, at));
     let listed: Vec<&JudgedQuery> = j.per_query.iter().filter(missed).collect();
     if listed.is_empty() || show == 0 {
         return String::new();
@@ -502,7 +549,7 @@ fn queries(j: &JudgedReport, at: usize, show: usize) -> String {
             .judged
             .iter()
             .filter(|d| d.grade > 0)
-            .map(judged_doc_line)
+            .map(|d| judged_doc_line(d, &rankers))
             .collect();
         s.push_str(&format!(" {}\n", docs.join("; ")));
     }
@@ -510,9 +557,9 @@ fn queries(j: &JudgedReport, at: usize, show: usize) -> String {
 }
 
 /// `doc (grade g): BM25 3 at #2, vector 12 at #4 TAIL, hybrid -` (a stored chunk by its id
-/// instead of `#N`), and the answer's place.
-pub fn judged_doc_line(d: &JudgedDoc) -> String {
-    let places: Vec<String> = Ranker::ALL
+/// instead of `#N`) for each of `rankers`, and the answer's place.
+pub fn judged_doc_line(d: &JudgedDoc, rankers: &[Ranker]) -> String {
+    let places: Vec<String> = rankers
         .iter()
         .map(|&r| match d.place(r) {
             Some(p) => format!(
@@ -546,7 +593,12 @@ pub fn compare_markdown(a: &JudgedReport, b: &JudgedReport, at: usize) -> String
     let mut s = format!(
         "| retriever | nDCG@{h} A -> B | MAP@{h} A -> B | recall@{at} A -> B | MRR@{h} A -> B |\n|---|---|---|---|---|\n"
     );
-    for r in Ranker::ALL {
+    let rankers: Vec<Ranker> = a
+        .rankers()
+        .into_iter()
+        .filter(|r| b.rankers().contains(r))
+        .collect();
+    for r in rankers {
         let (ha, hb) = (
             a.mean_at(r, h).unwrap_or_default(),
             b.mean_at(r, h).unwrap_or_default(),

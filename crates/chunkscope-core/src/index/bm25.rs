@@ -1,12 +1,21 @@
 //! BM25 over chunk texts with tantivy, in RAM. The text is indexed with positions; file and heading
 //! are indexed too. Any user text is a valid query: syntax errors fall back to plain terms.
 
-use anyhow::Result;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy::schema::{Field, Schema, Value, FAST, INDEXED, STORED, STRING, TEXT};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+/// Why the BM25 index failed: tantivy's own error (the index lives in memory, so this is rare:
+/// an exhausted writer budget, a poisoned lock).
+#[derive(Debug, thiserror::Error)]
+pub enum Bm25Error {
+    #[error(transparent)]
+    Index(#[from] tantivy::TantivyError),
+}
+
+type Result<T> = std::result::Result<T, Bm25Error>;
 
 /// One chunk to index.
 #[derive(Debug, Clone, Copy)]
@@ -207,5 +216,15 @@ mod tests {
         assert_eq!(idx.len(), 2);
         let hits = idx.search("alpha", 5, |_| None).unwrap();
         assert_eq!(hits.iter().map(|h| h.id).collect::<Vec<_>>(), vec![12]);
+    }
+
+    #[test]
+    fn tantivy_errors_keep_their_kind_and_message() {
+        let e: Bm25Error = tantivy::TantivyError::InvalidArgument("budget".into()).into();
+        assert!(matches!(
+            &e,
+            Bm25Error::Index(tantivy::TantivyError::InvalidArgument(a)) if a == "budget"
+        ));
+        assert!(e.to_string().contains("budget"), "{e}");
     }
 }

@@ -12,7 +12,10 @@ use super::{Emitter, Event, JobError, Latest, Stamped, Wait};
 use crate::embed::cache::default_path;
 use crate::embed::driver::Driver;
 use crate::embed::{cosine, EmbedCache, EmbedError, Embedder, SharedEmbedder};
+use crate::embed::lowp::Precision;
 use crate::engine::{Chunking, Engine};
+use crate::rerank::stage::{self, Stage};
+use crate::rerank::Reranker;
 use crate::search::SearchIndex;
 
 /// The sentence appended by the tail probe: distinctive, and unlike any corpus text.
@@ -62,13 +65,13 @@ impl EmbedWorker {
         embedder: SharedEmbedder,
         out: Sender<M>,
     ) -> EmbedWorker {
-        Self::spawn_with_rrf_k(embedder, crate::search::RRF_K, out)
+        Self::spawn_with(embedder, Options::default(), out)
     }
 
-    /// `spawn`, with the hybrid ranking's fusion constant.
-    pub fn spawn_with_rrf_k<M: From<Event> + Send + 'static>(
+    /// `spawn`, with the hybrid ranking's fusion constant and a reranker.
+    pub fn spawn_with<M: From<Event> + Send + 'static>(
         embedder: SharedEmbedder,
-        rrf_k: usize,
+        options: Options,
         out: Sender<M>,
     ) -> EmbedWorker {
         let jobs = Latest::default();
@@ -81,7 +84,7 @@ impl EmbedWorker {
                 // A bug that panics the worker is reported, not left as a silent dead thread.
                 let report = out.clone();
                 if let Err(why) =
-                    crate::panics::contain(move || worker(embedder, rrf_k, worker_jobs, rx, out))
+                    crate::panics::contain(move || worker(embedder, options, worker_jobs, rx, out))
                 {
                     log::error!("the embedding worker panicked: {why}");
                     report.emit(Event::Failed(JobError::WorkerDied {
@@ -149,6 +152,69 @@ impl Drop for EmbedWorker {
     }
 }
 
+/// How the worker searches beyond BM25 and vectors.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Reciprocal rank fusion's constant for the hybrid column.
+    pub rrf_k: usize,
+    /// A CrossEncoder folder that reranks every query's first stage (`[rerank] model`), in the
+    /// precision asked for, reading `candidates` deep into BM25 and vectors each.
+    pub rerank: Option<RerankSetup>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            rrf_k: crate::search::RRF_K,
+            rerank: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RerankSetup {
+    pub model: String,
+    pub precision: Precision,
+    pub candidates: usize,
+}
+
+/// The reranker, loaded on the worker on first use; a failure is kept (and reported once).
+enum RerankerSlot {
+    None,
+    Wanted(RerankSetup),
+    Loaded(Box<Reranker>, usize),
+    Failed(String),
+}
+
+impl RerankerSlot {
+    /// The reranker and its depth, loaded now if it is wanted and not yet loaded; None when
+    /// there is none; the reason when it cannot load.
+    fn ready(&mut self) -> Result<Option<Stage<'_>>, JobError> {
+        if let RerankerSlot::Wanted(setup) = self {
+            let started = Instant::now();
+            *self = match stage::open(&setup.model, setup.precision) {
+                Ok(r) => {
+                    log::info!(
+                        "reranker {} loaded in {:.2} s",
+                        setup.model,
+                        started.elapsed().as_secs_f64()
+                    );
+                    RerankerSlot::Loaded(Box::new(r), setup.candidates)
+                }
+                Err(e) => RerankerSlot::Failed(e.to_string()),
+            };
+        }
+        match self {
+            RerankerSlot::None | RerankerSlot::Wanted(_) => Ok(None),
+            RerankerSlot::Loaded(r, candidates) => Ok(Some(Stage {
+                reranker: r,
+                candidates: *candidates,
+            })),
+            RerankerSlot::Failed(why) => Err(JobError::Rerank(why.clone())),
+        }
+    }
+}
+
 /// What the worker holds of the current chunking.
 struct Current {
     generation: u64,
@@ -170,16 +236,19 @@ struct State<M> {
     current: Option<Current>,
     /// An evaluation waiting for the vectors of the current chunking.
     pending_eval: Option<PathBuf>,
+    /// Queries and probes asked before the first chunking arrived: answered once it has.
+    early: Vec<Request>,
     /// Files whose chunks are embedded first, and whether that changed since the last look.
     focus: Vec<usize>,
     focus_changed: bool,
     rrf_k: usize,
+    reranker: RerankerSlot,
     out: Emitter<M>,
 }
 
 fn worker<M: From<Event>>(
     shared: SharedEmbedder,
-    rrf_k: usize,
+    options: Options,
     jobs: Latest<EmbedJob>,
     requests: Receiver<Request>,
     out: Emitter<M>,
@@ -189,9 +258,13 @@ fn worker<M: From<Event>>(
         cache: None,
         current: None,
         pending_eval: None,
+        early: Vec::new(),
         focus: Vec::new(),
         focus_changed: false,
-        rrf_k,
+        rrf_k: options.rrf_k,
+        reranker: options
+            .rerank
+            .map_or(RerankerSlot::None, RerankerSlot::Wanted),
         out,
     };
     loop {
@@ -241,6 +314,11 @@ impl<M: From<Event>> State<M> {
         {
             log::info!("approximate vector index installed: {stats:?}");
         }
+        if self.current.is_some() {
+            for r in std::mem::take(&mut self.early) {
+                serve(self, r);
+            }
+        }
         while let Ok(r) = requests.try_recv() {
             match r {
                 Request::Eval { cases } => self.pending_eval = Some(cases),
@@ -250,6 +328,8 @@ impl<M: From<Event>> State<M> {
                     self.focus_changed |= files != self.focus;
                     self.focus = files;
                 }
+                // Typed before the worker had a chunking: kept, not dropped.
+                other if self.current.is_none() => self.early.push(other),
                 other => serve(self, other),
             }
         }
@@ -526,6 +606,7 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
                         k,
                         cur.window,
                     )
+                    .map_err(crate::explain::ExplainError::from)
                     .and_then(|mut r| {
                         let Some(id) = expect.and_then(|(f, c)| ix.id_of(f, c)) else {
                             return Ok(r);
@@ -549,7 +630,32 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
                     .map_err(|e| JobError::Search(format!("{e:#}"))),
                 None => Err(JobError::NoIndex),
             };
+            let answered = result.is_ok();
             st.out.emit(Event::QueryDone {
+                id,
+                generation: cur.generation,
+                result,
+            });
+            // The reranker's column follows the first stage's, so those show at once.
+            let Some(ix) = cur.index.as_ref().filter(|_| answered) else {
+                return;
+            };
+            let result = match st.reranker.ready() {
+                Ok(None) => return,
+                Ok(Some(stage)) => stage::rerank_query(
+                    stage,
+                    ix,
+                    (&cur.engine, &cur.chunking),
+                    embedder,
+                    cache,
+                    &text,
+                    cur.window,
+                    k,
+                )
+                .map_err(|e| JobError::Rerank(format!("{e:#}"))),
+                Err(e) => Err(e),
+            };
+            st.out.emit(Event::Reranked {
                 id,
                 generation: cur.generation,
                 result,
@@ -583,22 +689,26 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
             });
         }
         Request::Eval { cases } => {
+            // The reranker is a fourth retriever when one is set; one that cannot load is
+            // reported and the first stage evaluated without it.
+            let stage = st.reranker.ready().unwrap_or_else(|e| {
+                st.out.emit(Event::Failed(e));
+                None
+            });
             let result = load_cases(&cases, &cur.engine).and_then(|c| {
                 let index = cur
                     .index
                     .as_ref()
                     .ok_or_else(|| anyhow::anyhow!("no index yet"))?;
-                crate::eval::evaluate(
-                    &cur.engine,
-                    &cur.chunking,
-                    index,
+                Ok(crate::eval::evaluate_with(
+                    (&cur.engine, &cur.chunking, index),
                     embedder,
                     cache,
                     &c,
                     cur.window,
-                    &[1, 3, 5, 10],
-                    5,
-                )
+                    (&[1, 3, 5, 10], 5),
+                    stage,
+                )?)
             });
             st.out.emit(Event::EvalDone {
                 generation: cur.generation,
@@ -613,7 +723,7 @@ fn serve<M: From<Event>>(st: &mut State<M>, request: Request) {
 
 fn load_cases(path: &std::path::Path, engine: &Engine) -> anyhow::Result<crate::cases::Cases> {
     // TSV, SQuAD JSON, a JSONL query log, a BEIR folder or one of its qrels files.
-    crate::cases::Cases::load(path, None, &engine.corpus)
+    Ok(crate::cases::Cases::load(path, None, &engine.corpus)?)
 }
 
 #[cfg(test)]

@@ -37,6 +37,9 @@ pub enum JobError {
     Search(String),
     #[error("{0}")]
     Eval(String),
+    /// The reranker could not be loaded or could not score (the query's first stage stands).
+    #[error("reranker: {0}")]
+    Rerank(String),
     /// A worker's thread stopped on a bug (a panic); its stage does no more work this session.
     #[error("the {worker} worker stopped: {why}; restart chunkscope (the log has the details)")]
     WorkerDied { worker: &'static str, why: String },
@@ -75,6 +78,26 @@ pub enum Event {
         result: Result<Arc<Chunking>, JobError>,
         millis: u64,
     },
+    /// The files in focus (the selected one, then the others on screen) re-chunked ahead of the
+    /// rest of the corpus: a partial result for the screen, followed by `Chunked` of the same
+    /// generation. Indexes, vectors and searches wait for `Chunked`.
+    FocusChunked {
+        generation: u64,
+        /// The engine the files were chunked from (their ranges index its texts).
+        engine: Arc<Engine>,
+        settings: crate::chunk::ChunkSettings,
+        /// The files, by document position (`FileChunks::doc`).
+        files: Vec<crate::engine::FileChunks>,
+        /// Files re-chunked so far in this generation (these included), of `total`.
+        done: usize,
+        total: usize,
+    },
+    /// The rest of the corpus is being re-chunked: files done of `total` (a few times a second).
+    ChunkProgress {
+        generation: u64,
+        done: usize,
+        total: usize,
+    },
     /// Max-Min chunking is embedding the sentences it needs (once; later turns reuse them).
     SentenceProgress {
         generation: u64,
@@ -110,6 +133,12 @@ pub enum Event {
         id: u64,
         generation: u64,
         result: Result<Results, JobError>,
+    },
+    /// The reranker's column for query `id`, after its `QueryDone`.
+    Reranked {
+        id: u64,
+        generation: u64,
+        result: Result<crate::rerank::stage::Reranked, JobError>,
     },
     ProbeDone {
         generation: u64,

@@ -21,6 +21,9 @@ use crate::tokenize::EmbedTokenizer;
 struct Work {
     reload: bool,
     settings: Option<ChunkSettings>,
+    /// Documents chunked ahead of the rest, by position: the selected file, then the others on
+    /// screen.
+    focus: Vec<usize>,
 }
 
 pub struct Pipeline {
@@ -68,16 +71,30 @@ impl Pipeline {
     }
 
     pub fn load(&self, generation: u64) {
-        self.jobs.submit_with(generation, |pending| Work {
-            reload: true,
-            settings: pending.and_then(|p| p.settings),
+        self.jobs.submit_with(generation, |pending| {
+            let (settings, focus) = pending.map_or((None, Vec::new()), |p| (p.settings, p.focus));
+            Work {
+                reload: true,
+                settings,
+                focus,
+            }
         });
     }
 
+    /// Chunk the whole corpus with `settings`; the answer is one `Chunked`.
     pub fn rechunk(&self, generation: u64, settings: ChunkSettings) {
+        self.rechunk_focused(generation, settings, Vec::new());
+    }
+
+    /// Chunk the documents in `focus` (positions in the corpus: the selected file first, then
+    /// the others on screen) before the rest: the first of them is answered at once with a
+    /// `FocusChunked`, the others with a second one, then the rest of the corpus follows across
+    /// the cores with `ChunkProgress` and ends with `Chunked`.
+    pub fn rechunk_focused(&self, generation: u64, settings: ChunkSettings, focus: Vec<usize>) {
         self.jobs.submit_with(generation, |pending| Work {
             reload: pending.is_some_and(|p| p.reload),
             settings: Some(settings),
+            focus,
         });
     }
 }
@@ -102,7 +119,7 @@ struct State {
     stored: Option<Arc<Chunking>>,
 }
 
-fn worker<M: From<Event>>(
+fn worker<M: From<Event> + Send>(
     source: Source,
     embedder: SharedEmbedder,
     jobs: Latest<Work>,
@@ -175,10 +192,16 @@ fn worker<M: From<Event>>(
                 };
                 let prev = st.last.as_ref().map(|(e, c)| (e.as_ref(), c.as_ref()));
                 let vectors = vectors.map(|v| v as &dyn crate::chunk::SentenceVectors);
-                let Some((c, reused)) =
-                    engine.chunk_all_reusing(&settings, vectors, prev, cancel.flag())
-                else {
-                    continue; // cancelled
+                let job = Rechunk {
+                    generation,
+                    engine: &engine,
+                    settings: &settings,
+                    vectors,
+                    prev,
+                    cancel: &cancel,
+                };
+                let Some((c, reused)) = job.run(&work.focus, &out) else {
+                    continue; // cancelled, or nobody listens
                 };
                 log::debug!("{reused} files kept their chunks");
                 let c = Arc::new(c);
@@ -196,6 +219,84 @@ fn worker<M: From<Event>>(
         }) {
             return;
         }
+    }
+}
+
+/// One chunking of the whole corpus, the files in focus first.
+struct Rechunk<'a> {
+    generation: u64,
+    engine: &'a Arc<Engine>,
+    settings: &'a ChunkSettings,
+    vectors: Option<&'a dyn crate::chunk::SentenceVectors>,
+    prev: Option<(&'a Engine, &'a Chunking)>,
+    cancel: &'a super::CancelToken,
+}
+
+impl Rechunk<'_> {
+    /// Chunk `focus` first (the first document alone, then the others), each step answered with
+    /// a `FocusChunked`; then the rest across the cores, with progress. `None` when cancelled
+    /// by a newer job (checked between documents) or when nobody listens any more.
+    fn run<M: From<Event> + Send>(
+        &self,
+        focus: &[usize],
+        out: &Emitter<M>,
+    ) -> Option<(Chunking, usize)> {
+        let total = self.engine.corpus.docs.len();
+        let mut order: Vec<usize> = Vec::with_capacity(focus.len());
+        for &d in focus {
+            if d < total && !order.contains(&d) {
+                order.push(d);
+            }
+        }
+        let mut ready: Vec<crate::engine::FileChunks> = Vec::with_capacity(order.len());
+        // The selected file is what the user waits for: alone first, then the rest on screen.
+        let (first, others) = order.split_at(order.len().min(1));
+        for step in [first, others] {
+            if step.is_empty() {
+                continue;
+            }
+            if self.cancel.is_cancelled() {
+                return None;
+            }
+            let files = self
+                .engine
+                .chunk_docs(step, self.settings, self.vectors, self.prev);
+            ready.extend(files.iter().cloned());
+            let sent = out.emit(Event::FocusChunked {
+                generation: self.generation,
+                engine: Arc::clone(self.engine),
+                settings: self.settings.clone(),
+                files,
+                done: ready.len(),
+                total,
+            });
+            if !sent {
+                return None;
+            }
+        }
+        // A few progress events a second, from whichever thread finishes a file.
+        let last = std::sync::Mutex::new(Instant::now());
+        let progress = |done: usize| {
+            let Ok(mut at) = last.try_lock() else {
+                return;
+            };
+            if at.elapsed().as_millis() >= 100 {
+                *at = Instant::now();
+                out.emit(Event::ChunkProgress {
+                    generation: self.generation,
+                    done,
+                    total,
+                });
+            }
+        };
+        self.engine.chunk_rest(
+            self.settings,
+            self.vectors,
+            self.prev,
+            &ready,
+            self.cancel.flag(),
+            &progress,
+        )
     }
 }
 
@@ -224,7 +325,7 @@ impl State {
             }
         };
         let result = crate::cases::load_corpus(&s.corpus, &s.rules, &mut progress)
-            .and_then(|c| {
+            .map(|c| {
                 Engine::refreshed(
                     self.engine.as_deref(),
                     s.model.clone(),

@@ -34,7 +34,7 @@ pub fn engine_for(
     model: ModelInfo,
     tok: Arc<EmbedTokenizer>,
     settings: &ChunkSettings,
-) -> anyhow::Result<(Engine, Chunking)> {
+) -> Result<(Engine, Chunking), std::convert::Infallible> {
     let corpus = Corpus {
         root: std::path::PathBuf::from(&store.uri),
         docs: store
@@ -188,7 +188,7 @@ pub fn check_vectors(
     other_windows: &[usize],
     embed: &mut EmbedFn,
     model: &str,
-) -> anyhow::Result<VectorCheck> {
+) -> Result<VectorCheck, StoreError> {
     if let Some(stored) = store.dim()? {
         let ours = recomputed
             .iter()
@@ -200,8 +200,7 @@ pub fn check_vectors(
                 stored,
                 ours,
                 model: model.to_string(),
-            }
-            .into());
+            });
         }
     }
     let cos: Vec<Option<f32>> = store
@@ -286,7 +285,7 @@ pub fn store_window(
     chunking: &Chunking,
     auto: usize,
     embed: &mut EmbedFn,
-) -> anyhow::Result<Option<(usize, String)>> {
+) -> Result<Option<(usize, String)>, StoreError> {
     use crate::window::WindowSpec;
     let windows = &engine.model.windows;
     let mut candidates = vec![auto];
@@ -322,7 +321,7 @@ pub fn detect_window(
     candidates: &[usize],
     sample: usize,
     embed: &mut EmbedFn,
-) -> anyhow::Result<Option<(usize, usize, usize)>> {
+) -> Result<Option<(usize, usize, usize)>, StoreError> {
     let smallest = candidates.iter().copied().min().unwrap_or(0);
     let mut long: Vec<usize> = (0..store.chunks.len())
         .filter(|&i| store.chunks[i].vector.is_some())

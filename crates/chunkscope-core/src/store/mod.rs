@@ -45,6 +45,9 @@ pub enum StoreError {
         ours: usize,
         model: String,
     },
+    /// The vectors to check the stored ones against could not be made.
+    #[error(transparent)]
+    Embed(#[from] crate::embed::EmbedError),
 }
 
 impl StoreError {

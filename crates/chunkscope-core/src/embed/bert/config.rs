@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use super::BertError;
 
 use crate::embed::kernels::Activation;
 
@@ -65,6 +65,13 @@ pub fn nomic_unsupported(v: &serde_json::Value) -> Option<String> {
 /// otherwise have the load reserve room for billions of them).
 const MAX_LAYERS: usize = 4096;
 
+/// Refuse the config.json at `path`, the rest formatted as `format!` does.
+macro_rules! refuse_at {
+    ($path:expr, $($arg:tt)*) => {
+        return Err(BertError::refused($path, format!($($arg)*)))
+    };
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct BertConfig {
     pub family: Family,
@@ -89,23 +96,23 @@ pub struct BertConfig {
 }
 
 impl BertConfig {
-    pub fn from_file(path: &Path) -> Result<BertConfig> {
+    pub fn from_file(path: &Path) -> Result<BertConfig, BertError> {
         let c = BertConfig::read(path)?;
         // Sizes the forward pass slices by or the load reserves for: refused here rather than
         // panicking (or aborting on a failed allocation) in the embedder's thread (zero and
         // uneven sizes are refused by hf_config).
         if c.max_positions <= c.position_offset {
-            bail!(
-                "{}: {} positions leave no room for a token (offset {})",
-                path.display(),
+            refuse_at!(
+                path,
+                "{} positions leave no room for a token (offset {})",
                 c.max_positions,
                 c.position_offset
             );
         }
         if c.layers > MAX_LAYERS {
-            bail!(
-                "{}: {} layers is more than any model has (at most {MAX_LAYERS} are read)",
-                path.display(),
+            refuse_at!(
+                path,
+                "{} layers is more than any model has (at most {MAX_LAYERS} are read)",
                 c.layers
             );
         }
@@ -121,9 +128,9 @@ impl BertConfig {
             || bytes(&[up, c.intermediate, c.hidden]).is_none()
             || bytes(&[c.max_positions, c.hidden]).is_none()
         {
-            bail!(
-                "{}: hidden size {}, intermediate size {} and {} positions describe weights larger than memory can address",
-                path.display(),
+            refuse_at!(
+                path,
+                "hidden size {}, intermediate size {} and {} positions describe weights larger than memory can address",
                 c.hidden,
                 c.intermediate,
                 c.max_positions
@@ -132,7 +139,7 @@ impl BertConfig {
         Ok(c)
     }
 
-    fn read(path: &Path) -> Result<BertConfig> {
+    fn read(path: &Path) -> Result<BertConfig, BertError> {
         let v = crate::embed::hf_config::read(path)?;
         let model_type = crate::embed::architecture_of(&v).unwrap_or("bert");
         let family = match model_type {
@@ -142,17 +149,14 @@ impl BertConfig {
             "mpnet" => Family::MpNet,
             "nomic_bert" => Family::Nomic,
             "jina_bert" => Family::Jina,
-            other => bail!(
-                "{}: model_type {other} is not supported by the native embedder (supported: {})",
-                path.display(),
+            other => refuse_at!(
+                path,
+                "model_type {other} is not supported by the native embedder (supported: {})",
                 NATIVE_TYPES.join(", ")
             ),
         };
-        let refuse = |why: &str| -> Result<BertConfig> {
-            bail!(
-                "{}: {model_type} with {why} is not supported",
-                path.display()
-            )
+        let refuse = |why: &str| -> Result<BertConfig, BertError> {
+            refuse_at!(path, "{model_type} with {why} is not supported",)
         };
         // Relative positions other than JinaBERT's ALiBi: said by name, not by a missing tensor.
         if let Some(kind) = v.get("position_embedding_type").and_then(|t| t.as_str()) {
@@ -177,11 +181,11 @@ impl BertConfig {
                 ));
             }
         }
-        let num = |k: &str| -> Result<usize> {
+        let num = |k: &str| -> Result<usize, BertError> {
             v.get(k)
                 .and_then(|n| n.as_u64())
                 .map(|n| n as usize)
-                .with_context(|| format!("{}: no {k}", path.display()))
+                .ok_or_else(|| BertError::refused(path, format!("no {k}")))
         };
         if family == Family::Nomic {
             let flag = |k: &str| v.get(k).and_then(|b| b.as_bool()).unwrap_or(false);
@@ -219,9 +223,9 @@ impl BertConfig {
             // JinaBERT's GEGLU is gated GELU whatever its config names.
             (Family::Jina, _) => Activation::Gelu,
             (_, Some(a)) => a,
-            (_, None) => bail!(
-                "{}: {act_key} {act_name} is not supported (native: {})",
-                path.display(),
+            (_, None) => refuse_at!(
+                path,
+                "{act_key} {act_name} is not supported (native: {})",
                 Activation::NAMES
             ),
         };

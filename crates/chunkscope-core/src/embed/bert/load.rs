@@ -4,44 +4,52 @@
 use std::fs::File;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
 use safetensors::{Dtype, SafeTensors};
 
-use super::{Bert, BertConfig, Dense, Family, Layer};
+use super::{Bert, BertConfig, BertError, Dense, Family, Layer};
 use crate::embed::lowp::Precision;
 
 /// Rows of a 2-D table (`name` in full): a tensor of another rank, or without rows, is an error
 /// naming it, never an index out of range.
-pub(super) fn table_rows(st: &SafeTensors, name: &str) -> Result<usize> {
+pub(super) fn table_rows(st: &SafeTensors, name: &str) -> Result<usize, String> {
     let t = st
         .tensor(name)
-        .with_context(|| format!("weights: no tensor {name}"))?;
+        .map_err(|e| format!("weights: no tensor {name}: {e}"))?;
     match t.shape() {
         [rows, cols] if *rows > 0 && *cols > 0 => Ok(*rows),
-        shape => bail!("weights: {name} has shape {shape:?}, expected a table (rows x columns)"),
+        shape => Err(format!(
+            "weights: {name} has shape {shape:?}, expected a table (rows x columns)"
+        )),
     }
 }
 
-fn tensor(st: &SafeTensors, prefix: &str, name: &str, len: usize) -> Result<Vec<f32>> {
+fn tensor(st: &SafeTensors, prefix: &str, name: &str, len: usize) -> Result<Vec<f32>, String> {
     let full = format!("{prefix}{name}");
     let t = st
         .tensor(&full)
-        .with_context(|| format!("weights: no tensor {full}"))?;
+        .map_err(|e| format!("weights: no tensor {full}: {e}"))?;
     // Weights stored in half precision are widened to f32 once, at load.
     let width = match t.dtype() {
         Dtype::F32 => 4,
         Dtype::F16 | Dtype::BF16 => 2,
-        other => bail!("weights: {full} is {other:?}, expected F32, F16 or BF16"),
+        other => {
+            return Err(format!(
+                "weights: {full} is {other:?}, expected F32, F16 or BF16"
+            ))
+        }
     };
     let data = t.data();
     if data.len() != len * width {
-        bail!(
+        return Err(format!(
             "weights: {full} has {} values, expected {len}",
             data.len() / width
-        );
+        ));
     }
     Ok(f32_values(&t).unwrap_or_default())
 }
+
+/// Reads the tensor of a name (below the model's prefix) and length, or says why not.
+type TensorOf<'a> = dyn Fn(&str, usize) -> Result<Vec<f32>, BertError> + 'a;
 
 /// A tensor's values widened to f32 (F32, F16 or BF16 stored); None for other types.
 pub(crate) fn f32_values(t: &safetensors::tensor::TensorView) -> Option<Vec<f32>> {
@@ -65,45 +73,52 @@ pub(crate) fn f32_values(t: &safetensors::tensor::TensorView) -> Option<Vec<f32>
 
 impl Bert {
     /// Load from a model folder holding config.json and model.safetensors, in f32.
-    pub fn load(dir: &Path) -> Result<Bert> {
+    pub fn load(dir: &Path) -> Result<Bert, BertError> {
         Bert::load_with(dir, Precision::F32)
     }
 
     /// Load with the dense layers in `precision` (their f32 weights are packed and dropped
     /// layer by layer, so the f32 copy of the whole model never exists beside the packed one).
-    pub fn load_with(dir: &Path, precision: Precision) -> Result<Bert> {
+    pub fn load_with(dir: &Path, precision: Precision) -> Result<Bert, BertError> {
         let mut config = BertConfig::from_file(&dir.join("config.json"))?;
         let path = dir.join("model.safetensors");
-        let file = File::open(&path)
-            .with_context(|| format!("{}: cannot open the weights", path.display()))?;
+        let file = File::open(&path).map_err(|cause| BertError::Open {
+            path: path.clone(),
+            cause,
+        })?;
         // SAFETY: the file is opened read-only and only read while mapped; we copy what we need.
-        let map =
-            unsafe { memmap2::Mmap::map(&file) }.with_context(|| path.display().to_string())?;
-        let st = SafeTensors::deserialize(&map)
-            .with_context(|| format!("{}: not a safetensors file", path.display()))?;
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|cause| BertError::Map {
+            path: path.clone(),
+            cause,
+        })?;
+        let st = SafeTensors::deserialize(&map).map_err(|cause| BertError::NotSafetensors {
+            path: path.clone(),
+            cause,
+        })?;
+        let weights = |why: String| BertError::Weights {
+            path: path.clone(),
+            why,
+        };
         let Some((prefix, rows)) = word_table(&st) else {
-            bail!(
-                "{}: no tensor embeddings.word_embeddings.weight",
-                path.display()
-            );
+            return Err(weights(
+                "no tensor embeddings.word_embeddings.weight".into(),
+            ));
         };
         let prefix = prefix.as_str();
         config.vocab = rows;
         let c = &config;
         let h = c.hidden;
-        let g = |name: &str, len: usize| {
-            tensor(&st, prefix, name, len).with_context(|| path.display().to_string())
-        };
+        let g = |name: &str, len: usize| tensor(&st, prefix, name, len).map_err(weights);
         let names = tensor_names(c.family);
         let layers = (0..c.layers)
             .map(|l| load_layer(&g, c, &format!("{}.{l}.", names[0]), &names, precision))
-            .collect::<Result<Vec<Layer>>>()?;
+            .collect::<Result<Vec<Layer>, BertError>>()?;
         // Token types: 0 for every token of an embedder's input, 1 for a cross-encoder's second
         // text (DistilBERT has no token types: one zero row).
         let types_name = format!("{prefix}embeddings.token_type_embeddings.weight");
         let token_types = match st.tensor(&types_name) {
             Ok(_) => {
-                let rows = table_rows(&st, &types_name)?;
+                let rows = table_rows(&st, &types_name).map_err(weights)?;
                 g("embeddings.token_type_embeddings.weight", rows * h)?
             }
             Err(_) => vec![0.0; h],
@@ -112,7 +127,7 @@ impl Bert {
         let rel_bias = match c.family {
             Family::MpNet => {
                 let name = format!("{prefix}encoder.relative_attention_bias.weight");
-                let buckets = table_rows(&st, &name)?;
+                let buckets = table_rows(&st, &name).map_err(weights)?;
                 Some((
                     g("encoder.relative_attention_bias.weight", buckets * c.heads)?,
                     buckets,
@@ -214,19 +229,19 @@ fn tensor_names(family: Family) -> [&'static str; 9] {
 /// feed-forward (gated for NomicBERT and JinaBERT), both norms; dense weights packed for
 /// `precision`.
 fn load_layer(
-    g: &dyn Fn(&str, usize) -> Result<Vec<f32>>,
+    g: &TensorOf,
     c: &BertConfig,
     p: &str,
     names: &[&str; 9],
     precision: Precision,
-) -> Result<Layer> {
+) -> Result<Layer, BertError> {
     let (h, i) = (c.hidden, c.intermediate);
     let [_, q, k, v, out, ln1, up, down, ln2] = *names;
     // A gated feed-forward projects to 2 x intermediate: the half its activation reads first,
     // the half it multiplies by second.
     let up_n = if c.gated() { 2 * i } else { i };
     // A bias the config says is absent (NomicBERT) is zeros.
-    let bias = |name: String, len: usize, present: bool| -> Result<Vec<f32>> {
+    let bias = |name: String, len: usize, present: bool| -> Result<Vec<f32>, BertError> {
         if present {
             g(&name, len)
         } else {

@@ -1,0 +1,130 @@
+//! `chunkscope-bench focus`: a knob turn through the real pipeline worker, timed from the request
+//! to the selected file's new chunks, to the files on screen, and to the whole corpus, per preset.
+
+use std::io::Write;
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use chunkscope_core::chunk::{ChunkSettings, Preset};
+use chunkscope_core::corpus::CorpusRules;
+use chunkscope_core::jobs::pipeline::{Pipeline, Source};
+use chunkscope_core::jobs::Event;
+use chunkscope_core::model::ModelInfo;
+use chunkscope_core::tokenize::EmbedTokenizer;
+
+use crate::common::{generate_corpus, report, TempDir};
+
+/// Rows of a files pane on a 50-row terminal: the files on screen beside the selected one.
+const ON_SCREEN: usize = 37;
+
+/// On a generated corpus of about `megabytes` MB: for every preset but Max-Min (which embeds
+/// every sentence first), `presses` size turns (its own size, then one eighth more, alternately),
+/// each timed to the selected file's chunks (the largest file), to the files on screen and to
+/// the whole corpus.
+pub fn focus(
+    info: &ModelInfo,
+    megabytes: usize,
+    presses: usize,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let tmp = TempDir::new("focus");
+    let dir = tmp.0.clone();
+    let (n, written) = generate_corpus(&dir, megabytes)?;
+    let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
+    let (tx, rx) = channel();
+    let pipeline = Pipeline::spawn(
+        Source {
+            corpus: dir.clone(),
+            rules: CorpusRules::default(),
+            model: info.clone(),
+            tok,
+            store: None,
+        },
+        chunkscope_core::embed::SharedEmbedder::new(info.clone()),
+        tx,
+    );
+    let t = Instant::now();
+    pipeline.load(1);
+    let engine = loop {
+        if let Event::Loaded { result, .. } = next(&rx)? {
+            break result.map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+    };
+    let docs = engine.corpus.docs.len();
+    let selected = (0..docs)
+        .max_by_key(|&d| engine.corpus.docs[d].text.len())
+        .context("no files")?;
+    writeln!(
+        out,
+        "corpus: {n} files, {:.1} MB, read and tokenized in {:.2} s; selected file {} ({} bytes) \
+         and {ON_SCREEN} more on screen; {presses} presses per preset",
+        written as f64 / 1e6,
+        t.elapsed().as_secs_f64(),
+        engine.corpus.docs[selected].path,
+        engine.corpus.docs[selected].text.len(),
+    )?;
+    let mut focus = vec![selected];
+    focus.extend((0..docs).filter(|&d| d != selected).take(ON_SCREEN));
+    let mut generation = 1;
+    for preset in Preset::ALL {
+        if preset == Preset::MaxMin {
+            continue;
+        }
+        let mut s = ChunkSettings::default();
+        preset.apply(&mut s);
+        // A preset whose size is 0 (semchunk: the model's window) is turned from 256.
+        let own = if s.size == 0 { 256 } else { s.size };
+        let (mut first_ms, mut screen_ms, mut whole_ms) = (Vec::new(), Vec::new(), Vec::new());
+        // One unmeasured turn: the preset's first chunking (its per-file caches warm up).
+        for i in 0..=presses {
+            s.size = if i % 2 == 0 { own + own / 8 } else { own };
+            generation += 1;
+            let t = Instant::now();
+            pipeline.rechunk_focused(generation, s.clone(), focus.clone());
+            let mut steps = 0;
+            loop {
+                match next(&rx)? {
+                    Event::FocusChunked { generation: g, .. } if g == generation => {
+                        let ms = t.elapsed().as_secs_f64() * 1000.0;
+                        if i > 0 {
+                            if steps == 0 {
+                                &mut first_ms
+                            } else {
+                                &mut screen_ms
+                            }
+                            .push(ms);
+                        }
+                        steps += 1;
+                    }
+                    Event::Chunked {
+                        generation: g,
+                        result,
+                        ..
+                    } if g == generation => {
+                        if let Err(e) = result {
+                            bail!("{}: {e}", preset.name());
+                        }
+                        if i > 0 {
+                            whole_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+                        }
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        writeln!(out, "{}", preset.name())?;
+        report(out, "  selected file", first_ms)?;
+        report(out, "  files on screen", screen_ms)?;
+        report(out, "  whole corpus", whole_ms)?;
+    }
+    Ok(())
+}
+
+fn next(rx: &Receiver<Event>) -> Result<Event> {
+    rx.recv_timeout(Duration::from_secs(600))
+        .context("the pipeline stopped answering")
+}

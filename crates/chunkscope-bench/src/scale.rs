@@ -1,0 +1,572 @@
+//! `chunkscope-bench scale`: the workbench at a company's corpus size. A generated wiki-like
+//! corpus (unique text per file) is read and tokenized, chunked, and every preset's size knob is
+//! turned, timed for the focused file alone (the core's one-document chunking) and for the whole
+//! corpus (the engine call the pipeline worker makes); memory is read from /proc; then the
+//! embedding benchmark (beside sentence-transformers) and the ANN benchmark (beside flat search)
+//! run in the same process, and one summary table puts every figure beside its reference and
+//! issue 27's target.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use chunkscope_core::chunk::{ChunkSettings, Preset, SentenceVectors, Strategy};
+use chunkscope_core::corpus::{Corpus, CorpusRules};
+use chunkscope_core::embed::lowp::Precision;
+use chunkscope_core::embed::BackendChoice;
+use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::index::ann::XorShift;
+use chunkscope_core::model::ModelInfo;
+use chunkscope_core::stats::Stats;
+use chunkscope_core::tokenize::EmbedTokenizer;
+use chunkscope_core::window::WindowSpec;
+
+use crate::ann::{AnnArgs, AnnRow};
+use crate::common::{peak_rss_mb, percentile, reset_peak_rss, rss_mb, TempDir};
+use crate::embed::{BenchArgs, EmbedRow};
+
+pub struct ScaleArgs {
+    pub megabytes: usize,
+    /// Knob presses timed on the whole corpus, per preset.
+    pub presses: usize,
+    /// Knob presses timed on the focused file alone, per preset.
+    pub focus_presses: usize,
+    /// The folder with seeds/ and data/xquad/ (None: the examples alone).
+    pub shared: Option<PathBuf>,
+    pub seed: u64,
+    pub skip_embed: bool,
+    /// A Python with sentence-transformers, timed beside our embedder.
+    pub reference: Option<String>,
+    pub precisions: Vec<Precision>,
+    /// Vector counts for the ANN benchmark; empty skips it.
+    pub ann_sizes: Vec<usize>,
+}
+
+/// One preset's knob: the size turned between its own value and one press up.
+#[derive(Debug, Clone)]
+pub struct KnobRow {
+    pub preset: &'static str,
+    pub label: String,
+    /// Chunks of the whole corpus at the preset's own size.
+    pub chunks: usize,
+    /// Switching to the preset: the whole corpus chunked and measured.
+    pub switch_ms: f64,
+    pub focus_p50_ms: f64,
+    pub focus_p95_ms: f64,
+    pub focus_max_ms: f64,
+    pub whole_p50_ms: f64,
+    pub whole_p95_ms: f64,
+}
+
+/// Every figure of one run.
+#[derive(Debug, Clone, Default)]
+pub struct ScaleFigures {
+    pub files: usize,
+    pub corpus_bytes: usize,
+    pub read_tokenize_s: f64,
+    pub first_chunking_s: f64,
+    pub first_chunking_label: String,
+    /// Resident memory before the corpus is read (the process and the tokenizer), after reading
+    /// and tokenizing, and after the first chunking; the peak through those and through the knobs.
+    pub rss_base_mb: Option<u64>,
+    pub rss_loaded_mb: Option<u64>,
+    pub rss_chunked_mb: Option<u64>,
+    pub peak_to_first_chunking_mb: Option<u64>,
+    pub peak_knobs_mb: Option<u64>,
+    pub knobs: Vec<KnobRow>,
+    pub embed: Vec<EmbedRow>,
+    pub ann: Vec<AnnRow>,
+}
+
+impl ScaleFigures {
+    /// Memory beyond the process and tokenizer, per byte of corpus text.
+    fn bytes_per_byte(&self, mb: Option<u64>) -> Option<f64> {
+        let (base, now) = (self.rss_base_mb?, mb?);
+        Some(now.saturating_sub(base) as f64 * 1024.0 * 1024.0 / self.corpus_bytes.max(1) as f64)
+    }
+}
+
+/// Max-Min reads sentence vectors; embedding every sentence of a 100 MB corpus takes the best
+/// part of an hour (it is timed by `chunkscope-bench maxmin`, and the worker's own timer leaves
+/// it out too). Here each sentence looks up one of a fixed set of unit vectors by a hash of its
+/// text: the chunker does the same work per sentence, and the vectors are alike enough (cosine
+/// about 0.6, Max-Min's default threshold) that it both joins and cuts.
+struct HashedVectors {
+    dim: usize,
+    table: Vec<f32>,
+}
+
+impl HashedVectors {
+    const COUNT: usize = 4096;
+
+    fn new(dim: usize, seed: u64) -> HashedVectors {
+        let mut rng = XorShift::new(seed);
+        let common: Vec<f32> = unit((0..dim).map(|_| rng.normal()).collect());
+        let table = (0..Self::COUNT)
+            .flat_map(|_| {
+                let noise = unit((0..dim).map(|_| rng.normal()).collect());
+                unit(
+                    common
+                        .iter()
+                        .zip(&noise)
+                        .map(|(c, n)| c + 0.8 * n)
+                        .collect(),
+                )
+            })
+            .collect();
+        HashedVectors { dim, table }
+    }
+}
+
+fn unit(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v
+        .iter()
+        .map(|x| x * x)
+        .sum::<f32>()
+        .sqrt()
+        .max(f32::MIN_POSITIVE);
+    v.iter_mut().for_each(|x| *x /= norm);
+    v
+}
+
+impl SentenceVectors for HashedVectors {
+    fn vector(&self, sentence: &str) -> Option<&[f32]> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        sentence.hash(&mut h);
+        let i = (h.finish() % Self::COUNT as u64) as usize;
+        self.table.get(i * self.dim..(i + 1) * self.dim)
+    }
+}
+
+/// The size one press of `+` leads to from `size` (the workbench's step: an eighth); a preset
+/// whose size is automatic (0) is turned to an explicit 256.
+fn pressed(size: usize) -> usize {
+    if size == 0 {
+        256
+    } else {
+        size + (size / 8).max(1)
+    }
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// The whole corpus chunked and measured as the pipeline worker does a knob turn (the previous
+/// chunking offered for reuse, as the worker keeps it), then the stats the panes show.
+fn chunk_whole(
+    engine: &Engine,
+    settings: &ChunkSettings,
+    vectors: Option<&dyn SentenceVectors>,
+    prev: Option<&Chunking>,
+    window: usize,
+) -> Result<(Chunking, Stats, f64)> {
+    let never = AtomicBool::new(false);
+    let t = Instant::now();
+    let (c, _) = engine
+        .chunk_all_reusing(settings, vectors, prev.map(|p| (engine, p)), &never)
+        .context("chunking cancelled")?;
+    let stats = c.stats(window, engine.specials());
+    Ok((c, stats, ms_since(t)))
+}
+
+/// The files focused in turn: the largest of each extension (the slowest to re-chunk, and plain
+/// text takes other paths than Markdown), then files drawn at random, `n` in all; and how many
+/// of them are the largest.
+fn focus_files(engine: &Engine, n: usize, seed: u64) -> (Vec<usize>, usize) {
+    let docs = &engine.corpus.docs;
+    let mut by_ext: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (i, d) in docs.iter().enumerate() {
+        let ext = d.path.rsplit_once('.').map_or("", |(_, e)| e);
+        let best = by_ext.entry(ext).or_insert(i);
+        if d.text.len() > docs[*best].text.len() {
+            *best = i;
+        }
+    }
+    let mut files: Vec<usize> = by_ext.into_values().collect();
+    let largest = files.len();
+    let mut rng = XorShift::new(seed);
+    while files.len() < n.max(1) && !docs.is_empty() {
+        files.push((rng.next_u64() % docs.len() as u64) as usize);
+    }
+    (files, largest)
+}
+
+/// Turn every preset's size knob: `focus_presses` on one file alone each (`focus` in turn),
+/// `presses` on the whole corpus. Presets are taken from `Preset::ALL`, so new ones are measured
+/// too.
+fn knobs(
+    engine: &Engine,
+    focus: &[usize],
+    window: usize,
+    args: &ScaleArgs,
+    mut prev: Chunking,
+    out: &mut dyn Write,
+) -> Result<Vec<KnobRow>> {
+    let vectors = HashedVectors::new(384, args.seed);
+    let mut rows = Vec::new();
+    for preset in Preset::ALL {
+        let mut s = ChunkSettings::default();
+        preset.apply(&mut s);
+        if let Err(e) = s.validate() {
+            writeln!(out, "{:<18} not measured: {e}", preset.name())?;
+            continue;
+        }
+        let v: Option<&dyn SentenceVectors> =
+            (s.strategy == Strategy::MaxMin).then_some(&vectors as &dyn SentenceVectors);
+        let own = s.size;
+        let (c, stats, switch_ms) = chunk_whole(engine, &s, v, Some(&prev), window)?;
+        prev = c;
+        let mut focus_ms = Vec::new();
+        for i in 0..args.focus_presses.max(1) {
+            s.size = if i % 2 == 0 { pressed(own) } else { own };
+            let t = Instant::now();
+            let f = engine.chunk_doc_with(focus[i % focus.len()], &s, v);
+            let _ = Stats::of(f.chunks.iter(), window, engine.specials());
+            focus_ms.push(ms_since(t));
+        }
+        let mut whole_ms = Vec::new();
+        for i in 0..args.presses.max(1) {
+            s.size = if i % 2 == 0 { pressed(own) } else { own };
+            let (c, _, ms) = chunk_whole(engine, &s, v, Some(&prev), window)?;
+            prev = c;
+            whole_ms.push(ms);
+        }
+        s.size = own;
+        let row = KnobRow {
+            preset: preset.name(),
+            label: s.label(),
+            chunks: stats.chunks,
+            switch_ms,
+            focus_p50_ms: percentile(&mut focus_ms, 0.5),
+            focus_p95_ms: percentile(&mut focus_ms, 0.95),
+            focus_max_ms: percentile(&mut focus_ms, 1.0),
+            whole_p50_ms: percentile(&mut whole_ms, 0.5),
+            whole_p95_ms: percentile(&mut whole_ms, 0.95),
+        };
+        writeln!(
+            out,
+            "{:<18} {:>9} {:>10.0} | {:>8.2} {:>8.2} {:>8.2} | {:>9.0} {:>9.0}   {}",
+            row.preset,
+            row.chunks,
+            row.switch_ms,
+            row.focus_p50_ms,
+            row.focus_p95_ms,
+            row.focus_max_ms,
+            row.whole_p50_ms,
+            row.whole_p95_ms,
+            row.label
+        )?;
+        out.flush()?;
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn mb(v: Option<u64>) -> String {
+    v.map_or("?".into(), |m| format!("{m} MB"))
+}
+
+/// The corpus, read, tokenized and chunked, and every preset's knob: the part of the run that
+/// needs the corpus (it is dropped before the embedding and ANN parts).
+fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<ScaleFigures> {
+    let tmp = TempDir::new("scale");
+    let t = Instant::now();
+    let made = crate::wiki::generate(&tmp.0, args.megabytes, args.shared.as_deref(), args.seed)?;
+    writeln!(
+        out,
+        "corpus: {} files, {:.1} MB of text, generated in {:.1} s into {} (seed {}; from {}; \
+         about a tenth of the words varied per file)",
+        made.files,
+        made.bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64(),
+        tmp.0.display(),
+        args.seed,
+        made.sources
+    )?;
+    let mut f = ScaleFigures {
+        files: made.files,
+        corpus_bytes: made.bytes,
+        ..Default::default()
+    };
+    let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
+    let window = info.windows.resolve(WindowSpec::Auto).tokens;
+    f.rss_base_mb = rss_mb();
+    reset_peak_rss();
+    let t = Instant::now();
+    let corpus = Corpus::load(&tmp.0, &CorpusRules::default())?;
+    let engine = Engine::new(info.clone(), tok, corpus)?;
+    f.read_tokenize_s = t.elapsed().as_secs_f64();
+    f.rss_loaded_mb = rss_mb();
+    let settings = ChunkSettings::default();
+    f.first_chunking_label = settings.label();
+    let (first, stats, ms) = chunk_whole(&engine, &settings, None, None, window)?;
+    f.first_chunking_s = ms / 1000.0;
+    f.rss_chunked_mb = rss_mb();
+    f.peak_to_first_chunking_mb = peak_rss_mb();
+    writeln!(
+        out,
+        "read + tokenized {} documents in {:.2} s; first chunking ({}) {:.2} s, {} chunks; \
+         window {window}; {} threads",
+        engine.corpus.docs.len(),
+        f.read_tokenize_s,
+        f.first_chunking_label,
+        f.first_chunking_s,
+        stats.chunks,
+        rayon::current_num_threads()
+    )?;
+    let (focus, largest) = focus_files(&engine, args.focus_presses, args.seed);
+    let largest: Vec<String> = focus[..largest]
+        .iter()
+        .map(|&d| {
+            let doc = &engine.corpus.docs[d];
+            format!("{} ({} bytes)", doc.path, doc.text.len())
+        })
+        .collect();
+    writeln!(
+        out,
+        "knob: size between each preset's own and one press up (+1/8); one file alone per press \
+         ({} presses: the largest of each kind, {}, then files drawn at random); whole corpus \
+         (chunks + stats), {} presses; maxmin with hashed sentence vectors (embedding not timed)",
+        args.focus_presses.max(1),
+        largest.join(", "),
+        args.presses.max(1)
+    )?;
+    writeln!(
+        out,
+        "{:<18} {:>9} {:>10} | {:>8} {:>8} {:>8} | {:>9} {:>9}   settings",
+        "preset",
+        "chunks",
+        "switch ms",
+        "file p50",
+        "file p95",
+        "file max",
+        "whole p50",
+        "whole p95"
+    )?;
+    f.knobs = knobs(&engine, &focus, window, args, first, out)?;
+    f.peak_knobs_mb = peak_rss_mb();
+    Ok(f)
+}
+
+pub fn scale(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<ScaleFigures> {
+    let mut f = chunking(info, args, out)?;
+    if !args.skip_embed {
+        writeln!(
+            out,
+            "\n== embedding (all precisions beside sentence-transformers)"
+        )?;
+        let bench = BenchArgs {
+            corpus: &crate::common::examples(),
+            texts: 256,
+            windows: vec![128, 256],
+            batches: vec![16],
+            reference: args.reference.clone(),
+            repeat: 1,
+            min_chars: 2000,
+            endpoint: None,
+            backends: vec![BackendChoice::Native],
+            precisions: args.precisions.clone(),
+            st_bf16: args.reference.is_some(),
+        };
+        match crate::embed::run(info, &bench, out) {
+            Ok(rows) => f.embed = rows,
+            Err(e) => writeln!(out, "embedding not measured: {e:#}")?,
+        }
+    }
+    if !args.ann_sizes.is_empty() {
+        writeln!(out, "\n== approximate vector search (HNSW beside flat)")?;
+        let d = chunkscope_core::index::AnnParams::default();
+        f.ann = crate::ann::ann(
+            &AnnArgs {
+                sizes: args.ann_sizes.clone(),
+                dim: 384,
+                queries: 1000,
+                flat_queries: 100,
+                per_topic: 100,
+                params: d,
+                islands: false,
+                more_ef: Vec::new(),
+            },
+            out,
+        )?;
+    }
+    summary(&f, out)?;
+    Ok(f)
+}
+
+/// One table: each figure, its reference where there is one, and issue 27's target.
+fn summary(f: &ScaleFigures, out: &mut dyn Write) -> Result<()> {
+    let mut rows: Vec<[String; 4]> = Vec::new();
+    let mut row = |what: String, ours: String, reference: &str, target: &str| {
+        rows.push([what, ours, reference.to_string(), target.to_string()]);
+    };
+    let mbs = f.corpus_bytes as f64 / 1e6;
+    row(
+        format!("read + tokenize ({} files, {mbs:.0} MB)", f.files),
+        format!("{:.1} s", f.read_tokenize_s),
+        "",
+        "",
+    );
+    row(
+        format!("first chunking ({})", f.first_chunking_label),
+        format!("{:.1} s", f.first_chunking_s),
+        "",
+        "",
+    );
+    let per_byte = |mb: Option<u64>| {
+        f.bytes_per_byte(mb)
+            .map_or(String::new(), |b| format!(" = {b:.1} B/B"))
+    };
+    let before = format!("before reading: {}", mb(f.rss_base_mb));
+    for (what, value, reference, target) in [
+        (
+            "memory after first chunking (RSS)",
+            f.rss_chunked_mb,
+            before.as_str(),
+            "<= 5 B per corpus byte",
+        ),
+        (
+            "peak memory: load + first chunking",
+            f.peak_to_first_chunking_mb,
+            "",
+            "",
+        ),
+        (
+            "peak memory: + every preset's knob",
+            f.peak_knobs_mb,
+            "",
+            "",
+        ),
+    ] {
+        row(
+            what.into(),
+            format!("{}{}", mb(value), per_byte(value)),
+            reference,
+            target,
+        );
+    }
+    for k in &f.knobs {
+        row(
+            format!("{} knob, focused file p50 / p95 / max", k.preset),
+            format!(
+                "{:.1} / {:.1} / {:.1} ms",
+                k.focus_p50_ms, k.focus_p95_ms, k.focus_max_ms
+            ),
+            "",
+            "<= 50 ms",
+        );
+        row(
+            format!("{} knob, whole corpus p50 / p95", k.preset),
+            format!("{:.0} / {:.0} ms", k.whole_p50_ms, k.whole_p95_ms),
+            "",
+            "<= 1000 ms",
+        );
+    }
+    for e in &f.embed {
+        let ratio = |st: Option<f64>, name: &str| {
+            st.map_or(String::new(), |s| {
+                format!("{name} {s:.0} ({:.2}x)", e.ours_tokens_per_s / s)
+            })
+        };
+        let reference = [
+            ratio(e.st_fp32_tokens_per_s, "st fp32"),
+            ratio(e.st_bf16_tokens_per_s, "st bf16"),
+        ]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ");
+        let target = if e.backend.contains("f32") {
+            ">= 1.0x st fp32"
+        } else if e.backend.contains("bf16") {
+            ">= 1.0x st bf16"
+        } else {
+            ""
+        };
+        row(
+            format!(
+                "embed {} tok/s, window {} batch {}",
+                e.backend, e.window, e.batch
+            ),
+            format!("{:.0}", e.ours_tokens_per_s),
+            &reference,
+            target,
+        );
+    }
+    for a in &f.ann {
+        row(
+            format!("ANN {} vectors: build", a.vectors),
+            format!("{:.1} s ({})", a.build_seconds, mb(a.peak_rss_mb)),
+            "",
+            "",
+        );
+        row(
+            format!("ANN {} vectors: recall@10", a.vectors),
+            format!("{:.3} (ef_search {})", a.recall_at_10, a.ef_search),
+            "exact: 1.000",
+            "",
+        );
+        row(
+            format!("ANN {} vectors: top-10 p50 / p95", a.vectors),
+            format!("{:.2} / {:.2} ms", a.ann_p50_ms, a.ann_p95_ms),
+            &format!("flat {:.1} / {:.1} ms", a.flat_p50_ms, a.flat_p95_ms),
+            "p50 <= 10 ms at 10^6",
+        );
+    }
+    let widths: Vec<usize> = (0..4)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    writeln!(out, "\n== summary (issue 27's targets on the right)")?;
+    let head = ["figure", "ours", "reference", "target"];
+    for r in std::iter::once(head.map(String::from)).chain(rows) {
+        writeln!(
+            out,
+            "{:<w0$}  {:>w1$}  {:<w2$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            w0 = widths[0].max(6),
+            w1 = widths[1].max(4),
+            w2 = widths[2].max(9),
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The subcommand at its smallest, so it cannot rot: every preset measured on a 1 MB corpus.
+    #[test]
+    fn scale_runs_every_preset_at_one_megabyte() {
+        use chunkscope_core::model::{locate, DEFAULT_MODEL};
+        let info = locate(DEFAULT_MODEL, &mut |l| eprintln!("{l}"))
+            .unwrap_or_else(|e| panic!("the real model is needed for this test: {e:#}"));
+        let args = ScaleArgs {
+            megabytes: 1,
+            presses: 2,
+            focus_presses: 2,
+            shared: None,
+            seed: 1,
+            skip_embed: true,
+            reference: None,
+            precisions: Vec::new(),
+            ann_sizes: Vec::new(),
+        };
+        let mut out = Vec::new();
+        let f = scale(&info, &args, &mut out).expect("scale runs");
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(f.knobs.len(), Preset::ALL.len(), "{text}");
+        assert!(f.corpus_bytes >= 1024 * 1024);
+        assert!(f.knobs.iter().all(|k| k.chunks > 0), "{text}");
+        assert!(text.contains("== summary"), "{text}");
+    }
+}

@@ -1,0 +1,558 @@
+//! LlamaIndex's node parsers (llama-index-core 0.14.25) as `get_nodes_from_documents` runs them on
+//! a `Document(text=...)` without metadata, chunk for chunk:
+//!
+//! - `SentenceSplitter` (strategy `llamaindex`): a text over the size is cut at the paragraph
+//!   separator `"\n\n\n"` (kept at the start of the piece after it), else into sentences by NLTK's
+//!   untrained Punkt (see `punkt`; a sentence runs to where the next one starts), else by the
+//!   regex `[^,.;。？！]+[,.;。？！]?|[,.;。？！]`, else at single spaces (kept at the start of the
+//!   piece), else into characters; pieces still over the size are cut again the same way. The
+//!   first two cuts mark their pieces as sentences, the others not. Pieces are merged greedily;
+//!   a closed chunk hands its last pieces, whole, up to `overlap` tokens, to the next, which drops
+//!   them from its front again while the next piece would not fit; a non-sentence piece that does
+//!   not fit closes the chunk. Chunks are stripped (Python whitespace) and empty ones dropped.
+//!   With `include_metadata` the tokens of the node's metadata string come off the size (none for
+//!   a document without metadata).
+//! - `TokenTextSplitter` (strategy `llamaindex-tokens`): cut at `" "`, else at `"\n"`, else into
+//!   characters (separators kept at the start of the piece after them), recursively; merged
+//!   greedily, a new chunk starting from the previous one's pieces less those from the front
+//!   until it holds at most `overlap` tokens and the next piece fits. Stripped, empties dropped.
+//!   The node parser takes 2 tokens for the metadata format off the size even with no metadata.
+//! - `[MarkdownNodeParser(), SentenceSplitter()]` (strategy `llamaindex-markdown`): the text is cut
+//!   before every `#…` heading line outside ``` fences; a section is its heading rebuilt as
+//!   `"#" * level + " " + title`, its lines, stripped. Each section then goes through the
+//!   SentenceSplitter with its `header_path` metadata (`"/"`, or the enclosing headings as
+//!   `"/A/B/"`) taken off the size as `"header_path: /A/B/"`.
+//!
+//! Tokens are tiktoken's cl100k_base as LlamaIndex's default tokenizer counts them (special-token
+//! text such as `<|endoftext|>` is one token), or characters, or the embedder's content tokens,
+//! following the unit knob.
+//!
+//! Offsets are found as LlamaIndex finds `start_char_idx`: a chunk's start is the first
+//! occurrence of its text in the document at or after one character past the previous chunk's
+//! start (which can be an earlier, identical passage). Markdown chunks are found in the document
+//! by the same rule (in the two-parser pipeline LlamaIndex's own `start_char_idx` is relative to
+//! the section and, past each first section, mostly unset, so it is no offset to reproduce); a
+//! chunk whose text is not found (past the previous chunk's start, or at all: a heading rebuilt
+//! differently from the file, e.g. `#\tTitle`) has no offset in LlamaIndex: it carries its own
+//! text, placed at the last chunk found.
+//!
+//! Not reproduced: LlamaIndex raises errors where these chunkers go on (a single character over
+//! the size is a chunk of its own; a size the metadata leaves no room in counts as 1), and it
+//! returns one empty node for an empty document, where these return no chunks.
+
+use super::{punkt, Chunk, Chunker, DocView};
+use crate::text::{is_python_space, strip_range};
+use crate::tokenize::{cl100k, count, Unit};
+
+/// LlamaIndex's default tokenizer: cl100k_base with every special token allowed.
+pub fn cl100k_tokens(text: &str) -> usize {
+    if text.contains("<|") {
+        cl100k().encode_with_special_tokens(text).len()
+    } else {
+        cl100k().encode_ordinary(text).len()
+    }
+}
+
+/// Which LlamaIndex parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LlamaParser {
+    Sentence,
+    Token,
+    Markdown,
+}
+
+pub struct LlamaIndex {
+    pub parser: LlamaParser,
+    pub unit: Unit,
+    /// `chunk_size`.
+    pub size: usize,
+    /// `chunk_overlap`.
+    pub overlap: usize,
+}
+
+/// Counts tokens of any text in the unit.
+struct Counter<'a> {
+    doc: &'a DocView<'a>,
+    unit: Unit,
+}
+
+impl Counter<'_> {
+    fn count(&self, s: &str) -> usize {
+        match self.unit {
+            Unit::Cl100k => cl100k_tokens(s),
+            Unit::Chars => s.chars().count(),
+            Unit::Embed => count(Unit::Embed, s, self.doc.tok),
+        }
+    }
+}
+
+impl Chunker for LlamaIndex {
+    fn chunk(&self, doc: &DocView) -> Vec<Chunk> {
+        let counter = Counter {
+            doc,
+            unit: self.unit,
+        };
+        let text = doc.text;
+        match self.parser {
+            LlamaParser::Sentence => {
+                let ranges = sentence_split(text, self.size, self.overlap, &counter);
+                locate_all(text, &ranges)
+            }
+            LlamaParser::Token => {
+                let size = self.size.saturating_sub(2).max(1);
+                let ranges = token_split(text, size, self.overlap, &counter);
+                locate_all(text, &ranges)
+            }
+            LlamaParser::Markdown => markdown(text, self.size, self.overlap, &counter),
+        }
+    }
+}
+
+/// Python's `haystack.find(needle, from)` in bytes (`from` on a char boundary).
+fn find_from(haystack: &str, needle: &str, from: usize) -> Option<usize> {
+    if from > haystack.len() {
+        return None;
+    }
+    haystack[from..].find(needle).map(|i| i + from)
+}
+
+/// Chunks for `ranges` of `doc`, located as LlamaIndex locates them.
+fn locate_all(doc: &str, ranges: &[(usize, usize)]) -> Vec<Chunk> {
+    let mut place = Locator::default();
+    ranges
+        .iter()
+        .map(|&(s, e)| place.chunk(doc, &doc[s..e]))
+        .collect()
+}
+
+/// LlamaIndex's search for chunk texts in the document, in order.
+#[derive(Default)]
+struct Locator {
+    /// Where the next search starts: one character past the last chunk found.
+    from: usize,
+    /// The last chunk found's start.
+    last: usize,
+}
+
+impl Locator {
+    /// The chunk for text `t`: where it is found, or (not found: LlamaIndex leaves it without an
+    /// offset) its own text placed at the last chunk found.
+    fn chunk(&mut self, doc: &str, t: &str) -> Chunk {
+        match find_from(doc, t, self.from) {
+            Some(at) => {
+                self.from = at + doc[at..].chars().next().map_or(1, char::len_utf8);
+                self.last = at;
+                Chunk::slice(at, at + t.len())
+            }
+            None => Chunk {
+                start: self.last,
+                end: self.last,
+                text: Some(t.to_string()),
+                heading: None,
+            },
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SentenceSplitter
+
+struct Piece {
+    start: usize,
+    end: usize,
+    sentence: bool,
+    tokens: usize,
+}
+
+/// `split_text_keep_separator`: pieces of `text[s..e]` cut before each `sep`, empties dropped.
+fn keep_sep(text: &str, s: usize, e: usize, sep: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut from = s;
+    for (i, _) in text[s..e].match_indices(sep) {
+        let at = s + i;
+        if at > from {
+            out.push((from, at));
+        }
+        from = at;
+    }
+    if e > from {
+        out.push((from, e));
+    }
+    out
+}
+
+/// The secondary regex: runs of non-marks with one optional mark after them, or a lone mark.
+fn clause_pieces(text: &str, s: usize, e: usize) -> Vec<(usize, usize)> {
+    let mark = |c: char| matches!(c, ',' | '.' | ';' | '。' | '？' | '！');
+    let mut out = Vec::new();
+    let mut it = text[s..e].char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        let start = s + i;
+        let mut end = start + c.len_utf8();
+        if !mark(c) {
+            while let Some(&(j, d)) = it.peek() {
+                if mark(d) {
+                    break;
+                }
+                end = s + j + d.len_utf8();
+                it.next();
+            }
+            if let Some(&(j, d)) = it.peek() {
+                end = s + j + d.len_utf8();
+                it.next();
+            }
+        }
+        out.push((start, end));
+    }
+    out
+}
+
+fn char_pieces(text: &str, s: usize, e: usize) -> Vec<(usize, usize)> {
+    text[s..e]
+        .char_indices()
+        .map(|(i, c)| (s + i, s + i + c.len_utf8()))
+        .collect()
+}
+
+/// Punkt's sentences of `text[s..e]`, each running to the next one's start.
+fn sentence_pieces(text: &str, s: usize, e: usize) -> Vec<(usize, usize)> {
+    let spans = punkt::spans(&text[s..e]);
+    (0..spans.len())
+        .map(|i| {
+            let end = spans.get(i + 1).map_or(e - s, |n| n.0);
+            (s + spans[i].0, s + end.max(spans[i].0))
+        })
+        .collect()
+}
+
+/// `_get_splits_by_fns`: the first cut that gives more than one piece, and whether its pieces
+/// count as sentences.
+fn cut_sentence(text: &str, s: usize, e: usize) -> (Vec<(usize, usize)>, bool) {
+    let p = keep_sep(text, s, e, "\n\n\n");
+    if p.len() > 1 {
+        return (p, true);
+    }
+    let p = sentence_pieces(text, s, e);
+    if p.len() > 1 {
+        return (p, true);
+    }
+    let mut p = clause_pieces(text, s, e);
+    if p.len() <= 1 {
+        p = keep_sep(text, s, e, " ");
+        if p.len() <= 1 {
+            p = char_pieces(text, s, e);
+        }
+    }
+    (p, false)
+}
+
+fn sentence_pieces_of(
+    text: &str,
+    s: usize,
+    e: usize,
+    size: usize,
+    counter: &Counter,
+    out: &mut Vec<Piece>,
+) {
+    let tokens = counter.count(&text[s..e]);
+    if tokens <= size {
+        out.push(Piece {
+            start: s,
+            end: e,
+            sentence: true,
+            tokens,
+        });
+        return;
+    }
+    let (cut, sentence) = cut_sentence(text, s, e);
+    let single = cut.len() == 1;
+    for (a, b) in cut {
+        let tokens = counter.count(&text[a..b]);
+        if tokens <= size || single {
+            out.push(Piece {
+                start: a,
+                end: b,
+                sentence,
+                tokens,
+            });
+        } else {
+            sentence_pieces_of(text, a, b, size, counter, out);
+        }
+    }
+}
+
+/// The merge of SentenceSplitter: chunks as (first piece, past the last piece) indices.
+fn sentence_merge(pieces: &[Piece], size: usize, overlap: usize) -> Vec<(usize, usize)> {
+    let mut chunks = Vec::new();
+    // The current chunk: pieces [from, to) (always consecutive), and its tokens.
+    let (mut from, mut to, mut len) = (0usize, 0usize, 0usize);
+    let mut fresh = true;
+    let mut i = 0;
+    let close = |from: &mut usize, to: &mut usize, len: &mut usize, chunks: &mut Vec<_>| {
+        chunks.push((*from, *to));
+        let last = (*from, *to);
+        *from = last.1;
+        *len = 0;
+        // Whole pieces from the end of the closed chunk, while they fit in the overlap.
+        while *from > last.0 && *len + pieces[*from - 1].tokens <= overlap {
+            *from -= 1;
+            *len += pieces[*from].tokens;
+        }
+        *to = last.1;
+    };
+    while i < pieces.len() {
+        let p = &pieces[i];
+        if len + p.tokens > size && !fresh {
+            close(&mut from, &mut to, &mut len, &mut chunks);
+            fresh = true;
+            continue;
+        }
+        if fresh && len + p.tokens > size {
+            while from < to && len + p.tokens > size {
+                len -= pieces[from].tokens;
+                from += 1;
+            }
+        }
+        if p.sentence || len + p.tokens <= size || fresh {
+            len += p.tokens;
+            to = i + 1;
+            i += 1;
+            fresh = false;
+        } else {
+            close(&mut from, &mut to, &mut len, &mut chunks);
+            fresh = true;
+        }
+    }
+    if !fresh {
+        chunks.push((from, to));
+    }
+    chunks
+}
+
+/// SentenceSplitter's chunks of `text` as byte ranges (stripped, non-empty).
+fn sentence_split(
+    text: &str,
+    size: usize,
+    overlap: usize,
+    counter: &Counter,
+) -> Vec<(usize, usize)> {
+    let size = size.max(1);
+    let mut pieces = Vec::new();
+    sentence_pieces_of(text, 0, text.len(), size, counter, &mut pieces);
+    stripped(
+        text,
+        sentence_merge(&pieces, size, overlap)
+            .into_iter()
+            .filter(|&(a, b)| b > a)
+            .map(|(a, b)| (pieces[a].start, pieces[b - 1].end)),
+    )
+}
+
+fn stripped(text: &str, ranges: impl Iterator<Item = (usize, usize)>) -> Vec<(usize, usize)> {
+    ranges
+        .map(|(s, e)| strip_range(text, s, e, is_python_space))
+        .filter(|(s, e)| e > s)
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// TokenTextSplitter
+
+fn token_pieces_of(
+    text: &str,
+    s: usize,
+    e: usize,
+    size: usize,
+    counter: &Counter,
+    out: &mut Vec<(usize, usize, usize)>,
+) {
+    let tokens = counter.count(&text[s..e]);
+    if tokens <= size {
+        out.push((s, e, tokens));
+        return;
+    }
+    let mut cut = keep_sep(text, s, e, " ");
+    if cut.len() <= 1 {
+        cut = keep_sep(text, s, e, "\n");
+        if cut.len() <= 1 {
+            cut = char_pieces(text, s, e);
+        }
+    }
+    let single = cut.len() == 1;
+    for (a, b) in cut {
+        let tokens = counter.count(&text[a..b]);
+        if tokens <= size || single {
+            out.push((a, b, tokens));
+        } else {
+            token_pieces_of(text, a, b, size, counter, out);
+        }
+    }
+}
+
+fn token_split(text: &str, size: usize, overlap: usize, counter: &Counter) -> Vec<(usize, usize)> {
+    let mut pieces = Vec::new();
+    token_pieces_of(text, 0, text.len(), size, counter, &mut pieces);
+    let mut chunks = Vec::new();
+    let (mut from, mut len) = (0usize, 0usize);
+    for (i, &(_, _, tokens)) in pieces.iter().enumerate() {
+        if len + tokens > size {
+            if i > from {
+                chunks.push((pieces[from].0, pieces[i - 1].1));
+            }
+            while from < i && (len > overlap || len + tokens > size) {
+                len -= pieces[from].2;
+                from += 1;
+            }
+        }
+        len += tokens;
+    }
+    if pieces.len() > from {
+        chunks.push((pieces[from].0, pieces[pieces.len() - 1].1));
+    }
+    stripped(text, chunks.into_iter())
+}
+
+// ---------------------------------------------------------------------------------------------
+// MarkdownNodeParser, then SentenceSplitter
+
+/// One section as MarkdownNodeParser builds it.
+struct MdSection {
+    text: String,
+    /// The `header_path` metadata: "/" or "/A/B/" (the enclosing headings).
+    header_path: String,
+    /// The heading path including the section's own heading, "A > B > C".
+    heading: Option<String>,
+}
+
+/// `^(#+)\s(.*)`: the level and the title of a heading line.
+fn heading_line(line: &str) -> Option<(usize, &str)> {
+    let level = line.bytes().take_while(|&b| b == b'#').count();
+    if level == 0 {
+        return None;
+    }
+    let rest = &line[level..];
+    let c = rest.chars().next()?;
+    is_python_space(c).then(|| (level, &rest[c.len_utf8()..]))
+}
+
+fn md_sections(text: &str) -> Vec<MdSection> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut fence = false;
+    let push = |current: &str, stack: &[(usize, String)], out: &mut Vec<MdSection>| {
+        let body = current.trim_matches(is_python_space);
+        if body.is_empty() {
+            return;
+        }
+        let parents = stack[..stack.len().saturating_sub(1)]
+            .iter()
+            .map(|h| h.1.as_str())
+            .collect::<Vec<_>>()
+            .join("/");
+        let heading = (!stack.is_empty()).then(|| {
+            stack
+                .iter()
+                .map(|h| h.1.trim_matches(is_python_space))
+                .collect::<Vec<_>>()
+                .join(" > ")
+        });
+        out.push(MdSection {
+            text: body.to_string(),
+            header_path: if parents.is_empty() {
+                "/".to_string()
+            } else {
+                format!("/{parents}/")
+            },
+            heading,
+        });
+    };
+    for line in text.split('\n') {
+        if line.trim_start_matches(is_python_space).starts_with("```") {
+            fence = !fence;
+            current.push_str(line);
+            current.push('\n');
+            continue;
+        }
+        if !fence {
+            if let Some((level, title)) = heading_line(line) {
+                push(&current, &stack, &mut out);
+                while stack.last().is_some_and(|h| h.0 >= level) {
+                    stack.pop();
+                }
+                stack.push((level, title.to_string()));
+                current = format!("{} {title}\n", "#".repeat(level));
+                continue;
+            }
+        }
+        current.push_str(line);
+        current.push('\n');
+    }
+    push(&current, &stack, &mut out);
+    out
+}
+
+fn markdown(text: &str, size: usize, overlap: usize, counter: &Counter) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    let mut place = Locator::default();
+    for sec in md_sections(text) {
+        let meta = format!("header_path: {}", sec.header_path);
+        let room = size.saturating_sub(counter.count(&meta)).max(1);
+        for (s, e) in sentence_split(&sec.text, room, overlap, counter) {
+            let mut c = place.chunk(text, &sec.text[s..e]);
+            c.heading = sec.heading.clone();
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clause_regex_pieces() {
+        let t = "a, b. c;d。e";
+        let p: Vec<&str> = clause_pieces(t, 0, t.len())
+            .into_iter()
+            .map(|(s, e)| &t[s..e])
+            .collect();
+        assert_eq!(p, ["a,", " b.", " c;", "d。", "e"]);
+        let t = ",,x";
+        let p: Vec<&str> = clause_pieces(t, 0, t.len())
+            .into_iter()
+            .map(|(s, e)| &t[s..e])
+            .collect();
+        assert_eq!(p, [",", ",", "x"]);
+    }
+
+    #[test]
+    fn separators_start_the_next_piece() {
+        let t = " a  b ";
+        let p: Vec<&str> = keep_sep(t, 0, t.len(), " ")
+            .into_iter()
+            .map(|(s, e)| &t[s..e])
+            .collect();
+        assert_eq!(p, [" a", " ", " b", " "]);
+    }
+
+    #[test]
+    fn markdown_sections_and_paths() {
+        let s = md_sections("intro\n# A\ntext\n## B\n```\n# not\n```\nmore\n# C\nend");
+        let got: Vec<(&str, &str)> = s
+            .iter()
+            .map(|s| (s.text.as_str(), s.header_path.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("intro", "/"),
+                ("# A\ntext", "/"),
+                ("## B\n```\n# not\n```\nmore", "/A/"),
+                ("# C\nend", "/")
+            ]
+        );
+        assert_eq!(s[2].heading.as_deref(), Some("A > B"));
+    }
+}

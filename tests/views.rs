@@ -355,6 +355,18 @@ fn prefix_parent_and_query_panes() {
     );
     m.query.reranker = None;
     m.query.reranked = None;
+    // Vectors from the approximate index: the vector column says so, with its recall@10.
+    let exact = m.query.results.clone();
+    m.query.results.as_mut().unwrap().approximate = Some(chunkscope_core::index::ann::AnnInfo {
+        recall_at_10: 0.95,
+        candidates: 100,
+    });
+    let approximate = render(&m).backend().to_string();
+    assert!(
+        approximate.contains("approximate (HNSW) · recall@10 0.95"),
+        "{approximate}"
+    );
+    m.query.results = exact;
     // [CLS], then the prefix's tokens, then 3 tokens of the text.
     assert_eq!(first.prefix_tokens, 4, "section : rotate keys");
     assert!(screen.contains("@tok 8 window"), "{screen}");

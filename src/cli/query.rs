@@ -288,13 +288,21 @@ fn write_results(w: &Written, search: &Search, as_json: bool, out: &mut dyn Writ
         results.query, results.k, results.window, results.embedder
     )?;
     let hybrid = format!("hybrid (RRF k={})", results.rrf_k);
+    let vector = match &results.approximate {
+        Some(a) => format!(
+            "vector (approximate: HNSW, recall@10 {:.2} against exact search on this corpus, {} candidates rescored exactly)",
+            a.recall_at_10, a.candidates
+        ),
+        None => "vector".to_string(),
+    };
     for (name, hits) in [
         ("BM25 (tantivy)", &results.bm25),
-        ("vector", &results.vector),
+        (vector.as_str(), &results.vector),
         (hybrid.as_str(), &results.hybrid),
     ] {
         writeln!(out, "{name}:")?;
-        if let (true, Some(why)) = (hits.is_empty() && name == "vector", &results.vector_error) {
+        let vector_column = std::ptr::eq(hits, &results.vector);
+        if let (true, Some(why)) = (hits.is_empty() && vector_column, &results.vector_error) {
             writeln!(out, "  {why}")?;
         }
         write_hits(hits, "window", out)?;

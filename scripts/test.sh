@@ -59,7 +59,8 @@ export CHUNKSCOPE_REF_PYTHON="$PWD/$ref_venv/bin/python"
 # (tests/parity_splitters.rs, tests/parity_chonkie.rs), pinned, in their own environment.
 splitters_venv=.venv-splitters
 splitters_pins=("semantic-text-splitter==0.33.1" "semchunk==4.1.1" "haystack-ai==3.4.1"
-  "chonkie==1.7.0" "chonkie-core==0.10.2" "tokenizers==0.23.3" "transformers==5.24.0")
+  "chonkie==1.7.0" "chonkie-core==0.10.2" "tokenizers==0.23.3" "transformers==5.24.0"
+  "nltk==3.10.4")
 if ! "$splitters_venv/bin/python" - "${splitters_pins[@]}" 2>/dev/null <<'PY'
 import sys
 from importlib.metadata import version
@@ -73,6 +74,13 @@ then
   "$splitters_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${splitters_pins[@]}"
 fi
 export CHUNKSCOPE_SPLITTERS_PYTHON="$PWD/$splitters_venv/bin/python"
+
+# NLTK's English punkt_tab model for the haystack-recursive strategy (read at run time, never
+# downloaded): the copy llama-index-core ships in .venv-ref, unless NLTK_DATA is set already.
+if [ -z "${NLTK_DATA:-}" ]; then
+  NLTK_DATA=$("$CHUNKSCOPE_REF_PYTHON" -c 'import os, llama_index.core as c; print(os.path.join(os.path.dirname(c.__file__), "_static", "nltk_cache"))')
+  export NLTK_DATA
+fi
 
 # cl100k ranks for the Spring AI reference, from the tiktoken-rs crate we build with (never a
 # download): its manifest path comes from cargo metadata.

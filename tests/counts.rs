@@ -26,6 +26,7 @@ fn settings_grid() -> Vec<ChunkSettings> {
         (Strategy::TextSplitter, vec![Unit::Chars, Unit::Embed]),
         (Strategy::Semchunk, vec![Unit::Chars, Unit::Embed]),
         (Strategy::Haystack, vec![Unit::Embed]),
+        (Strategy::HaystackRecursive, vec![Unit::Embed]),
         (Strategy::Chonkie, vec![Unit::Chars]),
         (Strategy::ChonkieTokens, vec![Unit::Chars]),
         (Strategy::LlamaIndex, vec![Unit::Cl100k]),
@@ -66,6 +67,10 @@ fn derived_counts_equal_the_tokenizers_own() {
             tok: &tok,
         };
         for s in settings_grid() {
+            // haystack-recursive reads NLTK's punkt_tab at run time (scripts/test.sh sets NLTK_DATA).
+            if let Err(e) = s.validate() {
+                panic!("{}: {e}", s.label());
+            }
             for (i, c) in s.chunker().chunk(&view).into_iter().enumerate() {
                 let m = MeasuredChunk::measure(&view, i, c, s.unit);
                 let chunk_text = m.text(&text).to_string();

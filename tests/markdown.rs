@@ -176,3 +176,56 @@ fn a_heading_that_cannot_share_keeps_the_table_header_covered() {
         "{chunks:?}"
     );
 }
+
+/// Row groups are as large as the size allows, in the unit's own count of the joined text: no
+/// group could have taken the next group's first row (the grouping adds up row lengths instead of
+/// counting every candidate group again, so the sum must equal the count).
+#[test]
+fn table_row_groups_are_greedy_in_every_unit() {
+    let cells = [
+        "pro rata",
+        "caf\u{e9} na\u{ef}ve",
+        "\u{4e2d}\u{6587}\u{5b57}",
+        "\u{1f600}\u{1f600} ok",
+        "a\u{1f}b",
+        "",
+        "x,y;z!",
+        "[MASK] it's",
+        "e\u{301}t\u{e9}",
+        "12,345.67 \u{20ac}",
+    ];
+    let mut md = String::from("## Fees\n\n| Plan | Fee | Note |\n|---|---|---|\n");
+    for i in 0..60 {
+        md.push_str(&format!(
+            "| P{i} | {} | {} |\n",
+            cells[i % cells.len()],
+            cells[(i * 7 + 3) % cells.len()]
+        ));
+    }
+    let tok = tokenizer();
+    for (unit, size) in [(Unit::Embed, 40), (Unit::Embed, 17), (Unit::Chars, 150)] {
+        let mut s = ChunkSettings::default();
+        Preset::Markdown.apply(&mut s);
+        s.unit = unit;
+        s.size = size;
+        let groups: Vec<String> = chunk_text(&md, &s)
+            .into_iter()
+            .filter(|(c, _)| c.text.is_some())
+            .map(|(_, t)| t)
+            .collect();
+        assert!(groups.len() > 2, "{unit}: the table is split");
+        let len = |t: &str| chunkscope_core::tokenize::count(unit, t, &tok);
+        for pair in groups.windows(2) {
+            let next = pair[1].lines().next().unwrap();
+            // A row alone may exceed the size; a group of several never does.
+            if pair[0].lines().count() > 1 {
+                assert!(len(&pair[0]) <= size, "{unit}: {:?}", pair[0]);
+            }
+            assert!(
+                len(&format!("{}\n{next}", pair[0])) > size,
+                "{unit} {size}: {:?} could take {next:?}",
+                pair[0]
+            );
+        }
+    }
+}

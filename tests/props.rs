@@ -19,7 +19,7 @@ fn text_strategy() -> impl Strategy<Value = String> {
 }
 
 fn settings_strategy() -> impl Strategy<Value = ChunkSettings> {
-    (0usize..13, 0usize..3, 1usize..120, 0usize..100).prop_map(|(s, u, size, ov)| {
+    (0usize..14, 0usize..3, 1usize..120, 0usize..100).prop_map(|(s, u, size, ov)| {
         let strategy = [
             Splitter::Fixed,
             Splitter::Recursive,
@@ -29,6 +29,7 @@ fn settings_strategy() -> impl Strategy<Value = ChunkSettings> {
             Splitter::TextSplitter,
             Splitter::Semchunk,
             Splitter::Haystack,
+            Splitter::HaystackRecursive,
             Splitter::Chonkie,
             Splitter::ChonkieTokens,
             Splitter::LlamaIndex,
@@ -63,6 +64,11 @@ proptest! {
         let tok = common::tokenizer();
         let tokens = DocTokens::new(&text, &tok).unwrap();
         let view = DocView { text: &text, tokens: &tokens, tok: &tok };
+        // haystack-recursive reads NLTK's punkt_tab at run time (scripts/test.sh sets NLTK_DATA).
+        if s.strategy == Splitter::HaystackRecursive {
+            let valid = s.validate();
+            prop_assert!(valid.is_ok(), "{}", valid.unwrap_err());
+        }
         let chunks = s.chunker().chunk(&view);
         let mut last_start = 0;
         let mut covered = vec![false; text.len()];
@@ -79,7 +85,10 @@ proptest! {
             let overlapped_semchunk = s.strategy == Splitter::Semchunk && s.overlap > 0;
             let sized = !(matches!(
                 s.strategy,
-                Splitter::SpringAi | Splitter::TextSplitter | Splitter::Haystack
+                Splitter::SpringAi
+                    | Splitter::TextSplitter
+                    | Splitter::Haystack
+                    | Splitter::HaystackRecursive
             ) || overlapped_semchunk);
             // chonkie counts characters whatever the unit.
             let chars = s.unit == Unit::Chars
@@ -133,6 +142,12 @@ proptest! {
             .into_iter()
             .map(|t| (s + t.start as usize, s + t.end as usize))
             .collect();
+        // The counts skip over whole words (embed) and pieces (cl100k) without listing them.
+        prop_assert_eq!(tokens.embed_count_in(&text, s, e, &tok), own.len());
+        prop_assert_eq!(
+            tokens.cl100k_count_in(&text, s, e),
+            chunkscope_core::tokenize::cl100k_count(&text[s..e])
+        );
         prop_assert_eq!(derived, own, "slice {:?}", &text[s..e]);
     }
 }

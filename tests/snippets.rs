@@ -301,6 +301,15 @@ fn haystack_snippet_gives_the_workbench_chunks() {
     s.size = 50;
     s.overlap = 10;
     check(&py, "haystack-overlap", &s);
+    // RecursiveDocumentSplitter reads NLTK's punkt_tab where NLTK_DATA points, on both sides.
+    let mut s = preset(Preset::HaystackRecursive);
+    if let Err(e) = s.validate() {
+        panic!("haystack-recursive: {e} (scripts/test.sh sets NLTK_DATA)");
+    }
+    check(&py, "haystack-recursive", &s);
+    s.size = 50;
+    s.overlap = 10;
+    check(&py, "haystack-recursive-overlap", &s);
 }
 
 #[test]
@@ -380,7 +389,11 @@ fn llamaindex_snippets_give_the_workbench_chunks() {
         "llamaindex-tokens-small",
         &knobs(Strategy::LlamaIndexTokens, Unit::Cl100k, 100, 10),
     );
-    check(&py, "llamaindex-markdown", &preset(Preset::LlamaIndexMarkdown));
+    check(
+        &py,
+        "llamaindex-markdown",
+        &preset(Preset::LlamaIndexMarkdown),
+    );
     check(
         &py,
         "llamaindex-markdown-embed",

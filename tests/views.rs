@@ -432,7 +432,7 @@ fn a_reload_never_pairs_old_chunks_with_new_text() {
     assert!(Arc::ptr_eq(m.engine.as_ref().unwrap(), &shrunk));
     let screen = render(&m).backend().to_string();
     assert!(screen.contains("Short now."), "{screen}");
-    assert_eq!(m.selected, 0, "the file stays selected by its path");
+    assert_eq!(m.chunks.selected, 0, "the file stays selected by its path");
 }
 
 /// On a short terminal the help overlay scrolls (j/k) to reach every binding.
@@ -546,7 +546,7 @@ fn enter_on_a_hit_shows_the_match() {
         }),
     );
     update(&mut m, key(KeyCode::Enter));
-    let h = m.highlight.clone().expect("a highlight");
+    let h = m.chunks.highlight.clone().expect("a highlight");
     assert!(h.spans.len() >= 2, "both terms are marked: {:?}", h.spans);
     let draw = |m: &Model| {
         let mut t = Terminal::new(TestBackend::new(90, 8)).unwrap();
@@ -564,7 +564,7 @@ fn enter_on_a_hit_shows_the_match() {
     assert!(marked, "the match is drawn in the selected style");
     let mut from_top = draw(&{
         let mut top = model(Theme::dark());
-        top.focus_chunk = ci;
+        top.chunks.focus_chunk = ci;
         top
     });
     assert!(
@@ -572,10 +572,10 @@ fn enter_on_a_hit_shows_the_match() {
         "at this height the match is out of view from the chunk's top"
     );
     // n goes to the next match in the chunk, not to the next chunk.
-    let before = (m.focus_chunk, h.current);
+    let before = (m.chunks.focus_chunk, h.current);
     update(&mut m, key(KeyCode::Char('n')));
-    let after = m.highlight.as_ref().unwrap().current;
-    assert_eq!(m.focus_chunk, before.0);
+    let after = m.chunks.highlight.as_ref().unwrap().current;
+    assert_eq!(m.chunks.focus_chunk, before.0);
     assert_eq!(after, (before.1 + 1).min(h.spans.len() - 1));
 }
 
@@ -666,8 +666,8 @@ fn find_files_and_lines() {
     assert_eq!(&text[span.0..span.1], "kubectl rollout");
     update(&mut m, key(KeyCode::Enter));
     assert_eq!(m.view, View::Chunks);
-    assert_eq!(m.focus_chunk, chunk);
-    assert!(m.centre_on_match);
+    assert_eq!(m.chunks.focus_chunk, chunk);
+    assert!(m.chunks.centre_on_match);
 }
 
 /// With the mouse on, a click on a row of the files pane selects that file.
@@ -688,11 +688,14 @@ fn a_click_selects_a_file() {
     };
     // Row 0 is the top bar, row 1 the pane's border; files from row 2.
     update(&mut m, click(3));
-    assert_eq!(m.selected, 1);
+    assert_eq!(m.chunks.selected, 1);
     update(&mut m, click(2));
-    assert_eq!(m.selected, 0);
+    assert_eq!(m.chunks.selected, 0);
     update(&mut m, click(30));
-    assert_eq!(m.selected, 0, "a click outside the files does nothing");
+    assert_eq!(
+        m.chunks.selected, 0,
+        "a click outside the files does nothing"
+    );
 }
 
 /// A reload while the find view is open: the file its results pointed at is gone, the results

@@ -45,8 +45,8 @@ impl KnobTrail {
 
 pub(super) fn mouse(m: &mut Model, ev: MouseEvent) {
     match ev.kind {
-        MouseEventKind::ScrollDown => scroll(m, 3),
-        MouseEventKind::ScrollUp => scroll(m, -3),
+        MouseEventKind::ScrollDown => m.chunks.scroll_by(3),
+        MouseEventKind::ScrollUp => m.chunks.scroll_by(-3),
         MouseEventKind::Down(_) => click(m, ev.column, ev.row),
         _ => {}
     }
@@ -66,47 +66,15 @@ fn click(m: &mut Model, column: u16, row: u16) {
     }
     let order = m.file_order();
     let visible = files.height.saturating_sub(2) as usize;
-    let at = order.iter().position(|&fp| fp == m.selected).unwrap_or(0);
+    let at = order
+        .iter()
+        .position(|&fp| fp == m.chunks.selected)
+        .unwrap_or(0);
     let offset = at.saturating_sub(visible.saturating_sub(1));
     if let Some(&fp) = order.get(offset + (row - files.y - 1) as usize) {
-        m.selected = fp;
-        m.focus_chunk = 0;
-        m.scroll = 0;
-        m.uncentre();
+        m.chunks.select_file(fp);
         m.view = View::Chunks;
     }
-}
-
-/// Scroll the chunk pane by `lines`: from the match it is centred on, or from the chunk's top.
-fn scroll(m: &mut Model, lines: isize) {
-    if m.centre_on_match {
-        m.match_scroll += lines;
-    } else {
-        m.scroll = m.scroll.saturating_add_signed(lines);
-    }
-}
-
-/// The next (or previous) match in the focused chunk, if there is one that way.
-fn step_match(m: &mut Model, forward: bool) -> bool {
-    let Some(h) = m
-        .highlight
-        .as_mut()
-        .filter(|h| h.file_pos == m.selected && h.chunk == m.focus_chunk)
-    else {
-        return false;
-    };
-    let next = if forward {
-        h.current + 1
-    } else {
-        h.current.wrapping_sub(1)
-    };
-    if next >= h.spans.len() {
-        return false;
-    }
-    h.current = next;
-    m.centre_on_match = true;
-    m.match_scroll = 0;
-    true
 }
 
 pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
@@ -114,28 +82,21 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
         Action::NextFile | Action::PrevFile => {
             // Along the files pane's order.
             let order = m.file_order();
-            if let Some(at) = order.iter().position(|&fp| fp == m.selected) {
+            if let Some(at) = order.iter().position(|&fp| fp == m.chunks.selected) {
                 let to = if a == Action::NextFile {
                     (at + 1).min(order.len() - 1)
                 } else {
                     at.saturating_sub(1)
                 };
-                m.selected = order[to];
-                m.focus_chunk = 0;
-                m.scroll = 0;
-                m.uncentre();
+                m.chunks.select_file(order[to]);
             }
         }
         Action::FirstChunk | Action::LastChunk => {
-            m.focus_chunk = if a == Action::FirstChunk {
-                0
-            } else {
-                m.chunks_in_selected().saturating_sub(1)
-            };
-            m.scroll = 0;
-            m.uncentre();
+            let last = m.chunks_in_selected().saturating_sub(1);
+            m.chunks
+                .focus_on(if a == Action::FirstChunk { 0 } else { last });
         }
-        Action::SortFiles => m.file_sort = m.file_sort.next(),
+        Action::SortFiles => m.chunks.file_sort = m.chunks.file_sort.next(),
         Action::Find => {
             m.view = View::Find;
             let input = &mut m.find.input;
@@ -175,45 +136,45 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
         }
         Action::Worst => {
             m.view = View::Worst;
-            m.worst_selected = 0;
+            m.worst.selected = 0;
         }
-        Action::ScrollDown => scroll(m, 10),
-        Action::ScrollUp if m.centre_on_match => scroll(m, -10),
+        Action::ScrollDown => m.chunks.scroll_by(10),
+        Action::ScrollUp if m.chunks.centre_on_match => m.chunks.scroll_by(-10),
         Action::ScrollUp => {
-            if m.scroll >= 10 {
-                m.scroll -= 10;
-            } else if m.focus_chunk > 0 && m.scroll == 0 {
-                m.focus_chunk -= 1;
+            if m.chunks.scroll >= 10 {
+                m.chunks.scroll -= 10;
+            } else if m.chunks.focus_chunk > 0 && m.chunks.scroll == 0 {
+                m.chunks.focus_chunk -= 1;
             } else {
-                m.scroll = 0;
+                m.chunks.scroll = 0;
             }
         }
         // With matches in the chunk, n and N move between them first.
-        Action::NextChunk | Action::PrevChunk if step_match(m, a == Action::NextChunk) => {}
+        Action::NextChunk | Action::PrevChunk if m.chunks.step_match(a == Action::NextChunk) => {}
         Action::NextChunk => {
-            if m.focus_chunk + 1 < m.chunks_in_selected() {
-                m.focus_chunk += 1;
+            if m.chunks.focus_chunk + 1 < m.chunks_in_selected() {
+                m.chunks.focus_chunk += 1;
             }
-            m.scroll = 0;
-            m.uncentre();
+            m.chunks.scroll = 0;
+            m.chunks.uncentre();
         }
         Action::PrevChunk => {
-            if m.scroll == 0 && !m.centre_on_match {
-                m.focus_chunk = m.focus_chunk.saturating_sub(1);
+            if m.chunks.scroll == 0 && !m.chunks.centre_on_match {
+                m.chunks.focus_chunk = m.chunks.focus_chunk.saturating_sub(1);
             }
-            m.scroll = 0;
-            m.uncentre();
+            m.chunks.scroll = 0;
+            m.chunks.uncentre();
         }
         Action::Expect => {
-            let here = (m.selected, m.focus_chunk);
-            if m.focus_chunk >= m.chunks_in_selected() {
+            let here = (m.chunks.selected, m.chunks.focus_chunk);
+            if m.chunks.focus_chunk >= m.chunks_in_selected() {
                 return Vec::new();
             }
             m.query.expect = (m.query.expect != Some(here)).then_some(here);
             m.info = Some(match m.query.expect {
                 Some(_) => format!(
                     "expected chunk #{}: the query pane says where it ranks and why",
-                    m.focus_chunk + 1
+                    m.chunks.focus_chunk + 1
                 ),
                 None => "expected chunk forgotten".into(),
             });
@@ -223,15 +184,15 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
             // The embedder probes the whole chunking, which a file chunked ahead of it is not.
             if m.partial
                 .as_ref()
-                .is_some_and(|p| p.files.contains_key(&m.selected))
+                .is_some_and(|p| p.files.contains_key(&m.chunks.selected))
             {
                 m.info = Some("tail probe: the rest of the corpus is still being chunked".into());
                 return Vec::new();
             }
-            if m.focus_chunk < m.chunks_in_selected() {
+            if m.chunks.focus_chunk < m.chunks_in_selected() {
                 return vec![Cmd::Probe {
-                    file_pos: m.selected,
-                    chunk: m.focus_chunk,
+                    file_pos: m.chunks.selected,
+                    chunk: m.chunks.focus_chunk,
                 }];
             }
         }
@@ -246,7 +207,7 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
         Action::Window => {
             m.window_spec = ModelWindows::cycle(m.window_spec);
             m.error = None;
-            m.probe = None;
+            m.chunks.probe = None;
             return m.embed_cmd();
         }
         Action::Query => {
@@ -302,9 +263,7 @@ pub(super) fn prompt_key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
                         m.error =
                             Some(format!("this file has chunks 1 to {count}; {n} is not one"));
                     } else {
-                        m.focus_chunk = n - 1;
-                        m.scroll = 0;
-                        m.uncentre();
+                        m.chunks.focus_on(n - 1);
                     }
                     Vec::new()
                 }
@@ -402,16 +361,16 @@ fn step_knob(
     up: bool,
     delta: usize,
     knob: fn(&mut chunkscope_core::chunk::ChunkSettings) -> &mut usize,
-    trail: fn(&mut super::model::KnobSteps) -> &mut KnobTrail,
+    trail: fn(&mut super::panes::KnobSteps) -> &mut KnobTrail,
 ) -> Vec<Cmd> {
     let now = *knob(&mut m.settings);
-    let next = trail(&mut m.steps).next(now, up, delta);
+    let next = trail(&mut m.chunks.steps).next(now, up, delta);
     let cmds = m.turn(|s| {
         *knob(s) = next;
         None
     });
     if *knob(&mut m.settings) == next {
-        trail(&mut m.steps).record(now, next);
+        trail(&mut m.chunks.steps).record(now, next);
     }
     cmds
 }

@@ -81,8 +81,8 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
                     m.find.found = super::find::results(m);
                     m.find.selected = m.find.selected.min(m.find.found.len().saturating_sub(1));
                     m.last_chunk_millis = Some(millis);
-                    m.highlight = None;
-                    m.probe = None;
+                    m.chunks.highlight = None;
+                    m.chunks.probe = None;
                     m.clamp_focus();
                     return m.embed_cmd();
                 }
@@ -241,7 +241,7 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
             window,
         } => {
             if generation == m.chunked_generation {
-                m.probe = Some(Probe {
+                m.chunks.probe = Some(Probe {
                     file_pos,
                     chunk,
                     cosine,
@@ -279,12 +279,16 @@ fn on_focus_chunked(
     p.done = p.done.max(done);
     p.total = total;
     for f in files {
-        if m.highlight.as_ref().is_some_and(|h| h.file_pos == f.doc) {
-            m.highlight = None;
-            m.centre_on_match = false;
+        if m.chunks
+            .highlight
+            .as_ref()
+            .is_some_and(|h| h.file_pos == f.doc)
+        {
+            m.chunks.highlight = None;
+            m.chunks.centre_on_match = false;
         }
-        if m.probe.is_some_and(|pr| pr.file_pos == f.doc) {
-            m.probe = None;
+        if m.chunks.probe.is_some_and(|pr| pr.file_pos == f.doc) {
+            m.chunks.probe = None;
         }
         p.files.insert(f.doc, f);
     }
@@ -296,15 +300,15 @@ fn adopt_engine(m: &mut Model, engine: Arc<Engine>) {
     let path = m
         .engine
         .as_ref()
-        .and_then(|e| e.corpus.docs.get(m.selected))
+        .and_then(|e| e.corpus.docs.get(m.chunks.selected))
         .map(|d| d.path.clone());
     let found = path.and_then(|p| engine.corpus.docs.iter().position(|d| d.path == p));
-    if found != Some(m.selected) {
-        m.focus_chunk = 0;
-        m.scroll = 0;
+    if found != Some(m.chunks.selected) {
+        m.chunks.focus_chunk = 0;
+        m.chunks.scroll = 0;
     }
-    m.selected = found
-        .unwrap_or(m.selected)
+    m.chunks.selected = found
+        .unwrap_or(m.chunks.selected)
         .min(engine.corpus.docs.len().saturating_sub(1));
     m.engine = Some(engine);
 }

@@ -139,10 +139,7 @@ pub(super) fn key(m: &mut Model, ev: &KeyEvent) -> Vec<Cmd> {
 fn open(m: &mut Model) {
     match m.find.found.get(m.find.selected).cloned() {
         Some(Found::File { file_pos }) => {
-            m.selected = file_pos;
-            m.focus_chunk = 0;
-            m.scroll = 0;
-            m.uncentre();
+            m.chunks.select_file(file_pos);
             m.view = View::Chunks;
         }
         Some(Found::Line {

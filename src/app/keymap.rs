@@ -132,8 +132,8 @@ type Row = (
 
 #[rustfmt::skip]
 const ACTIONS: &[Row] = &[
-    (Action::Strategy, Layer::Global, "strategy", "next strategy (the nine of README's table)", &["s"], true),
-    (Action::Preset, Layer::Global, "preset", "next preset (the eight of README's table)", &["p"], true),
+    (Action::Strategy, Layer::Global, "strategy", "next strategy (all of README's table)", &["s"], true),
+    (Action::Preset, Layer::Global, "preset", "next preset (all of README's table)", &["p"], true),
     (Action::Unit, Layer::Global, "unit", "next unit (chars, cl100k, embed)", &["u"], true),
     (Action::SizeUp, Layer::Global, "size_up", "chunk size up", &["+", "="], true),
     (Action::SizeDown, Layer::Global, "size_down", "chunk size down", &["-"], true),

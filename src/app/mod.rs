@@ -7,6 +7,7 @@ mod events;
 pub mod find;
 pub mod keymap;
 mod model;
+mod panes;
 mod query;
 pub mod textbox;
 mod worst;
@@ -21,8 +22,8 @@ use ratatui::crossterm::event::{KeyEvent, KeyEventKind, MouseEvent};
 
 use keymap::{Action, Layer};
 pub use model::{
-    EmbedStatus, EvalState, FileSort, Highlight, Model, PartialChunks, Probe, Prompt, PromptKind,
-    QueryState, Retriever, View,
+    ChunksState, EmbedStatus, EvalState, FileSort, Highlight, Model, PartialChunks, Probe, Prompt,
+    PromptKind, QueryState, Retriever, View, WorstState,
 };
 
 /// A model made ready off the UI thread: found (or downloaded), its tokenizer loaded, its

@@ -7,12 +7,13 @@ use chunkscope_core::chunk::ChunkSettings;
 use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::engine::{Chunking, Engine, FileChunks};
 use chunkscope_core::eval::judged::{JudgedQuery, Ranker};
-use chunkscope_core::eval::{CaseResult, Report};
-use chunkscope_core::rerank::stage::Reranked;
-use chunkscope_core::search::{Hit, Results};
+use chunkscope_core::eval::CaseResult;
 use chunkscope_core::window::{ModelWindows, Window, WindowSpec};
 
 use super::keymap::{Keymap, Layer};
+pub use super::panes::{
+    ChunksState, EvalState, FileSort, Highlight, Probe, QueryState, Retriever, WorstState,
+};
 use super::Cmd;
 use crate::theme::Theme;
 
@@ -71,35 +72,6 @@ impl PromptKind {
     }
 }
 
-/// The order of the files pane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FileSort {
-    #[default]
-    Name,
-    /// Most embed tokens past the window first.
-    Unseen,
-    /// Most chunks over the window first.
-    OverWindow,
-}
-
-impl FileSort {
-    pub fn label(self) -> &'static str {
-        match self {
-            FileSort::Name => "by name",
-            FileSort::Unseen => "by tokens never embedded",
-            FileSort::OverWindow => "by chunks over the window",
-        }
-    }
-
-    pub fn next(self) -> FileSort {
-        match self {
-            FileSort::Name => FileSort::Unseen,
-            FileSort::Unseen => FileSort::OverWindow,
-            FileSort::OverWindow => FileSort::Name,
-        }
-    }
-}
-
 /// The files re-chunked ahead of the rest of the corpus (the selected one, those on screen),
 /// shown in their panes at once while the worker chunks the rest; corpus-wide panes say they are
 /// partial until the whole chunking arrives. Nothing downstream (indexes, vectors, searches)
@@ -113,118 +85,6 @@ pub struct PartialChunks {
     /// Files re-chunked so far, of `total`.
     pub done: usize,
     pub total: usize,
-}
-
-/// The evaluation pane: the latest report, a pinned configuration A, the selected case.
-#[derive(Debug, Clone, Default)]
-pub struct EvalState {
-    pub report: Option<Arc<Report>>,
-    /// (chunking generation, window) the report was made for.
-    pub made_for: Option<(u64, usize)>,
-    pub pinned: Option<Arc<Report>>,
-    pub misses_only: bool,
-    /// Only the cases whose hit/miss at k differs between A and B.
-    pub flipped_only: bool,
-    pub selected: usize,
-    pub running: bool,
-}
-
-/// The two retrievers shown side by side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Retriever {
-    #[default]
-    Bm25,
-    Vector,
-    /// BM25 and vector fused by reciprocal rank fusion.
-    Hybrid,
-    /// The reranker's order of their candidates (only with `[rerank] model`).
-    Rerank,
-}
-
-/// The query pane.
-#[derive(Debug, Clone, Default)]
-pub struct QueryState {
-    pub input: super::textbox::TextBox,
-    /// The text box has the focus (else the results do).
-    pub editing: bool,
-    /// Queries run so far, oldest first, and the one recalled (Up/Down in the box).
-    pub history: Vec<String>,
-    pub history_pos: Option<usize>,
-    pub results: Option<Results>,
-    /// Id of the query in flight.
-    pub pending: Option<u64>,
-    pub next_id: u64,
-    /// The column whose hits are browsed.
-    pub column: Retriever,
-    pub selected: usize,
-    pub k: usize,
-    /// The chunk that should have been found (`x` in the chunks pane): (file position, chunk
-    /// index) in the chunking on screen; every query explains where it ranked.
-    pub expect: Option<(usize, usize)>,
-    /// The reranker's folder (`[rerank] model`): a fourth column follows each query's first
-    /// stage.
-    pub reranker: Option<String>,
-    /// The reranker's column for the results on screen, or why it failed; None while it runs.
-    pub reranked: Option<Result<Reranked, String>>,
-    /// The query whose first stage is on screen (its reranked column is awaited).
-    pub rerank_for: Option<u64>,
-}
-
-impl QueryState {
-    /// The hits of the browsed column.
-    pub fn hits(&self) -> &[Hit] {
-        match (&self.results, self.column) {
-            (Some(r), Retriever::Bm25) => &r.bm25,
-            (Some(r), Retriever::Vector) => &r.vector,
-            (Some(r), Retriever::Hybrid) => &r.hybrid,
-            (Some(_), Retriever::Rerank) => match &self.reranked {
-                Some(Ok(r)) => &r.hits,
-                _ => &[],
-            },
-            (None, _) => &[],
-        }
-    }
-
-    /// The columns browsed in turn: the reranker's only when one is configured.
-    pub fn next_column(&self) -> Retriever {
-        match self.column {
-            Retriever::Bm25 => Retriever::Vector,
-            Retriever::Vector => Retriever::Hybrid,
-            Retriever::Hybrid if self.reranker.is_some() => Retriever::Rerank,
-            Retriever::Hybrid | Retriever::Rerank => Retriever::Bm25,
-        }
-    }
-
-    /// The reranker's column is still being scored for the results on screen.
-    pub fn reranking(&self) -> bool {
-        self.reranker.is_some() && self.results.is_some() && self.reranked.is_none()
-    }
-}
-
-/// The last tail probe.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Probe {
-    pub file_pos: usize,
-    pub chunk: usize,
-    pub cosine: f32,
-    pub window: usize,
-}
-
-/// The matches to highlight in a chunk: byte ranges of its text (BM25: every matched term;
-/// vector: the best sentence; eval: the answer), and the one the pane is centred on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Highlight {
-    pub file_pos: usize,
-    pub chunk: usize,
-    pub spans: Vec<(usize, usize)>,
-    pub current: usize,
-}
-
-impl Highlight {
-    /// The range the pane centres on.
-    pub fn current_span(&self) -> Option<(usize, usize)> {
-        self.spans.get(self.current).copied()
-    }
 }
 
 pub struct Model {
@@ -259,10 +119,8 @@ pub struct Model {
     pub loading: bool,
     /// Files read so far, and documents converted, while the corpus is read.
     pub reading: Option<(usize, usize)>,
-    pub selected: usize,
-    /// The chunk the chunk pane is anchored on, and lines scrolled past its header.
-    pub focus_chunk: usize,
-    pub scroll: usize,
+    /// The files pane and the chunk pane.
+    pub chunks: ChunksState,
     pub show_help: bool,
     /// Lines the help overlay is scrolled by (short terminals).
     pub help_scroll: u16,
@@ -281,12 +139,6 @@ pub struct Model {
     pub embed: Option<EmbedStatus>,
     pub view: View,
     pub query: QueryState,
-    pub probe: Option<Probe>,
-    pub highlight: Option<Highlight>,
-    /// The chunk pane is centred on the current match (then `match_scroll` lines past it) rather
-    /// than scrolled `scroll` lines from the top of the focused chunk.
-    pub centre_on_match: bool,
-    pub match_scroll: isize,
     pub eval: EvalState,
     /// The watcher's mode ("watching", "watching (polling)") or why it is off.
     pub watch: String,
@@ -302,23 +154,12 @@ pub struct Model {
     pub cases: Option<PathBuf>,
     /// Max-Min sentence embedding in progress: (done, total).
     pub sentences: Option<(usize, usize)>,
-    /// The size and overlap turns, retraced by the opposite key.
-    pub steps: KnobSteps,
-    pub file_sort: FileSort,
     /// A number being typed (chunk to go to, exact size or overlap); keys go to it while open.
     pub prompt: Option<Prompt>,
     /// The terminal's size (columns, rows), for mouse clicks.
     pub size: (u16, u16),
     pub find: super::find::FindState,
-    /// The selected row of the worst-chunks view.
-    pub worst_selected: usize,
-}
-
-/// The trails of the size and overlap knobs.
-#[derive(Debug, Clone, Default)]
-pub struct KnobSteps {
-    pub size: super::chunks::KnobTrail,
-    pub overlap: super::chunks::KnobTrail,
+    pub worst: WorstState,
 }
 
 impl Model {
@@ -353,9 +194,7 @@ impl Model {
             chunked_generation: 0,
             loading: true,
             reading: None,
-            selected: 0,
-            focus_chunk: 0,
-            scroll: 0,
+            chunks: ChunksState::default(),
             show_help: false,
             help_scroll: 0,
             theme,
@@ -372,10 +211,6 @@ impl Model {
                 k: 5,
                 ..QueryState::default()
             },
-            probe: None,
-            highlight: None,
-            centre_on_match: false,
-            match_scroll: 0,
             eval: EvalState::default(),
             watch: String::new(),
             store: None,
@@ -383,19 +218,17 @@ impl Model {
             last_reload: None,
             cases: None,
             sentences: None,
-            steps: KnobSteps::default(),
-            file_sort: FileSort::Name,
             prompt: None,
             size: (0, 0),
             find: Default::default(),
-            worst_selected: 0,
+            worst: WorstState::default(),
         }
     }
 
     /// The files the user looks at, by position in the chunking on screen: the selected file,
     /// then the files of the latest query's hits. Their chunks are embedded first.
     pub fn focus_files(&self) -> Vec<usize> {
-        let mut files = vec![self.selected];
+        let mut files = vec![self.chunks.selected];
         if let Some(r) = &self.query.results {
             for h in r.bm25.iter().chain(&r.vector).chain(&r.hybrid) {
                 if !files.contains(&h.file_pos) {
@@ -474,7 +307,7 @@ impl Model {
                 .chunks
                 .iter()
                 .filter_map(|c| c.tail(window, self.specials));
-            match self.file_sort {
+            match self.chunks.file_sort {
                 FileSort::Name => 0,
                 FileSort::Unseen => tails.map(|t| t.tokens).sum(),
                 FileSort::OverWindow => tails.count(),
@@ -497,7 +330,7 @@ impl Model {
     }
 
     pub(super) fn chunks_in_selected(&self) -> usize {
-        self.file_chunks(self.selected)
+        self.file_chunks(self.chunks.selected)
             .map_or(0, |f| f.chunks.len())
     }
 
@@ -534,7 +367,7 @@ impl Model {
     pub fn selected_ahead(&self) -> bool {
         !self.loading
             && self.partial.as_ref().is_some_and(|p| {
-                p.settings == self.settings && p.files.contains_key(&self.selected)
+                p.settings == self.settings && p.files.contains_key(&self.chunks.selected)
             })
     }
 
@@ -547,7 +380,7 @@ impl Model {
         let order = self.file_order();
         let at = order
             .iter()
-            .position(|&fp| fp == self.selected)
+            .position(|&fp| fp == self.chunks.selected)
             .unwrap_or(0);
         let offset = at.saturating_sub(rows.saturating_sub(1));
         order.into_iter().skip(offset).take(rows).collect()
@@ -555,21 +388,18 @@ impl Model {
 
     /// What a knob turn chunks first: the selected file, then the other files on screen.
     pub fn rechunk_focus(&self) -> Vec<usize> {
-        let mut focus = vec![self.selected];
+        let mut focus = vec![self.chunks.selected];
         focus.extend(
             self.files_on_screen()
                 .into_iter()
-                .filter(|&fp| fp != self.selected),
+                .filter(|&fp| fp != self.chunks.selected),
         );
         focus
     }
 
     pub(super) fn clamp_focus(&mut self) {
         let n = self.chunks_in_selected();
-        if self.focus_chunk >= n {
-            self.focus_chunk = n.saturating_sub(1);
-            self.scroll = 0;
-        }
+        self.chunks.clamp_focus(n);
     }
 
     /// Show `chunk` of file `file_pos` in the chunk pane, centred on the first of `spans` (byte
@@ -581,17 +411,7 @@ impl Model {
         spans: Vec<(usize, usize)>,
         current: usize,
     ) {
-        self.selected = file_pos;
-        self.focus_chunk = chunk;
-        self.scroll = 0;
-        self.match_scroll = 0;
-        self.centre_on_match = !spans.is_empty();
-        self.highlight = (!spans.is_empty()).then_some(Highlight {
-            file_pos,
-            chunk,
-            current: current.min(spans.len().saturating_sub(1)),
-            spans,
-        });
+        self.chunks.open(file_pos, chunk, spans, current);
         self.view = View::Chunks;
     }
 
@@ -604,12 +424,6 @@ impl Model {
                 .get(chunk)?
                 .text(&engine.corpus.docs.get(f.doc)?.text),
         )
-    }
-
-    /// Leave the centred view (a move to another chunk or file, or a scroll from its top).
-    pub(super) fn uncentre(&mut self) {
-        self.centre_on_match = false;
-        self.match_scroll = 0;
     }
 
     /// Embed the chunking on screen at the window in force.
@@ -693,7 +507,7 @@ impl Model {
         self.chunking = None;
         self.partial = None;
         self.embed = None;
-        self.probe = None;
+        self.chunks.probe = None;
         self.query.results = None;
         self.query.reranked = None;
         self.last_reload = Some(format!("model {model} {}", self.precision));

@@ -168,9 +168,10 @@ fn query_mode_edits_runs_and_opens_a_hit() {
         Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
     );
     assert_eq!(m.view, View::Chunks);
-    assert_eq!((m.selected, m.focus_chunk), (2, 3));
+    assert_eq!((m.chunks.selected, m.chunks.focus_chunk), (2, 3));
     assert_eq!(
-        m.highlight
+        m.chunks
+            .highlight
             .as_ref()
             .map(|h| (h.file_pos, h.chunk, h.current_span().map(|s| s.0))),
         Some((2, 3, Some(40)))
@@ -529,7 +530,7 @@ fn focused_file_ahead_of_the_whole_chunking() {
     m.loading = false;
     m.generation = 4;
     m.chunked_generation = 4;
-    m.selected = 1;
+    m.chunks.selected = 1;
     m.size = (120, 40);
 
     let cmds = update(&mut m, key('-'));

@@ -9,13 +9,13 @@ pub(super) fn act(m: &mut Model, a: Action) -> bool {
     match a {
         Action::NextWorst => {
             let last = m.worst_chunks().len().saturating_sub(1);
-            m.worst_selected = (m.worst_selected + 1).min(last);
+            m.worst.selected = (m.worst.selected + 1).min(last);
         }
-        Action::PrevWorst => m.worst_selected = m.worst_selected.saturating_sub(1),
+        Action::PrevWorst => m.worst.selected = m.worst.selected.saturating_sub(1),
         Action::CloseWorst => m.view = View::Chunks,
         Action::OpenWorst => {
             let window = m.window().tokens;
-            let Some(w) = m.worst_chunks().get(m.worst_selected).copied() else {
+            let Some(w) = m.worst_chunks().get(m.worst.selected).copied() else {
                 return true;
             };
             // Centred on the tail's first token.

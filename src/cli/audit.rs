@@ -87,28 +87,60 @@ fn audit(
     as_json: bool,
     out: &mut dyn Write,
 ) -> Result<bool> {
-    let specials = engine.specials();
-    let files: Vec<FileAudit> = chunking
-        .files
-        .iter()
-        .map(|f| FileAudit {
-            file: &engine.corpus.docs[f.doc].path,
-            stats: Stats::of(f.chunks.iter(), window.tokens, specials),
-        })
-        .collect();
-    let total = chunking.stats(window.tokens, specials);
-    let worst: Vec<Worst> = chunking
-        .worst_chunks(engine, window.tokens)
-        .into_iter()
-        .take(10)
-        .map(|w| Worst {
-            file: &engine.corpus.docs[chunking.files[w.file_pos].doc].path,
-            index: w.index,
-            embed_tokens: w.embed_tokens,
-            tail_tokens: w.tail_tokens,
-        })
-        .collect();
+    let audit = Audit::of(engine, chunking, window);
     if as_json {
+        audit.write_json(out)?;
+    } else {
+        audit.write_table(out)?;
+    }
+    Ok(audit.total.over_window > 0)
+}
+
+/// One chunking's figures at one window.
+struct Audit<'a> {
+    engine: &'a Engine,
+    chunking: &'a Chunking,
+    window: &'a Window,
+    files: Vec<FileAudit<'a>>,
+    total: Stats,
+    /// The ten chunks with the most tokens past the window.
+    worst: Vec<Worst<'a>>,
+}
+
+impl<'a> Audit<'a> {
+    fn of(engine: &'a Engine, chunking: &'a Chunking, window: &'a Window) -> Audit<'a> {
+        let specials = engine.specials();
+        let files = chunking
+            .files
+            .iter()
+            .map(|f| FileAudit {
+                file: &engine.corpus.docs[f.doc].path,
+                stats: Stats::of(f.chunks.iter(), window.tokens, specials),
+            })
+            .collect();
+        let worst = chunking
+            .worst_chunks(engine, window.tokens)
+            .into_iter()
+            .take(10)
+            .map(|w| Worst {
+                file: &engine.corpus.docs[chunking.files[w.file_pos].doc].path,
+                index: w.index,
+                embed_tokens: w.embed_tokens,
+                tail_tokens: w.tail_tokens,
+            })
+            .collect();
+        Audit {
+            engine,
+            chunking,
+            window,
+            files,
+            total: chunking.stats(window.tokens, specials),
+            worst,
+        }
+    }
+
+    fn write_json(&self, out: &mut dyn Write) -> Result<()> {
+        let (engine, window, total) = (self.engine, self.window, &self.total);
         let v = json!({
             "model": engine.model.id,
             "pooling": engine.model.modules.describe(),
@@ -119,29 +151,34 @@ fn audit(
             // With a server that refuses long inputs, chunks over the window get no vector at
             // all (rejected) instead of a tail.
             "rejected": if window.rejects { total.over_window } else { 0 },
-            "settings": chunking.settings.label(),
+            "settings": self.chunking.settings.label(),
             "total": total,
-            "files": files,
-            "worst": worst,
+            "files": self.files,
+            "worst": self.worst,
             "skipped": engine.corpus.skipped,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
-    } else {
+        Ok(())
+    }
+
+    fn write_table(&self, out: &mut dyn Write) -> Result<()> {
+        let (engine, window, total) = (self.engine, self.window, &self.total);
+        let modules = &engine.model.modules;
         writeln!(
             out,
             "model {} ({})  window {} ({})  {}",
             engine.model.short_name(),
-            engine.model.modules.describe(),
+            modules.describe(),
             window.tokens,
             window.source,
-            chunking.settings.label()
+            self.chunking.settings.label()
         )?;
-        if !engine.model.modules.document_prompt().is_empty() {
+        if !modules.document_prompt().is_empty() {
             writeln!(
                 out,
                 "document prompt {:?} (counted in every chunk's window), query prompt {:?}",
-                engine.model.modules.document_prompt(),
-                engine.model.modules.query_prompt()
+                modules.document_prompt(),
+                modules.query_prompt()
             )?;
         }
         writeln!(
@@ -149,22 +186,10 @@ fn audit(
             "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
             "file", "chunks", "over", "max", "median", "p95", "unseen"
         )?;
-        let row = |name: &str, s: &Stats| {
-            format!(
-                "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
-                name,
-                s.chunks,
-                s.over_window,
-                s.max_embed_tokens,
-                s.median_embed_tokens,
-                s.p95_embed_tokens,
-                s.never_embedded_tokens
-            )
-        };
-        for f in &files {
-            writeln!(out, "{}", row(f.file, &f.stats))?;
+        for f in &self.files {
+            writeln!(out, "{}", stats_row(f.file, &f.stats))?;
         }
-        writeln!(out, "{}", row("TOTAL", &total))?;
+        writeln!(out, "{}", stats_row("TOTAL", total))?;
         if window.rejects {
             writeln!(
                 out,
@@ -183,18 +208,24 @@ fn audit(
                 total.never_embedded_tokens
             )?;
         }
-        for s in &engine.corpus.skipped {
+        self.write_notes(out)
+    }
+
+    /// Files skipped or read lossily, and the worst chunks.
+    fn write_notes(&self, out: &mut dyn Write) -> Result<()> {
+        let corpus = &self.engine.corpus;
+        for s in &corpus.skipped {
             writeln!(out, "skipped {}: {}", s.path, s.reason)?;
         }
-        for d in engine.corpus.docs.iter().filter(|d| d.lossy) {
+        for d in corpus.docs.iter().filter(|d| d.lossy) {
             writeln!(out, "note {}: invalid UTF-8 replaced by U+FFFD", d.path)?;
         }
-        if !worst.is_empty() {
+        if !self.worst.is_empty() {
             writeln!(
                 out,
                 "worst chunks (embed tokens incl. specials, tokens past the window):"
             )?;
-            for w in &worst {
+            for w in &self.worst {
                 writeln!(
                     out,
                     "  {} #{}  {} tokens, {} unseen",
@@ -202,6 +233,20 @@ fn audit(
                 )?;
             }
         }
+        Ok(())
     }
-    Ok(total.over_window > 0)
+}
+
+/// One row of the table: a file's figures, or the total's.
+fn stats_row(name: &str, s: &Stats) -> String {
+    format!(
+        "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
+        name,
+        s.chunks,
+        s.over_window,
+        s.max_embed_tokens,
+        s.median_embed_tokens,
+        s.p95_embed_tokens,
+        s.never_embedded_tokens
+    )
 }

@@ -52,62 +52,16 @@ pub fn run(
     if let Some(e) = config_error {
         notes.push(format!("{e}; using defaults"));
     }
-    let theme = if mono {
-        Theme::mono()
-    } else {
-        Theme::load(&config.theme).unwrap_or_else(|e| {
-            notes.push(e);
-            Theme::dark()
-        })
-    };
-    let (keymap, key_errors) = Keymap::with_overrides(&config.keys, &config.source_name());
-    notes.extend(key_errors.iter().map(ToString::to_string));
-    let mut m = Model::new(
-        store
-            .as_ref()
-            .map_or_else(|| corpus.to_path_buf(), PathBuf::from),
-        first.info.short_name(),
-        first.info.windows,
-        first.tok.specials(),
-        config.chunking.clone(),
-        config.window,
-        theme,
-        keymap,
-    );
+    let shown_corpus = store
+        .as_ref()
+        .map_or_else(|| corpus.to_path_buf(), PathBuf::from);
+    let mut m = new_model(shown_corpus, &config, &first, mono, &mut notes);
     for n in &notes {
         log::warn!("{n}");
     }
     let (tx, rx) = channel::<Msg>();
-    let mut models: Vec<String> = Vec::new();
-    for id in std::iter::once(&config.model).chain(&config.compare) {
-        if !models.contains(id) {
-            models.push(id.clone());
-        }
-    }
-    // Evaluation cases: --cases, else CORPUS/cases.tsv, else the SQuAD JSON the corpus came from.
-    let cases = cases.or_else(|| {
-        let tsv = corpus.join("cases.tsv");
-        if tsv.is_file() {
-            Some(tsv)
-        } else if corpus.extension().is_some_and(|e| e == "json") {
-            Some(corpus.to_path_buf())
-        } else {
-            None
-        }
-    });
-    update(
-        &mut m,
-        Msg::Configured(Box::new(Setup {
-            config_path: config.source.clone(),
-            notes,
-            store: store.clone(),
-            search_k: config.search_k,
-            precision: config.precision,
-            models,
-            cases,
-            reranker: config.rerank_model.clone(),
-        })),
-    );
+    let setup = setup(&config, corpus, cases, store.clone(), notes);
+    update(&mut m, Msg::Configured(Box::new(setup)));
     let mut session = Session::start(&mut m, &config, corpus, &first, &tx);
     let watched = match store {
         Some(_) => Err("a store is not watched (F5 reads it again)".to_string()),
@@ -125,16 +79,7 @@ pub fn run(
     let _watcher = watched.ok();
 
     let mouse = config.mouse;
-    let previous_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |p| {
-        // A parser panic the converter catches is no reason to leave the screen (the
-        // converter's quiet hook may sit inside this one when a document converted first).
-        if chunkscope_core::panics::contained() {
-            return;
-        }
-        terminal::restore_terminal(mouse);
-        previous_hook(p);
-    }));
+    restore_terminal_on_panic(mouse);
     let stop = tx.clone();
     terminal::on_termination(mouse, move || {
         let _ = stop.send(Msg::Terminate);
@@ -163,17 +108,7 @@ pub fn run(
                 generation,
             })) => {
                 config.precision = precision;
-                // Found (maybe downloaded), tokenizer and server read on a thread of its own;
-                // the screen keeps going and hears back through Msg::ModelReady.
-                let (tx, config) = (tx.clone(), config.clone());
-                std::thread::Builder::new()
-                    .name("model".into())
-                    .spawn(move || {
-                        let result = load_model(&model, &config, &mut |l| log::info!("{l}"))
-                            .map(Arc::new)
-                            .map_err(|e| format!("model {model}: {e:#}"));
-                        let _ = tx.send(Msg::ModelReady { generation, result });
-                    })?;
+                load_model_aside(model, generation, &config, &tx)?;
             }
             Ok(Some(Cmd::StartModel(loaded))) => {
                 // The new model's workers replace the old ones (whose late messages carry older
@@ -189,6 +124,108 @@ pub fn run(
         log::info!("exit; log at {}", p.display());
     }
     result
+}
+
+/// The model before anything is read: the first model's facts, the knobs, the theme and the
+/// keymap. A theme or key binding that cannot be had adds a note.
+fn new_model(
+    corpus: PathBuf,
+    config: &Config,
+    first: &LoadedModel,
+    mono: bool,
+    notes: &mut Vec<String>,
+) -> Model {
+    let theme = if mono {
+        Theme::mono()
+    } else {
+        Theme::load(&config.theme).unwrap_or_else(|e| {
+            notes.push(e);
+            Theme::dark()
+        })
+    };
+    let (keymap, key_errors) = Keymap::with_overrides(&config.keys, &config.source_name());
+    notes.extend(key_errors.iter().map(ToString::to_string));
+    Model::new(
+        corpus,
+        first.info.short_name(),
+        first.info.windows,
+        first.tok.specials(),
+        config.chunking.clone(),
+        config.window,
+        theme,
+        keymap,
+    )
+}
+
+/// What the app learns from the configuration: the models to compare, the evaluation cases.
+fn setup(
+    config: &Config,
+    corpus: &Path,
+    cases: Option<PathBuf>,
+    store: Option<String>,
+    notes: Vec<String>,
+) -> Setup {
+    let mut models: Vec<String> = Vec::new();
+    for id in std::iter::once(&config.model).chain(&config.compare) {
+        if !models.contains(id) {
+            models.push(id.clone());
+        }
+    }
+    // Evaluation cases: --cases, else CORPUS/cases.tsv, else the SQuAD JSON the corpus came from.
+    let cases = cases.or_else(|| {
+        let tsv = corpus.join("cases.tsv");
+        if tsv.is_file() {
+            Some(tsv)
+        } else if corpus.extension().is_some_and(|e| e == "json") {
+            Some(corpus.to_path_buf())
+        } else {
+            None
+        }
+    });
+    Setup {
+        config_path: config.source.clone(),
+        notes,
+        store,
+        search_k: config.search_k,
+        precision: config.precision,
+        models,
+        cases,
+        reranker: config.rerank_model.clone(),
+    }
+}
+
+/// A panic restores the terminal before its message is printed.
+fn restore_terminal_on_panic(mouse: bool) {
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |p| {
+        // A parser panic the converter catches is no reason to leave the screen (the
+        // converter's quiet hook may sit inside this one when a document converted first).
+        if chunkscope_core::panics::contained() {
+            return;
+        }
+        terminal::restore_terminal(mouse);
+        previous_hook(p);
+    }));
+}
+
+/// Find (maybe download) `model`, read its tokenizer and ask its server, on a thread of its own:
+/// the screen keeps going and hears back through Msg::ModelReady.
+fn load_model_aside(
+    model: String,
+    generation: u64,
+    config: &Config,
+    tx: &Sender<Msg>,
+) -> Result<()> {
+    let (tx, config) = (tx.clone(), config.clone());
+    std::thread::Builder::new()
+        .name("model".into())
+        .spawn(move || {
+            let result = load_model(&model, &config, &mut |l| log::info!("{l}"))
+                .map(Arc::new)
+                .map_err(|e| format!("model {model}: {e:#}"));
+            let _ = tx.send(Msg::ModelReady { generation, result });
+        })?;
+    Ok(())
 }
 
 /// Find `model` (a folder or hub id, downloading it if need be), load its tokenizer, and ask
@@ -261,8 +298,7 @@ impl Session {
         let spec = config.embed_spec();
         // One model per session, shared by Max-Min's sentences and the chunks' vectors.
         let shared = SharedEmbedder::with_spec(info.clone(), spec);
-        let embedder =
-            EmbedWorker::spawn_with(shared.clone(), worker_options(&config), tx.clone());
+        let embedder = EmbedWorker::spawn_with(shared.clone(), worker_options(config), tx.clone());
         let pipeline = Pipeline::spawn(
             Source {
                 corpus: corpus.to_path_buf(),
@@ -350,80 +386,108 @@ where
             dirty = false;
         }
         // Idle: block until something happens. Dirty but throttled: wait out the frame.
-        let first = if dirty {
-            match rx.recv_timeout(FRAME.saturating_sub(last_draw.elapsed())) {
-                Ok(msg) => Some(msg),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => return Ok(None),
-            }
-        } else {
-            match rx.recv() {
-                Ok(msg) => Some(msg),
-                Err(_) => return Ok(None),
-            }
+        let wait = dirty.then(|| FRAME.saturating_sub(last_draw.elapsed()));
+        let Some(pending) = next_messages(rx, wait) else {
+            return Ok(None);
         };
-        let mut pending: Vec<Msg> = first.into_iter().collect();
-        pending.extend(rx.try_iter());
         for msg in pending {
             dirty = true;
             for cmd in update(m, msg) {
-                match cmd {
-                    Cmd::Quit => return Ok(None),
-                    // Only the caller can carry these out (threads, new workers); it comes back.
-                    c @ (Cmd::SwitchModel { .. } | Cmd::StartModel(_)) => return Ok(Some(c)),
-                    Cmd::Load { generation } => pipeline.load(generation),
-                    Cmd::Rechunk {
-                        generation,
-                        settings,
-                        focus,
-                    } => pipeline.rechunk_focused(generation, settings, focus),
-                    Cmd::Embed {
-                        generation,
-                        engine,
-                        chunking,
-                        window,
-                    } => {
-                        if let Some(w) = embedder {
-                            w.embed(generation, engine, chunking, window);
-                        }
-                    }
-                    Cmd::Query {
-                        id,
-                        text,
-                        k,
-                        expect,
-                    } => {
-                        if let Some(w) = embedder {
-                            w.query(id, text, k, expect);
-                        }
-                    }
-                    Cmd::Probe { file_pos, chunk } => {
-                        if let Some(w) = embedder {
-                            w.probe(file_pos, chunk);
-                        }
-                    }
-                    Cmd::Eval { cases } => {
-                        if let Some(w) = embedder {
-                            w.eval(cases);
-                        }
-                    }
-                    Cmd::Copy { text } => copy_to_clipboard(&text),
-                    Cmd::SaveKnobs {
-                        path,
-                        corpus,
-                        settings,
-                        window,
-                    } => {
-                        let said = match save_knobs(&path, &corpus, &settings, window) {
-                            Ok(()) => format!("knobs written to {}", path.display()),
-                            Err(e) => format!("not saved: {e:#}"),
-                        };
-                        update(m, Msg::Info(said));
-                    }
+                match carry_out(cmd, m, pipeline, embedder) {
+                    Carried::Done => {}
+                    Carried::Quit => return Ok(None),
+                    Carried::ForCaller(c) => return Ok(Some(c)),
                 }
             }
         }
     }
+}
+
+/// The messages waiting, after the first to come within `wait` (None: as long as it takes);
+/// None when every sender is gone.
+fn next_messages(rx: &Receiver<Msg>, wait: Option<Duration>) -> Option<Vec<Msg>> {
+    let first = match wait {
+        Some(wait) => match rx.recv_timeout(wait) {
+            Ok(msg) => Some(msg),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => return None,
+        },
+        None => Some(rx.recv().ok()?),
+    };
+    let mut pending: Vec<Msg> = first.into_iter().collect();
+    pending.extend(rx.try_iter());
+    Some(pending)
+}
+
+/// What became of a command.
+enum Carried {
+    Done,
+    Quit,
+    /// Only the caller can carry it out (threads, new workers); it comes back.
+    ForCaller(Cmd),
+}
+
+/// Hand a command to the worker it is for (embedding commands are dropped without one).
+fn carry_out(
+    cmd: Cmd,
+    m: &mut Model,
+    pipeline: &Pipeline,
+    embedder: Option<&EmbedWorker>,
+) -> Carried {
+    match cmd {
+        Cmd::Quit => return Carried::Quit,
+        c @ (Cmd::SwitchModel { .. } | Cmd::StartModel(_)) => return Carried::ForCaller(c),
+        Cmd::Load { generation } => pipeline.load(generation),
+        Cmd::Rechunk {
+            generation,
+            settings,
+            focus,
+        } => pipeline.rechunk_focused(generation, settings, focus),
+        Cmd::Embed {
+            generation,
+            engine,
+            chunking,
+            window,
+        } => {
+            if let Some(w) = embedder {
+                w.embed(generation, engine, chunking, window);
+            }
+        }
+        Cmd::Query {
+            id,
+            text,
+            k,
+            expect,
+        } => {
+            if let Some(w) = embedder {
+                w.query(id, text, k, expect);
+            }
+        }
+        Cmd::Probe { file_pos, chunk } => {
+            if let Some(w) = embedder {
+                w.probe(file_pos, chunk);
+            }
+        }
+        Cmd::Eval { cases } => {
+            if let Some(w) = embedder {
+                w.eval(cases);
+            }
+        }
+        Cmd::Copy { text } => copy_to_clipboard(&text),
+        Cmd::SaveKnobs {
+            path,
+            corpus,
+            settings,
+            window,
+        } => {
+            let said = match save_knobs(&path, &corpus, &settings, window) {
+                Ok(()) => format!("knobs written to {}", path.display()),
+                Err(e) => format!("not saved: {e:#}"),
+            };
+            update(m, Msg::Info(said));
+        }
+    }
+    Carried::Done
 }
 
 /// Put `text` on the clipboard of the terminal (and of the machine the terminal runs on, over

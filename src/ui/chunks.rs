@@ -22,17 +22,20 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
     let inner_width = area.width.saturating_sub(2) as usize;
     let height = area.height.saturating_sub(2) as usize;
-    let (title, lines) = match (&m.engine, m.file_chunks(m.selected)) {
+    let (title, lines) = match (&m.engine, m.file_chunks(m.chunks.selected)) {
         (Some(engine), Some(file)) if file.doc < engine.corpus.docs.len() => {
             let doc = &engine.corpus.docs[file.doc];
-            let focus = m.focus_chunk.min(file.chunks.len().saturating_sub(1));
+            let focus = m
+                .chunks
+                .focus_chunk
+                .min(file.chunks.len().saturating_sub(1));
             let title = match file.chunks.get(focus) {
                 Some(ch) => chunk_title(m, &doc.path, ch, file.chunks.len()),
                 None => format!(" {} · no chunks ", doc.path),
             };
             let mut lines = Vec::new();
             // Centred on a match: the line it is on, half a pane down.
-            let mut first_line = m.scroll;
+            let mut first_line = m.chunks.scroll;
             for i in focus..file.chunks.len() {
                 let prev_end = i.checked_sub(1).map(|p| file.chunks[p].chunk.end);
                 let parent = file.chunks[i]
@@ -48,8 +51,8 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
                     inner_width,
                     parent,
                 );
-                if let (true, Some(l)) = (i == focus && m.centre_on_match, match_line) {
-                    let centred = l as isize - (height / 2) as isize + m.match_scroll;
+                if let (true, Some(l)) = (i == focus && m.chunks.centre_on_match, match_line) {
+                    let centred = l as isize - (height / 2) as isize + m.chunks.match_scroll;
                     first_line = centred.max(0) as usize;
                 }
                 lines.extend(chunk_lines);
@@ -107,7 +110,8 @@ fn chunk_title(m: &Model, path: &str, ch: &MeasuredChunk, total: usize) -> Strin
 }
 
 fn ch_unit(m: &Model) -> &'static str {
-    m.settings_of(m.selected).map_or("", |s| s.unit.name())
+    m.settings_of(m.chunks.selected)
+        .map_or("", |s| s.unit.name())
 }
 
 /// A chunk's size in the chunking's unit and in what the model reads, one unit name each:
@@ -216,9 +220,10 @@ pub fn render_chunk<'a>(
     let mut body = wrap_styled(text, overlap, tail_start, width, t);
     let mut match_line = None;
     if let Some(h) = m
+        .chunks
         .highlight
         .as_ref()
-        .filter(|h| h.file_pos == m.selected && h.chunk == ch.index)
+        .filter(|h| h.file_pos == m.chunks.selected && h.chunk == ch.index)
     {
         let rows = visual_lines(text, width.saturating_sub(2).max(1));
         for &span in &h.spans {

@@ -52,7 +52,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     let title = format!(
         " files {} · {}{}{} ",
         m.file_count(),
-        m.file_sort.label(),
+        m.chunks.file_sort.label(),
         if m.watch.is_empty() {
             String::new()
         } else {
@@ -68,7 +68,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         )
         .highlight_style(t.selected);
     let mut state = ListState::default();
-    if let Some(row) = order.iter().position(|&fp| fp == m.selected) {
+    if let Some(row) = order.iter().position(|&fp| fp == m.chunks.selected) {
         state.select(Some(row));
     }
     frame.render_stateful_widget(list, area, &mut state);

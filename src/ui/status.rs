@@ -7,7 +7,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::app::keymap::Action;
-use crate::app::Model;
+use crate::app::{EmbedStatus, Model, Probe};
 
 pub fn top(frame: &mut Frame, area: Rect, m: &Model) {
     let w = m.window();
@@ -76,7 +76,26 @@ pub fn hints(frame: &mut Frame, area: Rect, m: &Model) {
 /// job did.
 pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
     let t = &m.theme;
-    let right = if let Some(p) = &m.prompt {
+    let right = notice(m)
+        .or_else(|| chunking(m))
+        .or_else(|| m.chunks.probe.map(|p| probe(p, m)))
+        .or_else(|| m.embed.map(|e| embedding(e, m)))
+        .or_else(|| {
+            let ms = m.last_chunk_millis?;
+            Some(Span::styled(format!(" chunked in {ms} ms "), t.dim))
+        })
+        .unwrap_or_else(|| Span::raw(""));
+    let right = match (&m.last_reload, m.error.is_none() && !m.stale()) {
+        (Some(r), true) => Span::styled(format!(" {r} ·{}", right.content), right.style),
+        _ => right,
+    };
+    frame.render_widget(Paragraph::new(Line::from(vec![right])), area);
+}
+
+/// What comes before any progress: the number being typed, a refusal, what the last key did.
+fn notice(m: &Model) -> Option<Span<'static>> {
+    let t = &m.theme;
+    Some(if let Some(p) = &m.prompt {
         Span::styled(
             format!(
                 " {}: {}▏  (digits, enter applies, esc cancels) ",
@@ -87,9 +106,15 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
         )
     } else if let Some(e) = &m.error {
         Span::styled(format!(" {e} "), t.error)
-    } else if let Some(i) = &m.info {
-        Span::styled(format!(" {i} "), t.title)
-    } else if m.loading {
+    } else {
+        Span::styled(format!(" {} ", m.info.as_ref()?), t.title)
+    })
+}
+
+/// The corpus being read, Max-Min's sentences embedded, or the chunking under way.
+fn chunking(m: &Model) -> Option<Span<'static>> {
+    let t = &m.theme;
+    Some(if m.loading {
         let read = match m.reading {
             Some((files, 0)) => format!(": {files} files"),
             Some((files, converted)) => {
@@ -101,12 +126,14 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
             format!(" reading and tokenizing the corpus{read}… "),
             t.warn,
         )
-    } else if let Some((done, total)) = m.sentences.filter(|_| m.stale()) {
+    } else if !m.stale() {
+        return None;
+    } else if let Some((done, total)) = m.sentences {
         Span::styled(
             format!(" maxmin: embedding sentences {done}/{total} (once; thresholds reuse them)… "),
             t.warn,
         )
-    } else if let Some(p) = m.partial.as_ref().filter(|_| m.stale()) {
+    } else if let Some(p) = &m.partial {
         // The files on screen were chunked first; the rest of the corpus follows.
         Span::styled(
             format!(
@@ -116,24 +143,35 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
             ),
             t.warn,
         )
-    } else if m.stale() {
+    } else {
         Span::styled(" chunking… ", t.warn)
-    } else if let Some(p) = m.probe {
-        let verdict = if p.cosine >= 0.99995 {
-            "the end of this chunk never reaches the vector"
-        } else {
-            "the appended text moves the vector"
-        };
-        Span::styled(
-            format!(
-                " tail probe chunk {}: cosine {:.4} at window {}: {verdict} ",
-                p.chunk + 1,
-                p.cosine,
-                p.window
-            ),
-            if p.cosine >= 0.99995 { t.tail } else { t.text },
-        )
-    } else if let Some(e) = m.embed.filter(|e| !e.finished) {
+    })
+}
+
+/// The last tail probe's verdict.
+fn probe(p: Probe, m: &Model) -> Span<'static> {
+    let t = &m.theme;
+    let verdict = if p.cosine >= 0.99995 {
+        "the end of this chunk never reaches the vector"
+    } else {
+        "the appended text moves the vector"
+    };
+    Span::styled(
+        format!(
+            " tail probe chunk {}: cosine {:.4} at window {}: {verdict} ",
+            p.chunk + 1,
+            p.cosine,
+            p.window
+        ),
+        if p.cosine >= 0.99995 { t.tail } else { t.text },
+    )
+}
+
+/// The embedding's progress while it runs, or what it did.
+fn embedding(e: EmbedStatus, m: &Model) -> Span<'static> {
+    let t = &m.theme;
+    let chunked = m.last_chunk_millis.unwrap_or(0);
+    if !e.finished {
         let eta = if e.per_second > 0.0 && e.total > e.done {
             format!(" · ETA {:.0} s", (e.total - e.done) as f64 / e.per_second)
         } else {
@@ -145,50 +183,31 @@ pub fn bottom(frame: &mut Frame, area: Rect, m: &Model) {
         if e.focus_fresh {
             server.push_str(" · this file and the query's hits fresh");
         }
-        Span::styled(
+        return Span::styled(
             format!(
-                " chunked in {} ms · embedding {}/{} · {:.0} chunks/s{server}{eta} ",
-                m.last_chunk_millis.unwrap_or(0),
-                e.done,
-                e.total,
-                e.per_second
+                " chunked in {chunked} ms · embedding {}/{} · {:.0} chunks/s{server}{eta} ",
+                e.done, e.total, e.per_second
             ),
             t.warn,
+        );
+    }
+    let what = if e.embedded == 0 && e.kept == e.total {
+        format!("all {} vectors kept, nothing embedded", e.total)
+    } else if e.embedded == 0 {
+        format!(
+            "all {} vectors from the index or cache, nothing embedded",
+            e.total
         )
-    } else if let Some(e) = m.embed {
-        let what = if e.embedded == 0 && e.kept == e.total {
-            format!("all {} vectors kept, nothing embedded", e.total)
-        } else if e.embedded == 0 {
-            format!(
-                "all {} vectors from the index or cache, nothing embedded",
-                e.total
-            )
-        } else if e.kept > 0 {
-            format!(
-                "{} vectors kept, embedded {} in {:.1} s",
-                e.kept, e.embedded, e.seconds
-            )
-        } else {
-            format!(
-                "embedded {} of {} in {:.1} s",
-                e.embedded, e.total, e.seconds
-            )
-        };
-        Span::styled(
-            format!(
-                " chunked in {} ms · {what} ",
-                m.last_chunk_millis.unwrap_or(0)
-            ),
-            t.dim,
+    } else if e.kept > 0 {
+        format!(
+            "{} vectors kept, embedded {} in {:.1} s",
+            e.kept, e.embedded, e.seconds
         )
-    } else if let Some(ms) = m.last_chunk_millis {
-        Span::styled(format!(" chunked in {ms} ms "), t.dim)
     } else {
-        Span::raw("")
+        format!(
+            "embedded {} of {} in {:.1} s",
+            e.embedded, e.total, e.seconds
+        )
     };
-    let right = match (&m.last_reload, m.error.is_none() && !m.stale()) {
-        (Some(r), true) => Span::styled(format!(" {r} ·{}", right.content), right.style),
-        _ => right,
-    };
-    frame.render_widget(Paragraph::new(Line::from(vec![right])), area);
+    Span::styled(format!(" chunked in {chunked} ms · {what} "), t.dim)
 }

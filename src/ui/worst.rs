@@ -50,7 +50,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         frame,
         (rows[0], rows[1]),
         items,
-        (title, m.worst_selected),
+        (title, m.worst.selected),
         hint,
         t,
     );

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Reference chunks from chonkie 1.7.0 (RecursiveChunker, TokenChunker) and haystack-ai 3.4.1's
 RecursiveDocumentSplitter, behind the chonkie, chonkie-tokens and haystack-recursive presets
-(tests/parity_chonkie.rs). Runs in the interpreter named by CHUNKSCOPE_SPLITTERS_PYTHON (see
+(tests/parity_chonkie.rs, tests/parity_haystack_recursive.rs), and the sentences of Haystack's
+SentenceSplitter under that splitter ("haystack-sentences": each [start, sentence]). Runs in the interpreter named by CHUNKSCOPE_SPLITTERS_PYTHON (see
 scripts/test.sh for the pins).
 
 Interface: JSON on stdin
-  {"library": "chonkie" | "chonkie-tokens" | "haystack-recursive",
+  {"library": "chonkie" | "chonkie-tokens" | "haystack-recursive" | "haystack-sentences",
    "texts": [str, ...],
    "chunk_size": int | null,       (null: the library's default)
    "overlap": int | null,          (chonkie-tokens, haystack-recursive; null: the default)
-   "nltk_data": str | null}        (haystack-recursive: a folder holding tokenizers/punkt_tab)
+   "nltk_data": str | null}        (haystack-*: a folder holding tokenizers/punkt_tab)
 JSON on stdout:
   {"chunks": [[[start, text], ...] per input text], "chunk_size": int, "versions": {...}}
 where start is the chunk's offset in the text in code points (Python string indices), as the
@@ -80,12 +81,29 @@ def haystack_recursive(req):
     return out, splitter.split_length, "haystack-ai"
 
 
+def haystack_sentences(req):
+    """The sentences the "sentence" separator cuts at: Haystack's SentenceSplitter as
+    RecursiveDocumentSplitter builds it by default (keep_white_spaces=True)."""
+    if req.get("nltk_data"):
+        import nltk
+
+        nltk.data.path.insert(0, req["nltk_data"])
+    from haystack.components.preprocessors.sentence_tokenizer import SentenceSplitter
+
+    splitter = SentenceSplitter(keep_white_spaces=True)
+    out = []
+    for text in req["texts"]:
+        out.append([[s["start"], s["sentence"]] for s in splitter.split_sentences(text)])
+    return out, None, "haystack-ai"
+
+
 def main():
     req = json.load(sys.stdin)
     run = {
         "chonkie": chonkie_,
         "chonkie-tokens": chonkie_tokens,
         "haystack-recursive": haystack_recursive,
+        "haystack-sentences": haystack_sentences,
     }[req["library"]]
     chunks, size, package = run(req)
     json.dump(

@@ -230,7 +230,8 @@ fn run_backend(
             }
             let ours_tps = tokens as f64 / best;
             let ours_xps = refs.len() as f64 / best;
-            let st_tps = |t: Option<&Timings>| t.and_then(|t| t.get(&b)).map(|&s| tokens as f64 / s);
+            let st_tps =
+                |t: Option<&Timings>| t.and_then(|t| t.get(&b)).map(|&s| tokens as f64 / s);
             let row = EmbedRow {
                 backend: emb.backend_name(),
                 window,

@@ -249,7 +249,9 @@ fn locate(m: Option<String>) -> anyhow::Result<ModelInfo> {
 }
 
 /// Parse precision names, f32 first (the others are compared with its vectors).
-fn parse_precisions(names: &[String]) -> anyhow::Result<Vec<chunkscope_core::embed::lowp::Precision>> {
+fn parse_precisions(
+    names: &[String],
+) -> anyhow::Result<Vec<chunkscope_core::embed::lowp::Precision>> {
     let mut precisions = names
         .iter()
         .map(|p| p.parse().map_err(anyhow::Error::msg))

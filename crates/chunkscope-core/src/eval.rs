@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::cases::{norm, Case, Cases};
+use super::cases::Cases;
 use super::embed::driver::embed_cached;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
@@ -13,7 +13,9 @@ use super::rerank::stage::{self, Stage};
 use super::search::SearchIndex;
 
 pub mod judged;
+mod spans;
 use judged::{JudgedReport, Ranker};
+use spans::{place, HitTexts, SpanScorer};
 
 /// Why an evaluation could not finish.
 #[derive(Debug, thiserror::Error)]
@@ -382,65 +384,6 @@ pub fn ks_with(ks: &[usize], at: usize) -> Vec<usize> {
     ks
 }
 
-/// Where a case's answer sits in the chunking: bucket, holding chunk, answer token.
-fn place(
-    engine: &Engine,
-    chunking: &Chunking,
-    case: &Case,
-    window: usize,
-) -> (Bucket, Option<(usize, usize)>, Option<usize>) {
-    let specials = engine.specials();
-    let Some(fp) = chunking.files.iter().position(|f| f.doc == case.doc) else {
-        return (Bucket::InNoChunk, None, None);
-    };
-    let doc = &engine.corpus.docs[case.doc].text;
-    let answer = norm(&case.answer);
-    let mut tail_holder = None;
-    let mut overlaps = false;
-    for c in chunking.files[fp].chunks.iter() {
-        let (cs, ce) = (c.chunk.start, c.chunk.end);
-        overlaps |= cs < case.end && case.start < ce;
-        let holds = match &c.chunk.text {
-            None => cs <= case.start && case.end <= ce,
-            Some(t) => cs <= case.start && case.end <= ce && norm(t).contains(&answer),
-        };
-        if !holds {
-            continue;
-        }
-        let rel_start = case.start - cs;
-        let rel_end = case.end - cs;
-        let token = c.input_position(
-            c.token_starts
-                .partition_point(|&s| s as usize <= rel_start)
-                .saturating_sub(1),
-            specials,
-        );
-        match c.tail(window, specials) {
-            Some(t) if rel_end > t.start_byte => {
-                tail_holder.get_or_insert((c.index, token));
-            }
-            _ => return (Bucket::InsideWindow, Some((fp, c.index)), Some(token)),
-        }
-    }
-    let _ = doc;
-    match tail_holder {
-        Some((ci, tok)) => (Bucket::InTheTail, Some((fp, ci)), Some(tok)),
-        None if overlaps => (Bucket::SplitAcrossChunks, None, None),
-        None => (Bucket::InNoChunk, None, None),
-    }
-}
-
-fn third(case: &Case, len: usize) -> Third {
-    let pos = case.start as f64 / len.max(1) as f64;
-    if pos < 1.0 / 3.0 {
-        Third::First
-    } else if pos < 2.0 / 3.0 {
-        Third::Middle
-    } else {
-        Third::Last
-    }
-}
-
 /// Run every case through BM25, vectors and their fusion.
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate(
@@ -477,126 +420,18 @@ pub fn evaluate_with(
     rerank: Option<Stage>,
 ) -> Result<Report, EvalError> {
     let mut meter = rerank.map(RerankMeter::new);
-    // Normalised texts of what a hit returns, by chunk id, for "the retrieved text contains the
-    // answer": the chunk, or in parent mode its parent section (and then each parent counts once
-    // in a ranking, at its best child).
-    let parents = chunking.settings.parents;
-    let mut normed: Vec<String> = Vec::with_capacity(index.len());
-    let mut parent_of: Vec<Option<(usize, usize)>> = Vec::with_capacity(index.len());
-    for id in 0..index.len() as u64 {
-        let (fp, ci) = index.chunk_ref(id).expect("id in range");
-        let f = &chunking.files[fp];
-        let doc = &engine.corpus.docs[f.doc].text;
-        let c = &f.chunks[ci];
-        match c.parent.and_then(|p| f.parents.get(p).map(|x| (p, x))) {
-            Some((p, parent)) if parents => {
-                normed.push(norm(&doc[parent.start..parent.end]));
-                parent_of.push(Some((fp, p)));
-            }
-            _ => {
-                normed.push(norm(c.text(doc)));
-                parent_of.push(None);
-            }
-        }
-    }
-    let dedup = |ranking: Vec<u64>| -> Vec<u64> {
-        if !parents {
-            return ranking;
-        }
-        let mut seen = std::collections::HashSet::new();
-        ranking
-            .into_iter()
-            .filter(|&id| parent_of[id as usize].is_none_or(|p| seen.insert(p)))
-            .collect()
+    let qvs = embed_questions(embedder, cache, cases, window)?;
+    let scorer = SpanScorer {
+        engine,
+        chunking,
+        index,
+        texts: HitTexts::new(engine, chunking, index),
+        window,
+        k,
     };
-    // Questions are embedded as queries: with the model's query prompt; the judged queries
-    // after the span cases' questions.
-    let judged_queries = cases.judged.iter().flat_map(|j| &j.judgments.cases);
-    let prompted: Vec<std::borrow::Cow<str>> = cases
-        .cases
-        .iter()
-        .map(|c| embedder.query_text(&c.question))
-        .chain(judged_queries.map(|q| embedder.query_text(&q.query)))
-        .collect();
-    let questions: Vec<&str> = prompted.iter().map(|q| q.as_ref()).collect();
-    let (qvs, _) = embed_cached(embedder, cache, &questions, window, |_, _| true)
-        .map_err(EvalError::Questions)?;
-    let first_hit = |ranking: &[u64], answer: &str| {
-        ranking
-            .iter()
-            .position(|&id| normed[id as usize].contains(answer))
-            .map(|p| p + 1)
-    };
-    let mut results = Vec::with_capacity(cases.cases.len());
-    for (i, case) in cases.cases.iter().enumerate() {
-        let answer = norm(&case.answer);
-        let bm = dedup(index.bm25_ranking(&case.question)?);
-        let bm25_rank = first_hit(&bm, &answer);
-        let vr = match qvs.get(i) {
-            Some(qv) if index.has_vectors() => dedup(index.vector_ranking(qv)),
-            _ => Vec::new(),
-        };
-        let vector_rank = first_hit(&vr, &answer);
-        let fused: Vec<u64> = crate::search::rrf(&[&bm, &vr], index.rrf_k)
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
-        let hybrid_rank = first_hit(&fused, &answer);
-        let rerank_rank = match meter.as_mut() {
-            Some(m) => {
-                let qv = qvs.get(i).filter(|_| index.has_vectors());
-                let ids = m.ranking(
-                    index,
-                    (engine, chunking),
-                    &case.question,
-                    qv.map_or(&[][..], |v| v.as_slice()),
-                )?;
-                first_hit(&dedup(ids), &answer)
-            }
-            None => None,
-        };
-        let (bucket, holding, answer_token) = place(engine, chunking, case, window);
-        let explain = |rank: Option<usize>, vector: bool| -> Option<MissReason> {
-            if rank.is_some_and(|r| r <= k) {
-                return None;
-            }
-            Some(match (bucket, rank) {
-                (Bucket::InNoChunk, None) => MissReason::AnswerInNoChunk,
-                (Bucket::SplitAcrossChunks, None) => MissReason::SplitAcrossChunks,
-                (Bucket::InTheTail, _) if vector => MissReason::AnswerInTheTail,
-                (_, Some(r)) => MissReason::RankedBelowK { rank: r },
-                (_, None) => MissReason::NotRetrieved,
-            })
-        };
-        results.push(CaseResult {
-            line: case.line,
-            question: case.question.clone(),
-            answer: case.answer.clone(),
-            file: engine.corpus.docs[case.doc].path.clone(),
-            bucket,
-            third: third(case, engine.corpus.docs[case.doc].text.len()),
-            holding,
-            answer_token,
-            bm25_rank,
-            vector_rank,
-            hybrid_rank,
-            bm25_miss: explain(bm25_rank, false),
-            vector_miss: explain(vector_rank, true),
-            hybrid_miss: explain(hybrid_rank, false),
-            rerank_rank,
-            rerank_miss: meter.as_ref().and_then(|_| explain(rerank_rank, false)),
-        });
-    }
-    let reranked = meter.is_some();
-    let recall = |sel: &dyn Fn(&CaseResult) -> bool| {
-        let rs: Vec<&CaseResult> = results.iter().filter(|r| sel(r)).collect();
-        (
-            Recall::of(&rs.iter().map(|r| r.bm25_rank).collect::<Vec<_>>(), ks),
-            Recall::of(&rs.iter().map(|r| r.vector_rank).collect::<Vec<_>>(), ks),
-            Recall::of(&rs.iter().map(|r| r.hybrid_rank).collect::<Vec<_>>(), ks),
-            reranked.then(|| Recall::of(&rs.iter().map(|r| r.rerank_rank).collect::<Vec<_>>(), ks)),
-        )
-    };
+    let results = (cases.cases.iter().enumerate())
+        .map(|(i, case)| scorer.score(case, qvs.get(i), meter.as_mut()))
+        .collect::<Result<Vec<_>, _>>()?;
     let judged = match &cases.judged {
         Some(j) => {
             let searched = judged::Searched {
@@ -610,19 +445,8 @@ pub fn evaluate_with(
         }
         None => None,
     };
+    let recall = |sel: &dyn Fn(&CaseResult) -> bool| recalls(&results, ks, meter.is_some(), sel);
     let (bm25, vector, hybrid, rerank) = recall(&|_| true);
-    fn breakdown<T: Copy>(
-        group: T,
-        (bm25, vector, hybrid, rerank): (Recall, Recall, Recall, Option<Recall>),
-    ) -> Breakdown<T> {
-        Breakdown {
-            group,
-            bm25,
-            vector,
-            hybrid,
-            rerank,
-        }
-    }
     let by_bucket = Bucket::ALL
         .iter()
         .map(|&b| breakdown(b, recall(&|r| r.bucket == b)))
@@ -652,6 +476,59 @@ pub fn evaluate_with(
         bad_lines: cases.bad.clone(),
         judged,
     })
+}
+
+/// The vectors of the span cases' questions, then of the judged queries: embedded as queries
+/// (with the model's query prompt).
+fn embed_questions(
+    embedder: &Embedder,
+    cache: &mut EmbedCache,
+    cases: &Cases,
+    window: usize,
+) -> Result<Vec<Vec<f32>>, EvalError> {
+    let judged_queries = cases.judged.iter().flat_map(|j| &j.judgments.cases);
+    let prompted: Vec<std::borrow::Cow<str>> = cases
+        .cases
+        .iter()
+        .map(|c| embedder.query_text(&c.question))
+        .chain(judged_queries.map(|q| embedder.query_text(&q.query)))
+        .collect();
+    let questions: Vec<&str> = prompted.iter().map(|q| q.as_ref()).collect();
+    let (qvs, _) = embed_cached(embedder, cache, &questions, window, |_, _| true)
+        .map_err(EvalError::Questions)?;
+    Ok(qvs)
+}
+
+/// Recall of BM25, vectors, hybrid and the reranker.
+type Recalls = (Recall, Recall, Recall, Option<Recall>);
+
+/// Recall of each retriever over the results `sel` keeps (the reranker's with `reranked`).
+fn recalls(
+    results: &[CaseResult],
+    ks: &[usize],
+    reranked: bool,
+    sel: &dyn Fn(&CaseResult) -> bool,
+) -> Recalls {
+    let rs: Vec<&CaseResult> = results.iter().filter(|r| sel(r)).collect();
+    let of = |rank: fn(&CaseResult) -> Option<usize>| {
+        Recall::of(&rs.iter().map(|r| rank(r)).collect::<Vec<_>>(), ks)
+    };
+    (
+        of(|r| r.bm25_rank),
+        of(|r| r.vector_rank),
+        of(|r| r.hybrid_rank),
+        reranked.then(|| of(|r| r.rerank_rank)),
+    )
+}
+
+fn breakdown<T: Copy>(group: T, (bm25, vector, hybrid, rerank): Recalls) -> Breakdown<T> {
+    Breakdown {
+        group,
+        bm25,
+        vector,
+        hybrid,
+        rerank,
+    }
 }
 
 /// The report as a Markdown table plus the misses.

@@ -45,7 +45,10 @@ impl MeasuredChunk {
         };
         let text = chunk.text(doc.text);
         let chars = text.chars().count();
-        let cl100k = (unit == Unit::Cl100k).then(|| cl100k_count(text));
+        let cl100k = (unit == Unit::Cl100k).then(|| match &chunk.text {
+            None => doc.count(Unit::Cl100k, chunk.start, chunk.end),
+            Some(own) => cl100k_count(own),
+        });
         let unit_len = match unit {
             Unit::Chars => chars,
             Unit::Cl100k => cl100k.unwrap_or(0),

@@ -10,9 +10,12 @@ use super::embed::driver::embed_cached;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
 use super::index::ann::{AnnBuild, AnnJob};
-use super::index::bm25::{Bm25Doc, Bm25Error};
+use super::index::bm25::{Bm25Doc, Bm25Error, Bm25Hit};
 use super::index::{AnnIndex, AnnInfo, AnnParams, AnnStats, Bm25, VectorIndex};
 use super::measure::MeasuredChunk;
+
+mod hits;
+use hits::HitMaker;
 
 /// Every failure of a search index is its BM25 side's (the vector side cannot fail; a query
 /// vector that could not be made is reported in [`Results`], not as an error).
@@ -550,151 +553,61 @@ impl SearchIndex {
         k: usize,
         window: usize,
     ) -> Result<Results> {
-        let specials = engine.specials();
-        let parents = chunking.settings.parents;
-        // In parent mode several children may share a parent: look deeper, keep k parents.
-        let depth = if parents { k.saturating_mul(8) } else { k };
-        let parent_of = |id: u64| -> Option<(usize, usize)> {
-            let &(fp, c) = self.refs.get(id as usize)?;
-            Some((fp, chunking.files[fp].chunks[c].parent?))
+        let hits = HitMaker {
+            index: self,
+            engine,
+            chunking,
+            window,
         };
-        // The indexes answer with chunk keys; from here on hits carry chunk ids.
-        let mut bm = self.bm25.search(query, depth, |key| {
-            let id = *self.ids.get(&key)?;
-            self.chunk(engine, chunking, id)
-                .map(|(_, c, doc)| c.text(doc))
-        })?;
-        bm.retain_mut(|h| match self.ids.get(&h.id) {
-            Some(&id) => {
-                h.id = id;
-                true
-            }
-            None => false,
-        });
+        // In parent mode several children may share a parent: look deeper, keep k parents.
+        let depth = if chunking.settings.parents {
+            k.saturating_mul(8)
+        } else {
+            k
+        };
+        let bm = self.bm25_top(engine, chunking, query, depth)?;
         let (qv, vector_error) =
             match crate::explain::query_vector(self, embedder, cache, query, window) {
                 Ok(v) => (v, None),
                 Err(e) => (Vec::new(), Some(format!("vector search failed: {e}"))),
             };
-        let (mut vec_hits, approximate) = if qv.is_empty() {
+        let (vec_hits, approximate) = if qv.is_empty() {
             (Vec::new(), None)
         } else {
             self.vector_top(&qv, depth)
         };
-        let one_per_parent = |ids: Vec<u64>| -> Vec<u64> {
-            let mut seen = HashSet::new();
-            ids.into_iter()
-                .filter(|&id| !parents || seen.insert(parent_of(id)))
-                .collect()
-        };
-        // Hybrid: the full rankings fused, so a chunk ranked below k by both can still rise.
-        let full_bm = one_per_parent(self.bm25_ranking(query)?);
-        let full_vec = if qv.is_empty() {
-            Vec::new()
-        } else {
-            one_per_parent(self.vector_ranking(&qv))
-        };
-        let mut fused = rrf(&[&full_bm, &full_vec], self.rrf_k);
-        fused.truncate(k);
-        if parents {
-            let mut seen = HashSet::new();
-            bm.retain(|h| seen.insert(parent_of(h.id)));
-            seen.clear();
-            vec_hits.retain(|h| seen.insert(parent_of(h.0)));
-        }
+        let fused = self.fused_top(&hits, query, &qv, k)?;
+        let mut bm = hits.one_per_parent(bm, |h| h.id);
+        let mut vec_hits = hits.one_per_parent(vec_hits, |h| h.0);
         bm.truncate(k);
         vec_hits.truncate(k);
-        // What "the other retriever returned it too" compares: chunks, or parents in parent mode.
-        let same = |id: u64| -> (Option<(usize, usize)>, u64) {
-            if parents {
-                (parent_of(id), 0)
-            } else {
-                (None, id)
-            }
+        let bm_ids: HashSet<_> = bm.iter().map(|h| hits.same(h.id)).collect();
+        let vec_ids: HashSet<_> = vec_hits.iter().map(|h| hits.same(h.0)).collect();
+        // The match of a vector hit: its sentence nearest the query.
+        let mut best = |id: u64| {
+            self.chunk(engine, chunking, id)
+                .and_then(|(_, c, doc)| best_sentence(embedder, cache, c.text(doc), &qv, window))
         };
-        let bm_ids: HashSet<_> = bm.iter().map(|h| same(h.id)).collect();
-        let vec_ids: HashSet<_> = vec_hits.iter().map(|h| same(h.0)).collect();
-        let make = |rank: usize,
-                    id: u64,
-                    score: f32,
-                    match_byte: Option<usize>,
-                    only_here: bool|
-         -> Option<Hit> {
-            let &(fp, c) = self.refs.get(id as usize)?;
-            let (path, chunk, _) = self.chunk(engine, chunking, id)?;
-            let token = match_byte.map(|b| {
-                chunk
-                    .token_starts
-                    .partition_point(|&s| s as usize <= b)
-                    .saturating_sub(1)
-            });
-            let readable = chunk.readable(window, specials);
-            let parent = chunk.parent.and_then(|p| {
-                let p = chunking.files[fp].parents.get(p)?;
-                let text = &engine.corpus.docs[chunking.files[fp].doc].text[p.start..p.end];
-                Some(ParentHit {
-                    id: p.id(path),
-                    heading: p.heading.clone(),
-                    start_byte: p.start,
-                    end_byte: p.end,
-                    chars: text.chars().count(),
-                    cl100k_tokens: crate::tokenize::cl100k_count(text),
-                })
-            });
-            let pages = engine.corpus.docs[chunking.files[fp].doc]
-                .page_span(chunk.chunk.start, chunk.chunk.end);
-            Some(Hit {
-                rank,
-                score,
-                file: path.to_string(),
-                id: None,
-                file_pos: fp,
-                chunk: c,
-                heading: chunk.chunk.heading.clone(),
-                match_byte,
-                token_offset: token.map(|t| chunk.input_position(t, specials)),
-                in_tail: token.is_some_and(|t| t >= readable),
-                only_here,
-                parent,
-                page_start: pages.map(|p| p.0),
-                page_end: pages.map(|p| p.1),
-            })
-        };
-        let bm25 = bm
-            .iter()
-            .enumerate()
+        let bm25 = (bm.iter().enumerate())
             .filter_map(|(i, h)| {
-                make(
-                    i + 1,
-                    h.id,
-                    h.score,
-                    h.first_match,
-                    !vec_ids.contains(&same(h.id)),
-                )
+                let only_here = !vec_ids.contains(&hits.same(h.id));
+                hits.hit(i + 1, h.id, h.score, h.first_match, only_here)
             })
             .collect();
-        let mut vector = Vec::new();
-        for (i, &(id, score)) in vec_hits.iter().enumerate() {
-            let best = self
-                .chunk(engine, chunking, id)
-                .and_then(|(_, c, doc)| best_sentence(embedder, cache, c.text(doc), &qv, window));
-            if let Some(h) = make(i + 1, id, score, best, !bm_ids.contains(&same(id))) {
-                vector.push(h);
-            }
-        }
-        let mut hybrid = Vec::new();
-        for (i, &(id, score)) in fused.iter().enumerate() {
-            // The match: BM25's first term when it has one, else the best sentence.
-            let first_term = bm.iter().find(|h| h.id == id).and_then(|h| h.first_match);
-            let at = first_term.or_else(|| {
-                self.chunk(engine, chunking, id).and_then(|(_, c, doc)| {
-                    best_sentence(embedder, cache, c.text(doc), &qv, window)
-                })
-            });
-            if let Some(h) = make(i + 1, id, score as f32, at, false) {
-                hybrid.push(h);
-            }
-        }
+        let vector = (vec_hits.iter().enumerate())
+            .filter_map(|(i, &(id, score))| {
+                let only_here = !bm_ids.contains(&hits.same(id));
+                hits.hit(i + 1, id, score, best(id), only_here)
+            })
+            .collect();
+        let hybrid = (fused.iter().enumerate())
+            .filter_map(|(i, &(id, score))| {
+                // The match: BM25's first term when it has one, else the best sentence.
+                let first_term = bm.iter().find(|h| h.id == id).and_then(|h| h.first_match);
+                let at = first_term.or_else(|| best(id));
+                hits.hit(i + 1, id, score as f32, at, false)
+            })
+            .collect();
         Ok(Results {
             query: query.to_string(),
             k,
@@ -708,6 +621,48 @@ impl SearchIndex {
             expect: None,
             approximate,
         })
+    }
+
+    /// BM25's top `depth`, its hits carrying chunk ids (the index answers with chunk keys).
+    fn bm25_top(
+        &self,
+        engine: &Engine,
+        chunking: &Chunking,
+        query: &str,
+        depth: usize,
+    ) -> Result<Vec<Bm25Hit>> {
+        let mut bm = self.bm25.search(query, depth, |key| {
+            let id = *self.ids.get(&key)?;
+            self.chunk(engine, chunking, id)
+                .map(|(_, c, doc)| c.text(doc))
+        })?;
+        bm.retain_mut(|h| match self.ids.get(&h.id) {
+            Some(&id) => {
+                h.id = id;
+                true
+            }
+            None => false,
+        });
+        Ok(bm)
+    }
+
+    /// Hybrid: the full rankings fused, so a chunk ranked below k by both can still rise.
+    fn fused_top(
+        &self,
+        hits: &HitMaker,
+        query: &str,
+        qv: &[f32],
+        k: usize,
+    ) -> Result<Vec<(u64, f64)>> {
+        let full_bm = hits.one_per_parent(self.bm25_ranking(query)?, |&id| id);
+        let full_vec = if qv.is_empty() {
+            Vec::new()
+        } else {
+            hits.one_per_parent(self.vector_ranking(qv), |&id| id)
+        };
+        let mut fused = rrf(&[&full_bm, &full_vec], self.rrf_k);
+        fused.truncate(k);
+        Ok(fused)
     }
 }
 

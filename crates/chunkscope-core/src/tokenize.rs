@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
 use tokenizers::{PreTokenizerWrapper, Tokenizer};
 
+pub(crate) mod cl100k_pieces;
+
 /// Why a tokenizer could not be opened or could not tokenize a text.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TokenizeError {
@@ -208,6 +210,9 @@ pub struct DocTokens {
     pub cl100k_starts: Vec<u32>,
     /// The cl100k token ids of the whole document.
     pub cl100k_ids: Vec<u32>,
+    /// True when every word covers at least one byte and, token after token, words start and end
+    /// in order (BERT's always do): counts can then skip over whole words by binary search.
+    words_in_order: bool,
 }
 
 impl DocTokens {
@@ -231,11 +236,19 @@ impl DocTokens {
             cl100k_starts.push(at);
             at += bpe.decode_bytes(&[id]).map(|b| b.len()).unwrap_or(0) as u32;
         }
+        let words_in_order = embed.iter().all(|t| {
+            let w = words[t.word as usize];
+            w.0 < w.1
+        }) && embed.windows(2).all(|p| {
+            let (a, b) = (words[p[0].word as usize], words[p[1].word as usize]);
+            a.0 <= b.0 && a.1 <= b.1 && p[0].word <= p[1].word
+        });
         Ok(DocTokens {
             embed,
             words,
             cl100k_starts,
             cl100k_ids,
+            words_in_order,
         })
     }
 
@@ -288,6 +301,17 @@ impl DocTokens {
         out
     }
 
+    /// Number of cl100k tokens in `text[start..end]` encoded alone (`text` is the document these
+    /// tokens were made from): the document's tokens between the slice's first and last forced
+    /// piece boundaries, and only its two ends encoded again.
+    pub fn cl100k_count_in(&self, text: &str, start: usize, end: usize) -> usize {
+        if start >= end {
+            return 0;
+        }
+        cl100k_pieces::slice_count(text, &self.cl100k_starts, start, end)
+            .unwrap_or_else(|| cl100k_count(&text[start..end]))
+    }
+
     /// Number of content embed tokens in `text[start..end]` tokenized alone.
     pub fn embed_count_in(
         &self,
@@ -296,7 +320,33 @@ impl DocTokens {
         end: usize,
         tok: &EmbedTokenizer,
     ) -> usize {
-        self.embed_spans_in(text, start, end, tok).len()
+        if start >= end {
+            return 0;
+        }
+        if !tok.is_word_local() || !self.words_in_order {
+            return self.embed_spans_in(text, start, end, tok).len();
+        }
+        // As `embed_spans_in`, without listing the tokens: the whole words inside the slice are
+        // a run of the document's tokens, found by two binary searches.
+        let (s, e) = (start as u32, end as u32);
+        let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
+        let word_of = |i: usize| self.words[self.embed[i].word as usize];
+        let mut i = self.embed.partition_point(|t| t.end <= s);
+        let mut n = 0;
+        if i < self.embed.len() && straddles(word_of(i), s) {
+            let w = word_of(i);
+            n += fragment(text, start, w.1.min(e) as usize, tok).len();
+            let word = self.embed[i].word;
+            i += self.embed[i..].partition_point(|t| t.word == word);
+        }
+        // With words in order, the walk of `embed_spans_in` stops at the first token whose word
+        // ends past `e`: the one cut by the right boundary, or one wholly after it.
+        let k = i + self.embed[i..].partition_point(|t| self.words[t.word as usize].1 <= e);
+        n += k - i;
+        if k < self.embed.len() && straddles(word_of(k), e) {
+            n += fragment(text, word_of(k).0.max(s) as usize, end, tok).len();
+        }
+        n
     }
 }
 

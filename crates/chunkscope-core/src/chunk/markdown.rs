@@ -133,6 +133,41 @@ fn blocks(text: &str) -> Vec<Block> {
 }
 
 impl Markdown {
+    /// True when the length of `a` + "\n" + `b` is the sum of theirs (plus the newline's own
+    /// character), so that table rows can be grouped without counting each group again:
+    /// characters, and the tokens of a word-local tokenizer (a newline always ends a word and
+    /// every word is encoded alone). cl100k may merge the newline with its neighbours.
+    fn additive(&self, doc: &DocView) -> bool {
+        match self.unit {
+            Unit::Chars => true,
+            Unit::Embed => doc.tok.is_word_local(),
+            Unit::Cl100k => false,
+        }
+    }
+
+    /// The length of every text in the unit, for an additive unit (see `additive`): the embed
+    /// tokens come from one encoding of the texts joined by newlines, each token counted with the
+    /// text it starts in (a newline ends every word, so no token spans two texts).
+    fn lengths(&self, doc: &DocView, texts: &[&str]) -> Vec<usize> {
+        let each = || texts.iter().map(|t| count(self.unit, t, doc.tok)).collect();
+        if self.unit != Unit::Embed {
+            return each();
+        }
+        let Ok(spans) = doc.tok.spans(&texts.join("\n")) else {
+            return each();
+        };
+        let mut lens = vec![0; texts.len()];
+        let (mut i, mut end) = (0, texts.first().map_or(0, |t| t.len()));
+        for t in spans {
+            while t.start as usize > end && i + 1 < texts.len() {
+                i += 1;
+                end += 1 + texts[i].len();
+            }
+            lens[i] += 1;
+        }
+        lens
+    }
+
     fn fits(&self, doc: &DocView, start: usize, end: usize) -> bool {
         doc.count(self.unit, start, end) <= self.size
     }
@@ -238,19 +273,38 @@ impl Markdown {
                 .collect::<Vec<_>>()
                 .join(" · ")
         };
-        let mut group: Option<(usize, usize, String)> = lead.map(|h| {
-            let (hs, he) = strip_range(doc.text, h, table_start, is_python_space);
-            (hs, table_start, doc.text[hs..he].to_string())
+        // A group: its range, its text and (where lengths add up) the text's length in the unit.
+        let additive = self.additive(doc);
+        let lead = lead.map(|h| strip_range(doc.text, h, table_start, is_python_space));
+        let lines: Vec<String> = rows.iter().map(|(_, _, cells)| render(cells)).collect();
+        // The lead's and every line's length, where lengths add up: one count for the table.
+        let lens = additive.then(|| {
+            let texts: Vec<&str> = lead
+                .map(|(hs, he)| &doc.text[hs..he])
+                .into_iter()
+                .chain(lines.iter().map(String::as_str))
+                .collect();
+            self.lengths(doc, &texts)
+        });
+        let mut lens = lens.into_iter().flatten();
+        let mut group: Option<(usize, usize, String, usize)> = lead.map(|(hs, he)| {
+            let len = lens.next().unwrap_or(0);
+            (hs, table_start, doc.text[hs..he].to_string(), len)
         });
         // The header row's bytes belong to the first group that holds a row.
         let mut header_owned = false;
-        for (s, e, cells) in rows {
-            let line = render(cells);
-            if let Some((gs, ge, text)) = group.as_mut() {
+        for ((s, e, _), line) in rows.iter().zip(lines) {
+            let line_len = lens.next();
+            if let Some((gs, ge, text, len)) = group.as_mut() {
                 let joined = format!("{text}\n{line}");
-                if count(self.unit, &joined, doc.tok) <= self.size {
+                let joined_len = match line_len {
+                    Some(n) => *len + n + usize::from(self.unit == Unit::Chars),
+                    None => count(self.unit, &joined, doc.tok),
+                };
+                if joined_len <= self.size {
                     *ge = *e;
                     *text = joined;
+                    *len = joined_len;
                     header_owned = true;
                     continue;
                 }
@@ -267,9 +321,9 @@ impl Markdown {
                 *s
             };
             header_owned = true;
-            group = Some((start, *e, line));
+            group = Some((start, *e, line, line_len.unwrap_or(0)));
         }
-        if let Some((s, e, text)) = group {
+        if let Some((s, e, text, _)) = group {
             out.push(Chunk {
                 start: s,
                 end: e,

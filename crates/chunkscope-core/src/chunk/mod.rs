@@ -5,6 +5,7 @@
 mod chonkie;
 mod fixed;
 mod haystack;
+pub mod haystack_recursive;
 mod llamaindex;
 mod markdown;
 pub mod maxmin;
@@ -21,6 +22,7 @@ use std::str::FromStr;
 pub use chonkie::{ChonkieRecursive, ChonkieTokens, CHONKIE_MIN_CHARS};
 pub use fixed::Fixed;
 pub use haystack::Haystack;
+pub use haystack_recursive::HaystackRecursive;
 pub use llamaindex::{LlamaIndex, LlamaParser};
 pub use markdown::{sections, Markdown, Section};
 pub use maxmin::{MaxMin, MaxMinParams, SentenceVectors};
@@ -30,7 +32,7 @@ pub use spring_ai::{SpringAi, SpringAiParams};
 pub use textsplit::TextSplitterChunker;
 
 use crate::metadata::MetadataPolicy;
-use crate::tokenize::{cl100k_count, DocTokens, EmbedTokenizer, Unit};
+use crate::tokenize::{DocTokens, EmbedTokenizer, Unit};
 
 /// One chunk: a byte range into its document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +73,7 @@ impl DocView<'_> {
     pub fn count(&self, unit: Unit, start: usize, end: usize) -> usize {
         match unit {
             Unit::Chars => self.text[start..end].chars().count(),
-            Unit::Cl100k => cl100k_count(&self.text[start..end]),
+            Unit::Cl100k => self.tokens.cl100k_count_in(self.text, start, end),
             Unit::Embed => self.tokens.embed_count_in(self.text, start, end, self.tok),
         }
     }
@@ -95,6 +97,8 @@ pub enum Strategy {
     Semchunk,
     /// Haystack's DocumentSplitter, split by word.
     Haystack,
+    /// Haystack's RecursiveDocumentSplitter (paragraphs, NLTK sentences, lines, words).
+    HaystackRecursive,
     /// chonkie's RecursiveChunker (characters).
     Chonkie,
     /// chonkie's TokenChunker (characters).
@@ -108,7 +112,7 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 14] = [
+    pub const ALL: [Strategy; 15] = [
         Strategy::SpringAi,
         Strategy::Langchain,
         Strategy::Markdown,
@@ -116,6 +120,7 @@ impl Strategy {
         Strategy::TextSplitter,
         Strategy::Semchunk,
         Strategy::Haystack,
+        Strategy::HaystackRecursive,
         Strategy::Chonkie,
         Strategy::ChonkieTokens,
         Strategy::LlamaIndex,
@@ -136,6 +141,7 @@ impl Strategy {
             Strategy::TextSplitter => "text-splitter",
             Strategy::Semchunk => "semchunk",
             Strategy::Haystack => "haystack",
+            Strategy::HaystackRecursive => "haystack-recursive",
             Strategy::Chonkie => "chonkie",
             Strategy::ChonkieTokens => "chonkie-tokens",
             Strategy::LlamaIndex => "llamaindex",
@@ -169,13 +175,14 @@ impl FromStr for Strategy {
             "text-splitter" | "text_splitter" | "textsplitter" => Ok(Strategy::TextSplitter),
             "semchunk" => Ok(Strategy::Semchunk),
             "haystack" => Ok(Strategy::Haystack),
+            "haystack-recursive" | "haystack_recursive" => Ok(Strategy::HaystackRecursive),
             "chonkie" => Ok(Strategy::Chonkie),
             "chonkie-tokens" | "chonkie_tokens" => Ok(Strategy::ChonkieTokens),
             "llamaindex" | "llama-index" | "llama_index" => Ok(Strategy::LlamaIndex),
             "llamaindex-tokens" | "llamaindex_tokens" => Ok(Strategy::LlamaIndexTokens),
             "llamaindex-markdown" | "llamaindex_markdown" => Ok(Strategy::LlamaIndexMarkdown),
             other => Err(format!(
-                "unknown strategy '{other}' (expected fixed, recursive, spring-ai, langchain, markdown, maxmin, text-splitter, semchunk, haystack, chonkie, chonkie-tokens, llamaindex, llamaindex-tokens or llamaindex-markdown)"
+                "unknown strategy '{other}' (expected fixed, recursive, spring-ai, langchain, markdown, maxmin, text-splitter, semchunk, haystack, haystack-recursive, chonkie, chonkie-tokens, llamaindex, llamaindex-tokens or llamaindex-markdown)"
             )),
         }
     }
@@ -192,6 +199,7 @@ pub enum Preset {
     TextSplitter,
     Semchunk,
     Haystack,
+    HaystackRecursive,
     Chonkie,
     ChonkieTokens,
     LlamaIndex,
@@ -200,7 +208,7 @@ pub enum Preset {
 }
 
 impl Preset {
-    pub const ALL: [Preset; 13] = [
+    pub const ALL: [Preset; 14] = [
         Preset::SpringAi,
         Preset::LangchainChars,
         Preset::LangchainTokens,
@@ -209,6 +217,7 @@ impl Preset {
         Preset::TextSplitter,
         Preset::Semchunk,
         Preset::Haystack,
+        Preset::HaystackRecursive,
         Preset::Chonkie,
         Preset::ChonkieTokens,
         Preset::LlamaIndex,
@@ -226,6 +235,7 @@ impl Preset {
             Preset::TextSplitter => "text-splitter",
             Preset::Semchunk => "semchunk",
             Preset::Haystack => "haystack",
+            Preset::HaystackRecursive => "haystack-recursive",
             Preset::Chonkie => "chonkie",
             Preset::ChonkieTokens => "chonkie-tokens",
             Preset::LlamaIndex => "llamaindex",
@@ -252,6 +262,8 @@ impl Preset {
             // DocumentSplitter's defaults: 200 words, no overlap, threshold 0. The unit only
             // changes what the panes measure.
             Preset::Haystack => (Strategy::Haystack, Unit::Embed, 200, 0),
+            // RecursiveDocumentSplitter's defaults: 200 words, no overlap.
+            Preset::HaystackRecursive => (Strategy::HaystackRecursive, Unit::Embed, 200, 0),
             // chonkie 1.7's defaults: 2048 characters (its "character" tokenizer), no overlap.
             Preset::Chonkie => (Strategy::Chonkie, Unit::Chars, 2048, 0),
             Preset::ChonkieTokens => (Strategy::ChonkieTokens, Unit::Chars, 2048, 0),
@@ -281,7 +293,7 @@ impl FromStr for Preset {
             .into_iter()
             .find(|p| p.name() == s)
             .ok_or_else(|| {
-                format!("unknown preset '{s}' (expected spring-ai, langchain-chars, langchain-tokens, markdown, maxmin, text-splitter, semchunk, haystack, chonkie, chonkie-tokens, llamaindex, llamaindex-tokens or llamaindex-markdown)")
+                format!("unknown preset '{s}' (expected spring-ai, langchain-chars, langchain-tokens, markdown, maxmin, text-splitter, semchunk, haystack, haystack-recursive, chonkie, chonkie-tokens, llamaindex, llamaindex-tokens or llamaindex-markdown)")
             })
     }
 }
@@ -312,6 +324,9 @@ pub enum SettingsError {
     ChonkieOverlap,
     #[error("chunking.size 0 (semchunk's own size: model_max_length - specials) counts the model's tokens: keep unit = \"embed\", or set a size")]
     SemchunkAutoUnit { unit: Unit },
+    /// haystack-recursive splits sentences with NLTK's English punkt_tab model, read at run time.
+    #[error("chunking.strategy haystack-recursive: {0}")]
+    PunktData(#[from] punkt::PunktDataError),
 }
 
 impl SettingsError {
@@ -328,6 +343,7 @@ impl SettingsError {
                 ("chunking", "unit")
             }
             SettingsError::NoSeparators => ("chunking", "separators"),
+            SettingsError::PunktData(_) => ("chunking", "strategy"),
         }
     }
 }
@@ -432,6 +448,9 @@ impl ChunkSettings {
         if self.strategy == Strategy::Recursive && self.separators.is_empty() {
             return Err(SettingsError::NoSeparators);
         }
+        if self.strategy == Strategy::HaystackRecursive {
+            haystack_recursive::english_params(None)?;
+        }
         Ok(())
     }
 
@@ -506,6 +525,11 @@ impl ChunkSettings {
                 size: self.size,
                 overlap: self.overlap,
             }),
+            Strategy::HaystackRecursive => Box::new(HaystackRecursive {
+                length: self.size,
+                overlap: self.overlap,
+                params: haystack_recursive::english_params(None).ok(),
+            }),
             Strategy::Haystack => Box::new(Haystack {
                 length: self.size,
                 overlap: self.overlap,
@@ -562,6 +586,12 @@ impl ChunkSettings {
         }
         if self.strategy == Strategy::Haystack {
             return format!("haystack {} words overlap {}", self.size, self.overlap);
+        }
+        if self.strategy == Strategy::HaystackRecursive {
+            return format!(
+                "haystack-recursive {} words overlap {}",
+                self.size, self.overlap
+            );
         }
         if self.strategy == Strategy::Chonkie {
             return format!("chonkie {} chars", self.size);

@@ -26,7 +26,153 @@
 //! Python's `str` methods (`isspace` does include U+001C..U+001F). Unicode versions can differ
 //! (ours against `regex`'s and Python 3.11's 14.0) for characters assigned recently.
 
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
 use unicode_properties::{GeneralCategory, GeneralCategoryGroup, UnicodeGeneralCategory};
+
+/// Trained Punkt parameters, as NLTK's `punkt_tab` model folders hold them. The default is the
+/// untrained model (all empty).
+#[derive(Debug, Default, Clone)]
+pub struct Params {
+    /// Known abbreviations, lower case, without their final period.
+    pub abbrev_types: HashSet<String>,
+    /// Pairs of types (the first one's final period dropped) that do not break.
+    pub collocations: HashSet<(String, String)>,
+    /// Types that often open a sentence.
+    pub sent_starters: HashSet<String>,
+    /// Orthographic context flags per type.
+    pub ortho_context: HashMap<String, u32>,
+}
+
+/// Which pattern finds candidate sentence ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// NLTK's own: the mark, then a non-word mark or whitespace and a token.
+    Standard,
+    /// Haystack's `keep_white_spaces` variant: the mark, closing marks and whitespace all belong
+    /// to the sentence, which then runs up to the next one's first character.
+    KeepSpace,
+}
+
+/// The punkt_tab model could not be found or read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PunktDataError {
+    #[error("NLTK's punkt_tab data (tokenizers/punkt_tab/{lang}/) was not found; looked in: {tried}. Install it with `python -m nltk.downloader punkt_tab`, or point NLTK_DATA or chunking.nltk_data at a folder holding tokenizers/punkt_tab")]
+    Missing { lang: String, tried: String },
+    #[error("{path}:{line}: {reason}")]
+    Bad {
+        path: String,
+        line: usize,
+        reason: String,
+    },
+    #[error("{path}: {reason}")]
+    Unreadable { path: String, reason: String },
+}
+
+/// The files a punkt_tab language folder must hold.
+const MODEL_FILES: [&str; 4] = [
+    "abbrev_types.txt",
+    "collocations.tab",
+    "sent_starters.txt",
+    "ortho_context.tab",
+];
+
+/// The folders NLTK would search for data, in its order: `NLTK_DATA` (path list), `~/nltk_data`,
+/// the active Python environment's `nltk_data` folders (`VIRTUAL_ENV`, else `CONDA_PREFIX`),
+/// then the system ones. `setting` (chunking.nltk_data) comes first.
+pub fn nltk_data_roots(setting: Option<&Path>) -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    if let Some(s) = setting {
+        roots.push(s.to_path_buf());
+    }
+    if let Some(v) = std::env::var_os("NLTK_DATA") {
+        roots.extend(std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        roots.push(PathBuf::from(home).join("nltk_data"));
+    }
+    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(prefix) = std::env::var_os(var) {
+            let prefix = PathBuf::from(prefix);
+            roots.push(prefix.join("nltk_data"));
+            roots.push(prefix.join("share").join("nltk_data"));
+            roots.push(prefix.join("lib").join("nltk_data"));
+        }
+    }
+    for sys in [
+        "/usr/share/nltk_data",
+        "/usr/local/share/nltk_data",
+        "/usr/lib/nltk_data",
+        "/usr/local/lib/nltk_data",
+    ] {
+        roots.push(PathBuf::from(sys));
+    }
+    roots
+}
+
+/// The first `tokenizers/punkt_tab/{lang}` folder with all four model files under `roots`.
+pub fn find_model(roots: &[PathBuf], lang: &str) -> Result<PathBuf, PunktDataError> {
+    for root in roots {
+        let dir = root.join("tokenizers").join("punkt_tab").join(lang);
+        if MODEL_FILES.iter().all(|f| dir.join(f).is_file()) {
+            return Ok(dir);
+        }
+    }
+    Err(PunktDataError::Missing {
+        lang: lang.to_string(),
+        tried: roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+impl Params {
+    /// Read a punkt_tab language folder (one entry a line; tab-separated pairs).
+    pub fn load(dir: &Path) -> Result<Params, PunktDataError> {
+        let read = |name: &str| -> Result<(String, String), PunktDataError> {
+            let path = dir.join(name);
+            let text = std::fs::read_to_string(&path).map_err(|e| PunktDataError::Unreadable {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+            Ok((path.display().to_string(), text))
+        };
+        let mut p = Params::default();
+        let (_, abbrevs) = read("abbrev_types.txt")?;
+        p.abbrev_types = abbrevs.lines().map(str::to_string).collect();
+        let (_, starters) = read("sent_starters.txt")?;
+        p.sent_starters = starters.lines().map(str::to_string).collect();
+        let (path, collocations) = read("collocations.tab")?;
+        for (i, line) in collocations.lines().enumerate() {
+            let Some((a, b)) = line.split_once('\t') else {
+                return Err(PunktDataError::Bad {
+                    path,
+                    line: i + 1,
+                    reason: "expected two types separated by a tab".into(),
+                });
+            };
+            p.collocations.insert((a.to_string(), b.to_string()));
+        }
+        let (path, ortho) = read("ortho_context.tab")?;
+        for (i, line) in ortho.lines().enumerate() {
+            let flags = line
+                .split_once('\t')
+                .and_then(|(t, f)| Some((t, f.trim().parse::<u32>().ok()?)));
+            let Some((typ, flags)) = flags else {
+                return Err(PunktDataError::Bad {
+                    path,
+                    line: i + 1,
+                    reason: "expected a type, a tab and a whole number".into(),
+                });
+            };
+            p.ortho_context.insert(typ.to_string(), flags);
+        }
+        Ok(p)
+    }
+}
 
 use crate::text::is_python_space;
 
@@ -211,68 +357,195 @@ fn is_number(t: &[char]) -> bool {
         .all(|&x| py_decimal(x) || matches!(x, ',' | '.' | '-'))
 }
 
-/// Whether token `t` ends a sentence, given the token after it (Punkt's two annotation passes
-/// with empty parameters).
-fn breaks(t: &[char], next: Option<&[char]>) -> bool {
-    let lone = t.len() == 1 && matches!(t[0], '.' | '?' | '!');
-    let ellipsis = t.len() >= 2 && t.iter().all(|&x| x == '.');
-    let period_final = t.last() == Some(&'.');
-    let mut sentbreak = if lone {
-        true
-    } else if ellipsis {
-        false
+/// Punkt's token type: lower case, a number as `##number##`.
+fn tok_type(t: &[char]) -> String {
+    if is_number(t) {
+        "##number##".to_string()
     } else {
-        period_final && !(t.len() >= 2 && t[t.len() - 2] == '.')
-    };
+        t.iter().collect::<String>().to_lowercase()
+    }
+}
+
+/// The type without its final period (when it is longer than the period).
+fn no_period(typ: &str) -> &str {
+    if typ.chars().count() > 1 && typ.ends_with('.') {
+        &typ[..typ.len() - 1]
+    } else {
+        typ
+    }
+}
+
+/// The first annotation pass: (sentence break, abbreviation, ellipsis).
+fn first_pass(t: &[char], params: &Params) -> (bool, bool, bool) {
+    if t.len() == 1 && matches!(t[0], '.' | '?' | '!') {
+        return (true, false, false);
+    }
+    if t.len() >= 2 && t.iter().all(|&x| x == '.') {
+        return (false, false, true);
+    }
+    if t.last() == Some(&'.') && !(t.len() >= 2 && t[t.len() - 2] == '.') {
+        let stem = t[..t.len() - 1].iter().collect::<String>().to_lowercase();
+        let last_part = stem.rsplit('-').next().unwrap_or("");
+        let abbr = params.abbrev_types.contains(&stem) || params.abbrev_types.contains(last_part);
+        return (!abbr, abbr, false);
+    }
+    (false, false, false)
+}
+
+/// Orthographic context flags (NLTK's `_ORTHO_*`).
+const BEG_UC: u32 = 1 << 1;
+const MID_UC: u32 = 1 << 2;
+const UNK_UC: u32 = 1 << 3;
+const BEG_LC: u32 = 1 << 4;
+const MID_LC: u32 = 1 << 5;
+const UNK_LC: u32 = 1 << 6;
+const UC: u32 = BEG_UC | MID_UC | UNK_UC;
+const LC: u32 = BEG_LC | MID_LC | UNK_LC;
+
+/// Punkt's orthographic heuristic on the token after a period: whether it starts a sentence
+/// (`Some(true)`), does not (`Some(false)`) or cannot be told (`None`).
+fn ortho_heuristic(next: &[char], next_typ: &str, params: &Params) -> Option<bool> {
+    if next.len() == 1 && matches!(next[0], ';' | ':' | ',' | '.' | '!' | '?') {
+        return Some(false);
+    }
+    let ctx = params.ortho_context.get(next_typ).copied().unwrap_or(0);
+    let first = next[0];
+    if first.is_uppercase() && ctx & LC != 0 && ctx & MID_UC == 0 {
+        return Some(true);
+    }
+    if first.is_lowercase() && (ctx & UC != 0 || ctx & BEG_LC == 0) {
+        return Some(false);
+    }
+    None
+}
+
+/// Whether token `t` ends a sentence, given the token after it (Punkt's two annotation passes).
+fn breaks(t: &[char], next: Option<&[char]>, params: &Params) -> bool {
+    let (mut sentbreak, abbr, ellipsis) = first_pass(t, params);
     let Some(next) = next else {
         return sentbreak;
     };
-    if !period_final {
+    if t.last() != Some(&'.') {
         return sentbreak;
     }
-    let initial = t.len() == 2 && py_letterish(t[0]);
-    let number = is_number(t) || {
-        let lower: String = t.iter().collect::<String>().to_lowercase();
-        lower == "##number##."
+    let own_type = tok_type(t);
+    let typ = no_period(&own_type);
+    let next_type = tok_type(next);
+    let next_typ = if first_pass(next, params).0 {
+        no_period(&next_type)
+    } else {
+        next_type.as_str()
     };
-    if initial || number {
-        let first = next[0];
-        let punct = next.len() == 1 && matches!(first, ';' | ':' | ',' | '.' | '!' | '?');
-        // The orthographic heuristic with no history: "no" for punctuation and lower case,
-        // "unknown" otherwise (never "yes").
-        if punct || first.is_lowercase() || (initial && first.is_uppercase()) {
-            sentbreak = false;
+    let initial = t.len() == 2 && py_letterish(t[0]);
+    if params
+        .collocations
+        .contains(&(typ.to_string(), next_typ.to_string()))
+    {
+        return false;
+    }
+    if (abbr || ellipsis) && !initial {
+        if ortho_heuristic(next, next_typ, params) == Some(true) {
+            return true;
+        }
+        if next[0].is_uppercase() && params.sent_starters.contains(next_typ) {
+            return true;
+        }
+    }
+    if initial || typ == "##number##" {
+        match ortho_heuristic(next, next_typ, params) {
+            Some(false) => sentbreak = false,
+            None if initial
+                && next[0].is_uppercase()
+                && params.ortho_context.get(next_typ).copied().unwrap_or(0) & LC == 0 =>
+            {
+                sentbreak = false
+            }
+            _ => {}
         }
     }
     sentbreak
 }
 
 /// Whether the context holds a break with a token after it.
-fn contains_break(c: &[char]) -> bool {
+fn contains_break(c: &[char], params: &Params) -> bool {
     let toks = tokens(c);
     toks.iter()
         .enumerate()
-        .any(|(i, t)| i + 1 < toks.len() && breaks(t, toks.get(i + 1).copied()))
+        .any(|(i, t)| i + 1 < toks.len() && breaks(t, toks.get(i + 1).copied(), params))
 }
 
-/// A candidate sentence end: the mark at `at`; what follows it ends at `after_end`; the next
-/// token starts at `next_tok` when whitespace separates them.
+/// A candidate sentence end: the mark at `at`; the match ends at `end` (right after the mark,
+/// or in Haystack's variant after the closing marks and whitespace that follow it); what follows
+/// it ends at `after_end`; the next token starts at `next_tok` when one follows.
 struct Candidate {
     at: usize,
+    end: usize,
     after_end: usize,
     next_tok: Option<usize>,
 }
 
-fn candidates(c: &[char]) -> Vec<Candidate> {
+/// Closing marks Haystack lets trail a sentence end before the whitespace.
+fn trailing_close(c: char) -> bool {
+    matches!(
+        c,
+        ')' | ']' | '}' | '"' | '\'' | '\u{2019}' | '\u{201d}' | '\u{bb}'
+    )
+}
+
+fn candidates(c: &[char], mode: Context) -> Vec<Candidate> {
     let n = c.len();
     let mut out = Vec::new();
     for i in 0..n {
-        if !matches!(c[i], '.' | '?' | '!') || i + 1 >= n {
+        if !matches!(c[i], '.' | '?' | '!') {
+            continue;
+        }
+        if mode == Context::KeepSpace {
+            // Haystack's pattern (stdlib `re`, so `\s` is `str.isspace`): the mark, closing
+            // marks, whitespace, then a non-space character ahead.
+            let q = c[i + 1..]
+                .iter()
+                .take_while(|&&x| trailing_close(x))
+                .count();
+            let w = c[i + 1 + q..]
+                .iter()
+                .take_while(|&&x| is_python_space(x))
+                .count();
+            let p = i + 1 + q + w;
+            if p < n {
+                if non_word(c[p]) {
+                    out.push(Candidate {
+                        at: i,
+                        end: p,
+                        after_end: p + 1,
+                        next_tok: None,
+                    });
+                } else {
+                    let run = c[p..].iter().take_while(|&&x| !is_python_space(x)).count();
+                    out.push(Candidate {
+                        at: i,
+                        end: p,
+                        after_end: p + run,
+                        next_tok: Some(p),
+                    });
+                }
+            } else if q > 0 {
+                // Backtracking leaves the last closing mark as what follows.
+                out.push(Candidate {
+                    at: i,
+                    end: i + q,
+                    after_end: i + q + 1,
+                    next_tok: None,
+                });
+            }
+            continue;
+        }
+        if i + 1 >= n {
             continue;
         }
         if non_word(c[i + 1]) {
             out.push(Candidate {
                 at: i,
+                end: i + 1,
                 after_end: i + 2,
                 next_tok: None,
             });
@@ -288,6 +561,7 @@ fn candidates(c: &[char]) -> Vec<Candidate> {
                 }
                 out.push(Candidate {
                     at: i,
+                    end: i + 1,
                     after_end: m,
                     next_tok: Some(k),
                 });
@@ -335,14 +609,19 @@ fn rstrip_len(c: &[char]) -> usize {
 
 /// Sentence spans of `c` in chars, as `PunktSentenceTokenizer().span_tokenize` gives them.
 pub fn span_chars(c: &[char]) -> Vec<(usize, usize)> {
-    let cands = candidates(c);
+    span_chars_with(c, &Params::default(), Context::Standard)
+}
+
+/// Sentence spans of `c` in chars with trained parameters and the given context pattern.
+pub fn span_chars_with(c: &[char], params: &Params, mode: Context) -> Vec<(usize, usize)> {
+    let cands = candidates(c, mode);
     let mut slices = Vec::new();
     let mut last_break = 0;
     for (k, ctx_start) in judged(c, &cands) {
         let m = &cands[k];
-        if contains_break(&c[ctx_start..m.after_end]) {
-            slices.push((last_break, m.at + 1));
-            last_break = m.next_tok.unwrap_or(m.at + 1);
+        if contains_break(&c[ctx_start..m.after_end], params) {
+            slices.push((last_break, m.end));
+            last_break = m.next_tok.unwrap_or(m.end);
         }
     }
     slices.push((last_break, rstrip_len(c)));

@@ -91,7 +91,7 @@ impl Framework {
             Strategy::Langchain => Framework::Langchain,
             Strategy::TextSplitter => Framework::TextSplitter,
             Strategy::Semchunk => Framework::Semchunk,
-            Strategy::Haystack => Framework::Haystack,
+            Strategy::Haystack | Strategy::HaystackRecursive => Framework::Haystack,
             Strategy::Chonkie | Strategy::ChonkieTokens => Framework::Chonkie,
             Strategy::LlamaIndex | Strategy::LlamaIndexTokens | Strategy::LlamaIndexMarkdown => {
                 Framework::LlamaIndex
@@ -107,7 +107,7 @@ impl Framework {
     fn needs(self) -> &'static [Strategy] {
         match self {
             Framework::Langchain => &[Strategy::Langchain],
-            Framework::Haystack => &[Strategy::Haystack],
+            Framework::Haystack => &[Strategy::Haystack, Strategy::HaystackRecursive],
             Framework::Semchunk => &[Strategy::Semchunk],
             Framework::TextSplitter => &[Strategy::TextSplitter],
             Framework::SpringAi => &[Strategy::SpringAi],
@@ -500,6 +500,9 @@ fn semchunk(s: &ChunkSettings, model_id: &str) -> String {
 }
 
 fn haystack(s: &ChunkSettings) -> String {
+    if s.strategy == Strategy::HaystackRecursive {
+        return haystack_recursive(s);
+    }
     Py {
         about: vec![
             "Haystack's DocumentSplitter by word (chunkscope's haystack strategy).".into(),
@@ -517,6 +520,33 @@ fn haystack(s: &ChunkSettings) -> String {
             format!("    split_overlap={},", s.overlap),
             "    split_threshold=0,".into(),
             ")".into(),
+        ],
+        split: "def split(text: str) -> list[str]:\n    documents = splitter.run(documents=[Document(content=text)])[\"documents\"]\n    return [d.content for d in documents]".into(),
+        markdown: false,
+    }
+    .render(s)
+}
+
+fn haystack_recursive(s: &ChunkSettings) -> String {
+    Py {
+        about: vec![
+            "Haystack's RecursiveDocumentSplitter by word (chunkscope's haystack-recursive strategy).".into(),
+            "pip install haystack-ai==3.4.1 nltk==3.10.4".into(),
+            "Its sentence level needs NLTK's punkt_tab data (python -m nltk.downloader punkt_tab).".into(),
+        ],
+        stdlib: vec![],
+        imports: vec![
+            "from haystack import Document".into(),
+            "from haystack.components.preprocessors import RecursiveDocumentSplitter".into(),
+        ],
+        setup: vec![
+            "splitter = RecursiveDocumentSplitter(".into(),
+            format!("    split_length={},", s.size),
+            format!("    split_overlap={},", s.overlap),
+            "    split_unit=\"word\",".into(),
+            "    separators=[\"\\n\\n\", \"sentence\", \"\\n\", \" \"],".into(),
+            ")".into(),
+            "splitter.warm_up()".into(),
         ],
         split: "def split(text: str) -> list[str]:\n    documents = splitter.run(documents=[Document(content=text)])[\"documents\"]\n    return [d.content for d in documents]".into(),
         markdown: false,
@@ -819,17 +849,48 @@ List<Document> chunks = splitter.apply(documents);
 
     #[test]
     fn llamaindex_snippets_build_the_parsers() {
-        let py = snippet(&preset(Preset::LlamaIndex), WindowSpec::Auto, MODEL, Framework::LlamaIndex).unwrap();
-        assert!(py.contains("splitter = SentenceSplitter(chunk_size=1024, chunk_overlap=200)"), "{py}");
-        assert!(py.contains("get_nodes_from_documents([Document(text=text)])"), "{py}");
-        let py = snippet(&preset(Preset::LlamaIndexTokens), WindowSpec::Auto, MODEL, Framework::LlamaIndex).unwrap();
-        assert!(py.contains("splitter = TokenTextSplitter(chunk_size=1024, chunk_overlap=20)"), "{py}");
+        let py = snippet(
+            &preset(Preset::LlamaIndex),
+            WindowSpec::Auto,
+            MODEL,
+            Framework::LlamaIndex,
+        )
+        .unwrap();
+        assert!(
+            py.contains("splitter = SentenceSplitter(chunk_size=1024, chunk_overlap=200)"),
+            "{py}"
+        );
+        assert!(
+            py.contains("get_nodes_from_documents([Document(text=text)])"),
+            "{py}"
+        );
+        let py = snippet(
+            &preset(Preset::LlamaIndexTokens),
+            WindowSpec::Auto,
+            MODEL,
+            Framework::LlamaIndex,
+        )
+        .unwrap();
+        assert!(
+            py.contains("splitter = TokenTextSplitter(chunk_size=1024, chunk_overlap=20)"),
+            "{py}"
+        );
         let mut s = preset(Preset::LlamaIndexMarkdown);
         s.unit = Unit::Chars;
         let py = snippet(&s, WindowSpec::Auto, MODEL, Framework::LlamaIndex).unwrap();
         assert!(py.contains("[MarkdownNodeParser(), SentenceSplitter(chunk_size=1024, chunk_overlap=200, tokenizer=list)]"), "{py}");
-        let e = snippet(&preset(Preset::Haystack), WindowSpec::Auto, MODEL, Framework::LlamaIndex).unwrap_err();
-        assert!(e.to_string().starts_with("--as llamaindex needs the llamaindex strategy (current: haystack)"), "{e}");
+        let e = snippet(
+            &preset(Preset::Haystack),
+            WindowSpec::Auto,
+            MODEL,
+            Framework::LlamaIndex,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--as llamaindex needs the llamaindex strategy (current: haystack)"),
+            "{e}"
+        );
     }
 
     #[test]

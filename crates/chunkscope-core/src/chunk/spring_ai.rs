@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use super::{Chunk, Chunker, DocView};
 use crate::text::{ceil_char, floor_char, is_java_trim, utf16_len};
 use crate::tokenize::cl100k;
+use crate::tokenize::cl100k_pieces::{forced_spots, token_at};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpringAiParams {
@@ -154,80 +155,11 @@ impl SpringAi {
     }
 }
 
-// Counting a cut without re-encoding all of it.
-//
-// cl100k splits text into pieces with its regex and encodes each piece on its own, so the tokens
-// of a cut text are the document's own tokens wherever the two texts split into the same pieces.
-// Some neighbouring characters never share a piece whatever surrounds them (`splits`); such a
-// spot is a piece boundary of the document and of any cut text containing both characters. The
-// count is then: the head of the cut text up to the first such spot `g1` encoded alone, the
-// document's tokens from `g1` to a later such spot `g2`, and the tail from `g2` encoded alone.
-//
-// Why the three parts are exact:
-// - tail: the regex has no look-behind and no `^`, so the pieces after a boundary depend only on
-//   the text after it.
-// - middle: a piece is decided by its own text plus the next character, or, for a piece of
-//   whitespace (`\s++$`, `\s+(?!\S)`), by its whole run of whitespace plus the character after it.
-//   Of the two characters at a spot where `splits` holds, at least one is not whitespace, so every
-//   piece before `g2` is decided by text up to and including the character at `g2`, which the cut
-//   text shares with the document: those pieces are the document's.
-// - head: the character before `g1` is not whitespace, so every piece before `g1` is decided
-//   inside the head, except the last one, which then stands alone; a lone piece encodes to itself.
-// Where no such spots exist, or a window decoded inside a character does not have the expected
-// shape, the cut is encoded in full.
-
-/// Character classes of the cl100k regex, for characters whose class is certain; others are None.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Class {
-    /// `\p{L}`
-    Letter,
-    /// `\p{N}`
-    Number,
-    /// Neither whitespace nor letter nor number.
-    Other,
-    /// Space or tab.
-    Blank,
-    /// `\r` or `\n`.
-    Newline,
-}
-
-fn class(c: char) -> Option<Class> {
-    use Class::*;
-    Some(match c {
-        'a'..='z' | 'A'..='Z' => Letter,
-        '0'..='9' | '\u{FF10}'..='\u{FF19}' => Number,
-        ' ' | '\t' => Blank,
-        '\r' | '\n' => Newline,
-        '!'..='/' | ':'..='@' | '['..='`' | '{'..='~' => Other,
-        // Latin-1 and Latin Extended-A letters, Greek and Cyrillic letters, kana, CJK, Hangul.
-        '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{F6}' | '\u{F8}'..='\u{17F}' => Letter,
-        '\u{391}'..='\u{3A1}' | '\u{3A3}'..='\u{3A9}' | '\u{3B1}'..='\u{3C9}' => Letter,
-        '\u{400}'..='\u{481}' => Letter,
-        '\u{3041}'..='\u{3096}' | '\u{30A1}'..='\u{30FA}' => Letter,
-        '\u{4E00}'..='\u{9FA5}' | '\u{AC00}'..='\u{D7A3}' => Letter,
-        // Dashes, quotes, ellipsis; CJK and full-width punctuation; emoji faces; U+FFFD.
-        '\u{2010}'..='\u{2027}' | '\u{3001}'..='\u{3003}' | '\u{3008}'..='\u{3011}' => Other,
-        '\u{FF01}'..='\u{FF0F}' | '\u{FF1A}'..='\u{FF20}' => Other,
-        '\u{1F600}'..='\u{1F64F}' | '\u{FFFD}' => Other,
-        _ => return None,
-    })
-}
-
-/// True when no piece of the cl100k regex can hold `l` followed by `r`. The pairs a piece can
-/// hold: `'s` and letters after an optional non-newline, non-alphanumeric prefix (other-letter,
-/// blank-letter, letter-letter), up to three digits, an optional space, a run of others and a run
-/// of newlines (blank-other, other-other, other-newline, newline-newline), and whitespace runs.
-fn splits(l: Class, r: Class) -> bool {
-    use Class::*;
-    matches!(
-        (l, r),
-        (Letter, Number | Other | Blank | Newline)
-            | (Number, Letter | Other | Blank | Newline)
-            | (Other, Number | Blank)
-            | (Blank, Number)
-            | (Newline, Letter | Number | Other)
-    )
-}
+// Counting a cut without re-encoding all of it: the cut text agrees with the document between
+// the U+FFFDs a window cut inside characters decodes to, so `tokenize::cl100k_pieces` counts it
+// from the document's tokens and the cut's two ends (see there why that is exact). Where no
+// forced piece boundaries exist, or a window decoded inside a character does not have the
+// expected shape, the cut is encoded in full.
 
 /// `encode_ordinary(&window[..cut]).len()` for the window of tokens `cur..end` of `text`.
 fn cut_tokens(
@@ -267,40 +199,8 @@ fn fast_cut_tokens(
     }
     // The cut text agrees with the document on text[a..agreed].
     let agreed = a + (cut.min(pre + (b - a)) - pre);
-    let shared = text.get(a..agreed)?;
-    // g1: the first spot, after a non-space character, where the document must break a piece.
-    let mut g1 = None;
-    let mut prev: Option<Class> = None;
-    for (i, c) in shared.char_indices() {
-        let now = class(c);
-        if let (Some(l), Some(r)) = (prev, now) {
-            if l != Class::Blank && l != Class::Newline && splits(l, r) {
-                g1 = Some(a + i);
-                break;
-            }
-        }
-        prev = now;
-    }
-    let g1 = g1?;
-    // g2: the last such spot in the agreed part, whatever the character before it; g1 is one.
-    let mut g2 = g1;
-    let mut next: Option<(usize, Class)> = None;
-    for (i, c) in text[g1..agreed].char_indices().rev() {
-        let now = class(c);
-        if let (Some(l), Some((at, r))) = (now, next) {
-            if splits(l, r) {
-                g2 = at;
-                break;
-            }
-        }
-        next = now.map(|k| (g1 + i, k));
-    }
-    let token_at = |g: usize| {
-        starts[cur..end]
-            .binary_search(&u32::try_from(g).ok()?)
-            .ok()
-            .map(|i| cur + i)
-    };
+    let (g1, g2) = forced_spots(text, a, agreed)?;
+    let token_at = |g: usize| token_at(&starts[cur..end], g).map(|i| cur + i);
     let (t1, t2) = (token_at(g1)?, token_at(g2)?);
     let bpe = cl100k();
     let (c1, c2) = (pre + (g1 - a), pre + (g2 - a));

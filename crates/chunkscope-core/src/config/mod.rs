@@ -291,69 +291,17 @@ impl Config {
         })?;
         let mut c = Config::default();
         raw.overrides().map_err(located)?.apply(&mut c);
-        if let Some(s) = raw.spring_ai {
-            let d = SpringAiParams::default();
-            c.chunking.spring_ai = SpringAiParams {
-                min_chunk_size_chars: s.min_chunk_size_chars.unwrap_or(d.min_chunk_size_chars),
-                min_chunk_length_to_embed: s
-                    .min_chunk_length_to_embed
-                    .unwrap_or(d.min_chunk_length_to_embed),
-                max_num_chunks: s.max_num_chunks.unwrap_or(d.max_num_chunks),
-                keep_separator: s.keep_separator.unwrap_or(d.keep_separator),
-                punctuation: d.punctuation,
-            };
+        if let Some(s) = &raw.spring_ai {
+            c.chunking.spring_ai = spring_ai(s);
         }
         c.chunking
             .validate()
             .map_err(|e| located(ConfigProblem::Settings(e)))?;
         if let Some(m) = &raw.model {
-            if let Some(v) = &m.compare {
-                c.compare = v.clone();
-            }
-            let r = &mut c.remote;
-            if let Some(v) = &m.served_model {
-                r.model = v.clone();
-            }
-            r.api_key_env = m.api_key_env.clone().filter(|v| !v.is_empty());
-            if let Some(v) = m.batch {
-                r.batch = v.max(1);
-            }
-            if let Some(v) = m.in_flight {
-                r.in_flight = v.max(1);
-            }
-            if let Some(v) = m.timeout_s {
-                r.timeout = std::time::Duration::from_secs_f64(v.clamp(0.1, 3600.0));
-            }
-            if let Some(v) = m.max_retries {
-                r.max_retries = v;
-            }
-            if let Some(v) = &m.overflow {
-                r.overflow = match v.as_str() {
-                    "auto" => None,
-                    other => Some(
-                        other
-                            .parse()
-                            .map_err(|e| located(ConfigProblem::value("model", "overflow", e)))?,
-                    ),
-                };
-            }
+            c.read_model(m).map_err(located)?;
         }
         if let Some(co) = raw.corpus {
-            if let Some(v) = co.include {
-                c.corpus.include = v;
-            }
-            if let Some(v) = co.exclude {
-                c.corpus.exclude = v;
-            }
-            if let Some(v) = co.max_file_bytes {
-                c.corpus.max_file_bytes = v;
-            }
-            if let Some(v) = co.max_document_bytes {
-                c.corpus.max_document_bytes = v;
-            }
-            if let Some(v) = co.gitignore {
-                c.corpus.gitignore = v;
-            }
+            c.read_corpus(co);
         }
         if let Some(ui) = raw.ui {
             if let Some(t) = ui.theme {
@@ -364,37 +312,18 @@ impl Config {
             }
             c.log_file = ui.log_file.filter(|s| !s.is_empty()).map(PathBuf::from);
         }
-        if let Some(k) = raw.search.as_ref().and_then(|s| s.k) {
-            if k == 0 {
-                return Err(located(ConfigProblem::value(
-                    "search",
-                    "k",
-                    "must be at least 1",
-                )));
+        if let Some(s) = &raw.search {
+            if let Some(k) = s.k {
+                c.search_k = at_least_one("search", "k", k).map_err(located)?;
             }
-            c.search_k = k;
-        }
-        if let Some(k) = raw.search.as_ref().and_then(|s| s.rrf_k) {
-            if k == 0 {
-                return Err(located(ConfigProblem::value(
-                    "search",
-                    "rrf_k",
-                    "must be at least 1",
-                )));
+            if let Some(k) = s.rrf_k {
+                c.search_rrf_k = at_least_one("search", "rrf_k", k).map_err(located)?;
             }
-            c.search_rrf_k = k;
         }
         if let Some(r) = raw.rerank {
             c.rerank_model = r.model.filter(|m| !m.is_empty());
             if let Some(n) = r.candidates {
-                if n == 0 {
-                    return Err(located(ConfigProblem::value(
-                        "rerank",
-                        "candidates",
-                        "must be at least 1",
-                    )));
-                }
-                c.rerank_candidates = n;
+                c.rerank_candidates = at_least_one("rerank", "candidates", n).map_err(located)?;
             }
         }
         if let Some(store) = raw.store {
@@ -402,6 +331,60 @@ impl Config {
         }
         c.keys = key_overrides(raw.keys.unwrap_or_default(), text).map_err(located)?;
         Ok(c)
+    }
+
+    /// `[model]`'s keys beyond the knobs: the models compared, the embedding server's.
+    fn read_model(&mut self, m: &file::RawModel) -> Result<(), ConfigProblem> {
+        if let Some(v) = &m.compare {
+            self.compare = v.clone();
+        }
+        let r = &mut self.remote;
+        if let Some(v) = &m.served_model {
+            r.model = v.clone();
+        }
+        r.api_key_env = m.api_key_env.clone().filter(|v| !v.is_empty());
+        if let Some(v) = m.batch {
+            r.batch = v.max(1);
+        }
+        if let Some(v) = m.in_flight {
+            r.in_flight = v.max(1);
+        }
+        if let Some(v) = m.timeout_s {
+            r.timeout = std::time::Duration::from_secs_f64(v.clamp(0.1, 3600.0));
+        }
+        if let Some(v) = m.max_retries {
+            r.max_retries = v;
+        }
+        if let Some(v) = &m.overflow {
+            r.overflow = match v.as_str() {
+                "auto" => None,
+                other => Some(
+                    other
+                        .parse()
+                        .map_err(|e| ConfigProblem::value("model", "overflow", e))?,
+                ),
+            };
+        }
+        Ok(())
+    }
+
+    fn read_corpus(&mut self, co: file::RawCorpus) {
+        let c = &mut self.corpus;
+        if let Some(v) = co.include {
+            c.include = v;
+        }
+        if let Some(v) = co.exclude {
+            c.exclude = v;
+        }
+        if let Some(v) = co.max_file_bytes {
+            c.max_file_bytes = v;
+        }
+        if let Some(v) = co.max_document_bytes {
+            c.max_document_bytes = v;
+        }
+        if let Some(v) = co.gitignore {
+            c.gitignore = v;
+        }
     }
 
     /// The file name errors should carry: the file this came from, or "defaults".
@@ -448,6 +431,28 @@ impl Config {
         }
         Ok(Config::default())
     }
+}
+
+/// `[spring_ai]`'s parameters, the defaults where a key is missing.
+fn spring_ai(s: &file::RawSpringAi) -> SpringAiParams {
+    let d = SpringAiParams::default();
+    SpringAiParams {
+        min_chunk_size_chars: s.min_chunk_size_chars.unwrap_or(d.min_chunk_size_chars),
+        min_chunk_length_to_embed: s
+            .min_chunk_length_to_embed
+            .unwrap_or(d.min_chunk_length_to_embed),
+        max_num_chunks: s.max_num_chunks.unwrap_or(d.max_num_chunks),
+        keep_separator: s.keep_separator.unwrap_or(d.keep_separator),
+        punctuation: d.punctuation,
+    }
+}
+
+/// A count that must be at least 1 (`[section] key`).
+fn at_least_one(section: &'static str, key: &str, n: usize) -> Result<usize, ConfigProblem> {
+    if n == 0 {
+        return Err(ConfigProblem::value(section, key, "must be at least 1"));
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

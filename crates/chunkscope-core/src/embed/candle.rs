@@ -135,7 +135,7 @@ pub fn device(name: &str) -> Result<Device> {
 impl CandleEncoder {
     pub fn load(dir: &Path, device: Device) -> Result<CandleEncoder> {
         let config_path = dir.join("config.json");
-        let v = super::hf_config::read(&config_path)?;
+        let mut v = super::hf_config::read(&config_path)?;
         let model_type = super::architecture_of(&v).unwrap_or("bert").to_string();
         let weights = dir.join("model.safetensors");
         if !weights.is_file() {
@@ -149,46 +149,8 @@ impl CandleEncoder {
             path: weights.clone(),
             cause,
         })?;
-        // A bare model saved by transformers has no "model." prefix; candle's modules ask for it.
-        // The word table says where an encoder's tensors start ("", "bert.", ...) and how many
-        // rows it has (NomicBERT pads its vocabulary to a multiple of 64).
-        let (bare, words) = {
-            let open = |cause| CandleError::Open {
-                path: weights.clone(),
-                cause,
-            };
-            let file = std::fs::File::open(&weights).map_err(open)?;
-            // SAFETY: as above.
-            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(open)?;
-            let st = safetensors::SafeTensors::deserialize(&map).map_err(|cause| {
-                CandleError::NotSafetensors {
-                    path: weights.clone(),
-                    cause,
-                }
-            })?;
-            let words = super::bert::word_table(&st)
-                .map(|(prefix, rows)| (prefix.trim_end_matches('.').to_string(), rows));
-            (!st.names().iter().any(|n| n.starts_with("model.")), words)
-        };
-        let mut v = v;
-        let (prefix, rows) = words.unwrap_or_default();
-        if rows > 0 && matches!(model_type.as_str(), "nomic_bert" | "jina_bert") {
-            v["vocab_size"] = rows.into();
-        }
-        // What the released JinaBERT configs always carry, for configs saved without them.
-        if model_type == "jina_bert" {
-            for (k, d) in [
-                ("hidden_act", serde_json::json!("gelu")),
-                ("initializer_range", serde_json::json!(0.02)),
-                ("layer_norm_eps", serde_json::json!(1e-12)),
-                ("pad_token_id", serde_json::json!(0)),
-                ("type_vocab_size", serde_json::json!(2)),
-            ] {
-                if v.get(k).is_none_or(|x| x.is_null()) {
-                    v[k] = d;
-                }
-            }
-        }
+        let (bare, (prefix, rows)) = weights_layout(&weights)?;
+        complete_config(&mut v, &model_type, rows);
         let vb = if bare {
             vb.rename_f(|n| n.strip_prefix("model.").unwrap_or(n).to_string())
         } else {
@@ -199,86 +161,22 @@ impl CandleEncoder {
         } else {
             vb.pp(&prefix)
         };
-        let refused = |why: String| CandleError::Refused {
-            path: config_path.clone(),
-            why,
-        };
-        let unsupported = |kind: &str| {
-            refused(format!(
-                "model_type {kind} is not supported (native: {}; candle: {})",
-                super::bert::NATIVE_TYPES.join(", "),
-                CANDLE_TYPES.join(", ")
-            ))
+        let config = ReadConfig {
+            path: &config_path,
+            v: &v,
+            model_type: &model_type,
         };
         if !CANDLE_TYPES.contains(&model_type.as_str()) {
-            return Err(unsupported(&model_type));
+            return Err(config.unsupported(&model_type));
         }
-        let parse = |what: &str| {
-            let what = what.to_string();
-            |cause| CandleError::BadConfig {
-                path: config_path.clone(),
-                model_type: what,
-                cause,
-            }
-        };
         let num = |k: &str| v.get(k).and_then(|n| n.as_u64()).map(|n| n as usize);
         let hidden = num("hidden_size")
             .or_else(|| num("n_embd"))
-            .ok_or_else(|| refused(format!("not a {model_type} configuration (no hidden_size)")))?;
+            .ok_or_else(|| {
+                config.refused(format!("not a {model_type} configuration (no hidden_size)"))
+            })?;
         let max_positions = crate::model::positions_of(&v).unwrap_or(512);
-        let refuse = |why: &str| -> Result<Net> {
-            Err(refused(format!("{model_type} with {why} is not supported")))
-        };
-        let net = match model_type.as_str() {
-            "bert" => {
-                let c: bert::Config = serde_json::from_value(v.clone()).map_err(parse("BERT"))?;
-                Net::Bert(bert::BertModel::load(vb, &c)?)
-            }
-            "modernbert" => {
-                // transformers writes the norm's epsilon as norm_eps.
-                let mut v = v.clone();
-                if v.get("layer_norm_eps").is_none() {
-                    let eps = v
-                        .get("norm_eps")
-                        .cloned()
-                        .unwrap_or(serde_json::json!(1e-5));
-                    v["layer_norm_eps"] = eps;
-                }
-                let c: modernbert::Config =
-                    serde_json::from_value(v).map_err(parse("ModernBERT"))?;
-                Net::ModernBert(modernbert::ModernBert::load(vb, &c)?)
-            }
-            "nomic_bert" => {
-                let c: nomic_bert::Config =
-                    serde_json::from_value(v.clone()).map_err(parse("NomicBERT"))?;
-                if let Some(why) = super::bert::nomic_unsupported(&v) {
-                    refuse(&why)?
-                } else {
-                    Net::NomicBert(nomic_bert::NomicBertModel::load(encoder_vb, &c)?)
-                }
-            }
-            "jina_bert" => {
-                let c: jina_bert::Config =
-                    serde_json::from_value(v.clone()).map_err(parse("JinaBERT"))?;
-                match v.get("feed_forward_type").and_then(|f| f.as_str()) {
-                    Some("geglu") => Net::JinaBert(Box::new(Jina {
-                        positions: c.max_position_embeddings,
-                        config: c,
-                        vb: encoder_vb,
-                        built: Mutex::new(None),
-                    })),
-                    other => refuse(&format!(
-                        "feed_forward_type {} (candle runs geglu)",
-                        other.unwrap_or("unset")
-                    ))?,
-                }
-            }
-            "qwen3" => {
-                let c: qwen3::Config = serde_json::from_value(v.clone()).map_err(parse("Qwen3"))?;
-                Net::Qwen3(qwen3::Model::new(&c, vb)?)
-            }
-            other => return Err(unsupported(other)),
-        };
+        let net = config.build(vb, encoder_vb)?;
         Ok(CandleEncoder {
             net,
             hidden,
@@ -346,6 +244,140 @@ impl CandleEncoder {
     /// A batch x n x hidden tensor as f32 rows.
     fn rows(out: Tensor) -> Result<Vec<f32>> {
         Ok(out.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?)
+    }
+}
+
+/// A bare model saved by transformers has no "model." prefix; candle's modules ask for it. The
+/// word table says where an encoder's tensors start ("", "bert", ...) and how many rows it has
+/// (NomicBERT pads its vocabulary to a multiple of 64). Returns (bare, (prefix, rows)).
+fn weights_layout(weights: &Path) -> Result<(bool, (String, usize))> {
+    let open = |cause| CandleError::Open {
+        path: weights.to_path_buf(),
+        cause,
+    };
+    let file = std::fs::File::open(weights).map_err(open)?;
+    // SAFETY: the weights file is mapped read-only and not modified while mapped.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(open)?;
+    let st = safetensors::SafeTensors::deserialize(&map).map_err(|cause| {
+        CandleError::NotSafetensors {
+            path: weights.to_path_buf(),
+            cause,
+        }
+    })?;
+    let words = super::bert::word_table(&st)
+        .map(|(prefix, rows)| (prefix.trim_end_matches('.').to_string(), rows));
+    let bare = !st.names().iter().any(|n| n.starts_with("model."));
+    Ok((bare, words.unwrap_or_default()))
+}
+
+/// What candle's configs need that a saved config.json may lack: the word table's real row
+/// count (`rows`, 0 when unknown), and the defaults the released JinaBERT configs always carry.
+fn complete_config(v: &mut serde_json::Value, model_type: &str, rows: usize) {
+    if rows > 0 && matches!(model_type, "nomic_bert" | "jina_bert") {
+        v["vocab_size"] = rows.into();
+    }
+    if model_type == "jina_bert" {
+        for (k, d) in [
+            ("hidden_act", serde_json::json!("gelu")),
+            ("initializer_range", serde_json::json!(0.02)),
+            ("layer_norm_eps", serde_json::json!(1e-12)),
+            ("pad_token_id", serde_json::json!(0)),
+            ("type_vocab_size", serde_json::json!(2)),
+        ] {
+            if v.get(k).is_none_or(|x| x.is_null()) {
+                v[k] = d;
+            }
+        }
+    }
+}
+
+/// A model folder's config.json, read as one of candle's architectures.
+struct ReadConfig<'a> {
+    path: &'a Path,
+    v: &'a serde_json::Value,
+    model_type: &'a str,
+}
+
+impl ReadConfig<'_> {
+    fn refused(&self, why: String) -> CandleError {
+        CandleError::Refused {
+            path: self.path.to_path_buf(),
+            why,
+        }
+    }
+
+    fn unsupported(&self, kind: &str) -> CandleError {
+        self.refused(format!(
+            "model_type {kind} is not supported (native: {}; candle: {})",
+            super::bert::NATIVE_TYPES.join(", "),
+            CANDLE_TYPES.join(", ")
+        ))
+    }
+
+    /// A feature of the model candle does not run.
+    fn refuse(&self, why: &str) -> Result<Net> {
+        Err(self.refused(format!("{} with {why} is not supported", self.model_type)))
+    }
+
+    /// The config as architecture `what`'s (`T`).
+    fn parse<T: serde::de::DeserializeOwned>(&self, v: serde_json::Value, what: &str) -> Result<T> {
+        serde_json::from_value(v).map_err(|cause| CandleError::BadConfig {
+            path: self.path.to_path_buf(),
+            model_type: what.to_string(),
+            cause,
+        })
+    }
+
+    /// The network, its tensors from `vb` (the encoder's from `encoder_vb`).
+    fn build(&self, vb: VarBuilder<'static>, encoder_vb: VarBuilder<'static>) -> Result<Net> {
+        let v = self.v;
+        Ok(match self.model_type {
+            "bert" => {
+                let c: bert::Config = self.parse(v.clone(), "BERT")?;
+                Net::Bert(bert::BertModel::load(vb, &c)?)
+            }
+            "modernbert" => {
+                // transformers writes the norm's epsilon as norm_eps.
+                let mut v = v.clone();
+                if v.get("layer_norm_eps").is_none() {
+                    let eps = v
+                        .get("norm_eps")
+                        .cloned()
+                        .unwrap_or(serde_json::json!(1e-5));
+                    v["layer_norm_eps"] = eps;
+                }
+                let c: modernbert::Config = self.parse(v, "ModernBERT")?;
+                Net::ModernBert(modernbert::ModernBert::load(vb, &c)?)
+            }
+            "nomic_bert" => {
+                let c: nomic_bert::Config = self.parse(v.clone(), "NomicBERT")?;
+                if let Some(why) = super::bert::nomic_unsupported(v) {
+                    self.refuse(&why)?
+                } else {
+                    Net::NomicBert(nomic_bert::NomicBertModel::load(encoder_vb, &c)?)
+                }
+            }
+            "jina_bert" => {
+                let c: jina_bert::Config = self.parse(v.clone(), "JinaBERT")?;
+                match v.get("feed_forward_type").and_then(|f| f.as_str()) {
+                    Some("geglu") => Net::JinaBert(Box::new(Jina {
+                        positions: c.max_position_embeddings,
+                        config: c,
+                        vb: encoder_vb,
+                        built: Mutex::new(None),
+                    })),
+                    other => self.refuse(&format!(
+                        "feed_forward_type {} (candle runs geglu)",
+                        other.unwrap_or("unset")
+                    ))?,
+                }
+            }
+            "qwen3" => {
+                let c: qwen3::Config = self.parse(v.clone(), "Qwen3")?;
+                Net::Qwen3(qwen3::Model::new(&c, vb)?)
+            }
+            other => return Err(self.unsupported(other)),
+        })
     }
 }
 

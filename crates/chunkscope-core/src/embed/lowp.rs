@@ -167,6 +167,16 @@ pub struct Packed {
     data: PackedData,
 }
 
+/// How a product is cut into tiles for `kernel`: tiles of at most `mr` rows, `row_block` rows
+/// a task, the activations padded to `padded_rows`.
+#[derive(Clone, Copy)]
+struct TilePlan {
+    kernel: Kernel,
+    mr: usize,
+    row_block: usize,
+    padded_rows: usize,
+}
+
 enum PackedData {
     Bf16(Vec<u16>),
     /// int8 values, each column's scale and the sum of its int8 values (for the activations'
@@ -267,117 +277,149 @@ impl Packed {
             return;
         }
         // AMX reads whole blocks of 32 rows: the activations are padded with zero rows.
-        let (mr, row_block, padded_rows) = match kernel {
-            Kernel::Amx => (AMX_ROWS, 2 * AMX_ROWS, rows.next_multiple_of(AMX_ROWS)),
-            _ => (MR, ROW_BLOCK, rows),
+        let plan = match kernel {
+            Kernel::Amx => TilePlan {
+                kernel,
+                mr: AMX_ROWS,
+                row_block: 2 * AMX_ROWS,
+                padded_rows: rows.next_multiple_of(AMX_ROWS),
+            },
+            _ => TilePlan {
+                kernel,
+                mr: MR,
+                row_block: ROW_BLOCK,
+                padded_rows: rows,
+            },
         };
         match &self.data {
-            PackedData::Bf16(w) => {
-                let xs = self.steps * 2;
-                let mut xb = vec![0u16; padded_rows * xs];
-                xb.par_chunks_mut(xs * 64)
-                    .zip(x[..rows * k].par_chunks(k * 64))
-                    .for_each(|(d, s)| to_bf16_rows(s, k, d, xs));
-                self.for_tiles(rows, out, mr, row_block, |r0, r, p, dst| {
-                    let x = &xb[r0 * xs..];
-                    let w = &w[p * self.steps * NR * 2..];
-                    let cols = (n - p * NR).min(NR);
-                    let b = bias.map(|b| &b[p * NR..p * NR + cols]);
-                    match kernel {
-                        #[cfg(target_arch = "x86_64")]
-                        // SAFETY: AMX (and so AVX-512) is available (the kernel was offered); `x`
-                        // holds 32 padded rows of `steps` pairs from r0, `w` the whole panel,
-                        // `dst` r rows of `cols` values at stride n.
-                        Kernel::Amx => unsafe {
-                            let sums = amx::block::<false>(
-                                r,
-                                x.as_ptr() as *const u8,
-                                w.as_ptr() as *const u8,
-                                self.steps,
-                            );
-                            avx512::finish_bf16(&sums, r, cols, b, dst, n);
-                        },
-                        #[cfg(target_arch = "x86_64")]
-                        Kernel::Avx512 => {
-                            // SAFETY: the CPU has AVX-512 BF16 (the kernel was offered); `x`
-                            // holds r rows of `steps` pairs at stride xs/2 pairs, `w` the panel,
-                            // `dst` r rows of `cols` values at stride n.
-                            unsafe {
-                                avx512::bf16_tile(
-                                    r,
-                                    x.as_ptr() as *const u32,
-                                    xs / 2,
-                                    w.as_ptr(),
-                                    self.steps,
-                                    dst,
-                                    n,
-                                    cols,
-                                    b,
-                                );
-                            }
-                        }
-                        // SAFETY: `for_tiles` hands each tile its own rows and panel of `out`.
-                        _ => unsafe {
-                            bf16_tile_portable(r, x, xs, w, self.steps, dst, n, cols, b)
-                        },
-                    }
-                });
-            }
+            PackedData::Bf16(w) => self.matmul_bf16(w, x, rows, bias, out, plan),
             PackedData::Int8 { q, scale, colsum } => {
-                let xs = self.steps * 4;
-                let mut xq = vec![0u8; padded_rows * xs];
-                let mut sx = vec![0.0f32; rows];
-                let mut zp = vec![0i32; rows];
-                xq.par_chunks_mut(xs * 64)
-                    .zip(x[..rows * k].par_chunks(k * 64))
-                    .zip(sx.par_chunks_mut(64).zip(zp.par_chunks_mut(64)))
-                    .for_each(|((d, s), (sx, zp))| quantize_rows(s, k, d, xs, sx, zp));
-                self.for_tiles(rows, out, mr, row_block, |r0, r, p, dst| {
-                    let x = &xq[r0 * xs..];
-                    let w = &q[p * self.steps * NR * 4..];
-                    let cols = (n - p * NR).min(NR);
-                    let cs = Dequant {
-                        sx: &sx[r0..r0 + r],
-                        zp: &zp[r0..r0 + r],
-                        scale: &scale[p * NR..p * NR + cols],
-                        colsum: &colsum[p * NR..p * NR + cols],
-                        bias: bias.map(|b| &b[p * NR..p * NR + cols]),
-                    };
-                    match kernel {
-                        #[cfg(target_arch = "x86_64")]
-                        // SAFETY: as for bf16; quads of u8 codes and of int8 weights.
-                        Kernel::Amx => unsafe {
-                            let sums = amx::block::<true>(
-                                r,
-                                x.as_ptr(),
-                                w.as_ptr() as *const u8,
-                                self.steps,
-                            );
-                            avx512::finish_int8(&sums, r, &cs, dst, n);
-                        },
-                        #[cfg(target_arch = "x86_64")]
-                        Kernel::Avx512 => {
-                            // SAFETY: the CPU has AVX-512 VNNI (the kernel was offered); pointers
-                            // as for bf16.
-                            unsafe {
-                                avx512::int8_tile(
-                                    r,
-                                    x.as_ptr() as *const u32,
-                                    xs / 4,
-                                    w.as_ptr(),
-                                    self.steps,
-                                    dst,
-                                    n,
-                                    &cs,
-                                );
-                            }
-                        }
-                        // SAFETY: as for bf16.
-                        _ => unsafe { int8_tile_portable(r, x, xs, w, self.steps, dst, n, &cs) },
-                    }
-                });
+                let weights = (&q[..], &scale[..], &colsum[..]);
+                self.matmul_int8(weights, x, rows, bias, out, plan)
             }
         }
+    }
+
+    /// The bf16 product: the activations rounded to bf16 pairs, then tile by tile.
+    fn matmul_bf16(
+        &self,
+        w: &[u16],
+        x: &[f32],
+        rows: usize,
+        bias: Option<&[f32]>,
+        out: &mut [f32],
+        plan: TilePlan,
+    ) {
+        let (n, k) = (self.n, self.k);
+        let xs = self.steps * 2;
+        let mut xb = vec![0u16; plan.padded_rows * xs];
+        xb.par_chunks_mut(xs * 64)
+            .zip(x[..rows * k].par_chunks(k * 64))
+            .for_each(|(d, s)| to_bf16_rows(s, k, d, xs));
+        self.for_tiles(rows, out, plan.mr, plan.row_block, |r0, r, p, dst| {
+            let x = &xb[r0 * xs..];
+            let w = &w[p * self.steps * NR * 2..];
+            let cols = (n - p * NR).min(NR);
+            let b = bias.map(|b| &b[p * NR..p * NR + cols]);
+            match plan.kernel {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: AMX (and so AVX-512) is available (the kernel was offered); `x`
+                // holds 32 padded rows of `steps` pairs from r0, `w` the whole panel,
+                // `dst` r rows of `cols` values at stride n.
+                Kernel::Amx => unsafe {
+                    let sums = amx::block::<false>(
+                        r,
+                        x.as_ptr() as *const u8,
+                        w.as_ptr() as *const u8,
+                        self.steps,
+                    );
+                    avx512::finish_bf16(&sums, r, cols, b, dst, n);
+                },
+                #[cfg(target_arch = "x86_64")]
+                Kernel::Avx512 => {
+                    // SAFETY: the CPU has AVX-512 BF16 (the kernel was offered); `x`
+                    // holds r rows of `steps` pairs at stride xs/2 pairs, `w` the panel,
+                    // `dst` r rows of `cols` values at stride n.
+                    unsafe {
+                        avx512::bf16_tile(
+                            r,
+                            x.as_ptr() as *const u32,
+                            xs / 2,
+                            w.as_ptr(),
+                            self.steps,
+                            dst,
+                            n,
+                            cols,
+                            b,
+                        );
+                    }
+                }
+                // SAFETY: `for_tiles` hands each tile its own rows and panel of `out`.
+                _ => unsafe { bf16_tile_portable(r, x, xs, w, self.steps, dst, n, cols, b) },
+            }
+        });
+    }
+
+    /// The int8 product: the activations quantized per row (u8 codes, scale, zero point), then
+    /// tile by tile, dequantized at the end of each.
+    fn matmul_int8(
+        &self,
+        (q, scale, colsum): (&[i8], &[f32], &[i32]),
+        x: &[f32],
+        rows: usize,
+        bias: Option<&[f32]>,
+        out: &mut [f32],
+        plan: TilePlan,
+    ) {
+        let (n, k) = (self.n, self.k);
+        let xs = self.steps * 4;
+        let mut xq = vec![0u8; plan.padded_rows * xs];
+        let mut sx = vec![0.0f32; rows];
+        let mut zp = vec![0i32; rows];
+        xq.par_chunks_mut(xs * 64)
+            .zip(x[..rows * k].par_chunks(k * 64))
+            .zip(sx.par_chunks_mut(64).zip(zp.par_chunks_mut(64)))
+            .for_each(|((d, s), (sx, zp))| quantize_rows(s, k, d, xs, sx, zp));
+        self.for_tiles(rows, out, plan.mr, plan.row_block, |r0, r, p, dst| {
+            let x = &xq[r0 * xs..];
+            let w = &q[p * self.steps * NR * 4..];
+            let cols = (n - p * NR).min(NR);
+            let cs = Dequant {
+                sx: &sx[r0..r0 + r],
+                zp: &zp[r0..r0 + r],
+                scale: &scale[p * NR..p * NR + cols],
+                colsum: &colsum[p * NR..p * NR + cols],
+                bias: bias.map(|b| &b[p * NR..p * NR + cols]),
+            };
+            match plan.kernel {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: as for bf16; quads of u8 codes and of int8 weights.
+                Kernel::Amx => unsafe {
+                    let sums =
+                        amx::block::<true>(r, x.as_ptr(), w.as_ptr() as *const u8, self.steps);
+                    avx512::finish_int8(&sums, r, &cs, dst, n);
+                },
+                #[cfg(target_arch = "x86_64")]
+                Kernel::Avx512 => {
+                    // SAFETY: the CPU has AVX-512 VNNI (the kernel was offered); pointers
+                    // as for bf16.
+                    unsafe {
+                        avx512::int8_tile(
+                            r,
+                            x.as_ptr() as *const u32,
+                            xs / 4,
+                            w.as_ptr(),
+                            self.steps,
+                            dst,
+                            n,
+                            &cs,
+                        );
+                    }
+                }
+                // SAFETY: as for bf16.
+                _ => unsafe { int8_tile_portable(r, x, xs, w, self.steps, dst, n, &cs) },
+            }
+        });
     }
 
     /// Call `tile(first row, rows, panel, out)` for every tile of at most `mr` rows and one

@@ -4,7 +4,7 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::{Bert, Dense, Family};
+use super::{Bert, Dense, Family, Layer};
 use crate::embed::kernels::{act_bias, add_layer_norm_rows, exp_rows, layer_norm_rows, Activation};
 
 /// MPNet's bidirectional relative position bucket of `rel` = key position - query position:
@@ -65,7 +65,6 @@ impl Bert {
         types: Option<&[Vec<u32>]>,
     ) -> (Vec<f32>, Vec<usize>) {
         let c = &self.config;
-        let h = c.hidden;
         let total: usize = seqs.iter().map(Vec::len).sum();
         if total == 0 {
             return (Vec::new(), vec![0; seqs.len()]);
@@ -80,86 +79,90 @@ impl Bert {
             .collect();
         let mut x = self.embeddings(seqs, types, &starts, total);
         layer_norm_rows(&mut x, &self.emb_ln_g, &self.emb_ln_b, c.eps);
-        let mut qkv = vec![0.0f32; total * 3 * h];
-        let mut ctx = vec![0.0f32; total * h];
-        let mut tmp = vec![0.0f32; total * h];
-        let mut inter = vec![0.0f32; total * c.intermediate];
-        let mut gates = if c.gated() {
-            vec![0.0f32; total * 2 * c.intermediate]
-        } else {
-            Vec::new()
-        };
         let rotary = (c.family == Family::Nomic).then(|| {
             let longest = seqs.iter().map(Vec::len).max().unwrap_or(0);
-            Rotary::new(h / c.heads, c.rotary_base, longest)
+            Rotary::new(c.hidden / c.heads, c.rotary_base, longest)
         });
+        let packed = PackedSeqs {
+            seqs,
+            starts: &starts,
+            total,
+            rotary: rotary.as_ref(),
+        };
+        let mut scratch = Scratch::new(c, total);
         for layer in &self.layers {
-            linear(
-                &x,
-                total,
-                h,
-                &layer.qkv_w,
-                Some(&layer.qkv_b),
-                3 * h,
-                &mut qkv,
-            );
-            if let Some(r) = &rotary {
-                r.apply(&mut qkv, seqs, &starts, h, c.heads);
-            }
-            self.attention(&qkv, seqs, &starts, &mut ctx);
-            linear(&ctx, total, h, &layer.out_w, None, h, &mut tmp);
-            residual_norm(
-                &mut tmp,
-                &x,
-                h,
-                &layer.out_b,
-                &layer.ln1_g,
-                &layer.ln1_b,
-                c.eps,
-            );
-            std::mem::swap(&mut x, &mut tmp);
-            if c.gated() {
-                let i = c.intermediate;
-                linear(&x, total, h, &layer.inter_w, None, 2 * i, &mut gates);
-                inter
-                    .par_chunks_mut(i * 64)
-                    .zip(gates.par_chunks(2 * i * 64))
-                    .for_each(|(out, g)| gate_rows(out, g, &layer.inter_b, c.act));
-            } else {
-                linear(
-                    &x,
-                    total,
-                    h,
-                    &layer.inter_w,
-                    None,
-                    c.intermediate,
-                    &mut inter,
-                );
-                inter
-                    .par_chunks_mut(c.intermediate * 64)
-                    .for_each(|rows| act_bias(rows, &layer.inter_b, c.act));
-            }
-            linear(
-                &inter,
-                total,
-                c.intermediate,
-                &layer.down_w,
-                None,
-                h,
-                &mut tmp,
-            );
-            residual_norm(
-                &mut tmp,
-                &x,
-                h,
-                &layer.down_b,
-                &layer.ln2_g,
-                &layer.ln2_b,
-                c.eps,
-            );
-            std::mem::swap(&mut x, &mut tmp);
+            self.encoder_layer(layer, &packed, &mut x, &mut scratch);
         }
         (x, starts)
+    }
+
+    /// One encoder layer over the packed states `x`: attention, then the feed-forward block,
+    /// each added to its input and normalised.
+    fn encoder_layer(&self, layer: &Layer, p: &PackedSeqs, x: &mut Vec<f32>, s: &mut Scratch) {
+        let c = &self.config;
+        let (h, total) = (c.hidden, p.total);
+        linear(
+            x,
+            total,
+            h,
+            &layer.qkv_w,
+            Some(&layer.qkv_b),
+            3 * h,
+            &mut s.qkv,
+        );
+        if let Some(r) = p.rotary {
+            r.apply(&mut s.qkv, p.seqs, p.starts, h, c.heads);
+        }
+        self.attention(&s.qkv, p.seqs, p.starts, &mut s.ctx);
+        linear(&s.ctx, total, h, &layer.out_w, None, h, &mut s.tmp);
+        residual_norm(
+            &mut s.tmp,
+            x,
+            h,
+            &layer.out_b,
+            &layer.ln1_g,
+            &layer.ln1_b,
+            c.eps,
+        );
+        std::mem::swap(x, &mut s.tmp);
+        self.feed_forward(layer, x, total, s);
+        linear(
+            &s.inter,
+            total,
+            c.intermediate,
+            &layer.down_w,
+            None,
+            h,
+            &mut s.tmp,
+        );
+        residual_norm(
+            &mut s.tmp,
+            x,
+            h,
+            &layer.down_b,
+            &layer.ln2_g,
+            &layer.ln2_b,
+            c.eps,
+        );
+        std::mem::swap(x, &mut s.tmp);
+    }
+
+    /// The feed-forward block's up projection and activation (gated or not) into `s.inter`.
+    fn feed_forward(&self, layer: &Layer, x: &[f32], total: usize, s: &mut Scratch) {
+        let c = &self.config;
+        let (h, i) = (c.hidden, c.intermediate);
+        if c.gated() {
+            linear(x, total, h, &layer.inter_w, None, 2 * i, &mut s.gates);
+            s.inter
+                .par_chunks_mut(i * 64)
+                .zip(s.gates.par_chunks(2 * i * 64))
+                .for_each(|(out, g)| gate_rows(out, g, &layer.inter_b, c.act));
+        } else {
+            linear(x, total, h, &layer.inter_w, None, i, &mut s.inter);
+            s.inter
+                .par_chunks_mut(i * 64)
+                .for_each(|rows| act_bias(rows, &layer.inter_b, c.act));
+        }
     }
 
     /// Word + position + token type embeddings of every token, packed (before the LayerNorm).
@@ -247,30 +250,8 @@ impl Bert {
                         Parallelism::None,
                     );
                 }
-                // MPNet's relative bias or JinaBERT's ALiBi: scores[i][j] += f(j - i).
-                let by_offset = |f: &dyn Fn(isize) -> f32| -> Vec<f32> {
-                    (0..2 * len - 1)
-                        .map(|k| f(k as isize - (len as isize - 1)))
-                        .collect()
-                };
-                let by_distance = match (&self.rel_bias, self.config.family) {
-                    (Some((bias, buckets)), _) => Some(by_offset(&|rel| {
-                        bias[relative_bucket(rel, *buckets, 128) * heads + hd]
-                    })),
-                    (None, Family::Jina) => {
-                        let slope = alibi_slopes(heads)[hd];
-                        Some(by_offset(&|rel| -slope * rel.unsigned_abs() as f32))
-                    }
-                    _ => None,
-                };
-                if let Some(by_distance) = by_distance {
-                    for i in 0..len {
-                        let row = &mut scores[i * len..(i + 1) * len];
-                        let base = len - 1 - i;
-                        for (j, x) in row.iter_mut().enumerate() {
-                            *x += by_distance[base + j];
-                        }
-                    }
+                if let Some(by_distance) = self.distance_bias(hd, len) {
+                    add_by_offset(scores, len, &by_distance);
                 }
                 inv.clear();
                 inv.resize(len, 0.0);
@@ -307,6 +288,74 @@ impl Bert {
                 }
             },
         );
+    }
+
+    /// MPNet's relative bias or JinaBERT's ALiBi for head `hd` of a sequence of `len` tokens, by
+    /// key position - query position + len - 1; None for the other families.
+    fn distance_bias(&self, hd: usize, len: usize) -> Option<Vec<f32>> {
+        let heads = self.config.heads;
+        let by_offset = |f: &dyn Fn(isize) -> f32| -> Vec<f32> {
+            (0..2 * len - 1)
+                .map(|k| f(k as isize - (len as isize - 1)))
+                .collect()
+        };
+        match (&self.rel_bias, self.config.family) {
+            (Some((bias, buckets)), _) => Some(by_offset(&|rel| {
+                bias[relative_bucket(rel, *buckets, 128) * heads + hd]
+            })),
+            (None, Family::Jina) => {
+                let slope = alibi_slopes(heads)[hd];
+                Some(by_offset(&|rel| -slope * rel.unsigned_abs() as f32))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// scores[i][j] += by_distance[j - i + len - 1] over a (len x len) score matrix.
+fn add_by_offset(scores: &mut [f32], len: usize, by_distance: &[f32]) {
+    for i in 0..len {
+        let row = &mut scores[i * len..(i + 1) * len];
+        let base = len - 1 - i;
+        for (j, x) in row.iter_mut().enumerate() {
+            *x += by_distance[base + j];
+        }
+    }
+}
+
+/// The sequences of a pass, packed one after another without padding.
+struct PackedSeqs<'a> {
+    seqs: &'a [Vec<u32>],
+    /// The row each sequence starts at, and the rows in all.
+    starts: &'a [usize],
+    total: usize,
+    rotary: Option<&'a Rotary>,
+}
+
+/// The buffers a layer writes, made once per pass.
+struct Scratch {
+    qkv: Vec<f32>,
+    ctx: Vec<f32>,
+    tmp: Vec<f32>,
+    inter: Vec<f32>,
+    /// A gated feed-forward's gate and value halves.
+    gates: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(c: &super::BertConfig, total: usize) -> Scratch {
+        let h = c.hidden;
+        Scratch {
+            qkv: vec![0.0f32; total * 3 * h],
+            ctx: vec![0.0f32; total * h],
+            tmp: vec![0.0f32; total * h],
+            inter: vec![0.0f32; total * c.intermediate],
+            gates: if c.gated() {
+                vec![0.0f32; total * 2 * c.intermediate]
+            } else {
+                Vec::new()
+            },
+        }
     }
 }
 

@@ -1,0 +1,225 @@
+//! Counting the cl100k tokens of a slice of a document from the document's own tokens.
+//!
+//! cl100k splits text into pieces with its regex and encodes each piece on its own, so the tokens
+//! of a slice are the document's own tokens wherever the two texts split into the same pieces.
+//! Some neighbouring characters never share a piece whatever surrounds them (`splits`); such a
+//! spot is a piece boundary of the document and of any text containing both characters. A text
+//! that agrees with the document on `text[a..b]` then counts: its head up to the first such spot
+//! `g1` encoded alone, the document's tokens from `g1` to a later such spot `g2`, and its tail
+//! from `g2` encoded alone.
+//!
+//! Why the three parts are exact:
+//! - tail: the regex has no look-behind and no `^`, so the pieces after a boundary depend only on
+//!   the text after it.
+//! - middle: a piece is decided by its own text plus the next character, or, for a piece of
+//!   whitespace (`\s++$`, `\s+(?!\S)`), by its whole run of whitespace plus the character after
+//!   it. Of the two characters at a spot where `splits` holds, at least one is not whitespace, so
+//!   every piece before `g2` is decided by text up to and including the character at `g2`, which
+//!   the text shares with the document: those pieces are the document's.
+//! - head: the character before `g1` is not whitespace, so every piece before `g1` is decided
+//!   inside the head, except the last one, which then stands alone; a lone piece encodes to
+//!   itself.
+//!
+//! Where no such spots exist the caller encodes the text in full.
+
+use super::cl100k;
+
+/// Character classes of the cl100k regex, for characters whose class is certain; others are None.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// `\p{L}`
+    Letter,
+    /// `\p{N}`
+    Number,
+    /// Neither whitespace nor letter nor number.
+    Other,
+    /// Space or tab.
+    Blank,
+    /// `\r` or `\n`.
+    Newline,
+}
+
+fn class(c: char) -> Option<Class> {
+    use Class::*;
+    Some(match c {
+        'a'..='z' | 'A'..='Z' => Letter,
+        '0'..='9' | '\u{FF10}'..='\u{FF19}' => Number,
+        ' ' | '\t' => Blank,
+        '\r' | '\n' => Newline,
+        '!'..='/' | ':'..='@' | '['..='`' | '{'..='~' => Other,
+        // Latin-1 and Latin Extended-A letters, Greek and Cyrillic letters, kana, CJK, Hangul.
+        '\u{C0}'..='\u{D6}' | '\u{D8}'..='\u{F6}' | '\u{F8}'..='\u{17F}' => Letter,
+        '\u{391}'..='\u{3A1}' | '\u{3A3}'..='\u{3A9}' | '\u{3B1}'..='\u{3C9}' => Letter,
+        '\u{400}'..='\u{481}' => Letter,
+        '\u{3041}'..='\u{3096}' | '\u{30A1}'..='\u{30FA}' => Letter,
+        '\u{4E00}'..='\u{9FA5}' | '\u{AC00}'..='\u{D7A3}' => Letter,
+        // Dashes, quotes, ellipsis; CJK and full-width punctuation; emoji faces; U+FFFD.
+        '\u{2010}'..='\u{2027}' | '\u{3001}'..='\u{3003}' | '\u{3008}'..='\u{3011}' => Other,
+        '\u{FF01}'..='\u{FF0F}' | '\u{FF1A}'..='\u{FF20}' => Other,
+        '\u{1F600}'..='\u{1F64F}' | '\u{FFFD}' => Other,
+        _ => return None,
+    })
+}
+
+/// True when no piece of the cl100k regex can hold `l` followed by `r`. The pairs a piece can
+/// hold: `'s` and letters after an optional non-newline, non-alphanumeric prefix (other-letter,
+/// blank-letter, letter-letter), up to three digits, an optional space, a run of others and a run
+/// of newlines (blank-other, other-other, other-newline, newline-newline), and whitespace runs.
+fn splits(l: Class, r: Class) -> bool {
+    use Class::*;
+    matches!(
+        (l, r),
+        (Letter, Number | Other | Blank | Newline)
+            | (Number, Letter | Other | Blank | Newline)
+            | (Other, Number | Blank)
+            | (Blank, Number)
+            | (Newline, Letter | Number | Other)
+    )
+}
+
+/// In `text[a..b]`: `g1`, the first spot after a non-space character where every text holding
+/// both neighbours breaks a piece, and `g2`, the last such spot whatever the character before it
+/// (`g1` is one); None when there is none. Both lie strictly inside `a..b`.
+pub(crate) fn forced_spots(text: &str, a: usize, b: usize) -> Option<(usize, usize)> {
+    let shared = text.get(a..b)?;
+    let mut g1 = None;
+    let mut prev: Option<Class> = None;
+    for (i, c) in shared.char_indices() {
+        let now = class(c);
+        if let (Some(l), Some(r)) = (prev, now) {
+            if l != Class::Blank && l != Class::Newline && splits(l, r) {
+                g1 = Some(a + i);
+                break;
+            }
+        }
+        prev = now;
+    }
+    let g1 = g1?;
+    let mut g2 = g1;
+    let mut next: Option<(usize, Class)> = None;
+    for (i, c) in text[g1..b].char_indices().rev() {
+        let now = class(c);
+        if let (Some(l), Some((at, r))) = (now, next) {
+            if splits(l, r) {
+                g2 = at;
+                break;
+            }
+        }
+        next = now.map(|k| (g1 + i, k));
+    }
+    Some((g1, g2))
+}
+
+/// The index of the token of `starts` (byte starts of a document's cl100k tokens) that starts at
+/// byte `g`, if one does.
+pub(crate) fn token_at(starts: &[u32], g: usize) -> Option<usize> {
+    starts.binary_search(&u32::try_from(g).ok()?).ok()
+}
+
+/// `cl100k_count(&text[start..end])` from the document's token starts, or None where the slice
+/// has no two forced piece boundaries (the caller then encodes it).
+pub(crate) fn slice_count(text: &str, starts: &[u32], start: usize, end: usize) -> Option<usize> {
+    let (g1, g2) = forced_spots(text, start, end)?;
+    let (t1, t2) = (token_at(starts, g1)?, token_at(starts, g2)?);
+    let bpe = cl100k();
+    let head = bpe.encode_ordinary(&text[start..g1]).len();
+    let tail = bpe.encode_ordinary(&text[g2..end]).len();
+    Some(head + (t2 - t1) + tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenize::{cl100k_count, DocTokens};
+    use proptest::prelude::*;
+
+    /// Byte starts of the cl100k tokens of `text`, as `DocTokens` holds them.
+    fn starts(text: &str) -> Vec<u32> {
+        let bpe = cl100k();
+        let mut at = 0u32;
+        bpe.encode_ordinary(text)
+            .into_iter()
+            .map(|id| {
+                let s = at;
+                at += bpe.decode_bytes(&[id]).unwrap().len() as u32;
+                s
+            })
+            .collect()
+    }
+
+    fn count_in(text: &str, starts: &[u32], s: usize, e: usize) -> usize {
+        DocTokens {
+            cl100k_starts: starts.to_vec(),
+            ..DocTokens::default()
+        }
+        .cl100k_count_in(text, s, e)
+    }
+
+    /// Every slice of texts built around the hard cases counts as its own encoding.
+    #[test]
+    fn slice_count_equals_reencode_everywhere() {
+        let texts = [
+            "It's the cat's toy; they'll say we've 1234567 items.\n\n  Next   line\r\n\tx",
+            "a  1 b   \n\n  c!!\n\n\n d...  ?!  'LL 'S\u{a0}\u{a0}word  \u{3000}x 12 345",
+            "\u{4E2D}\u{6587}\u{FF0C}\u{5B57}\u{3002}\u{1F600} emoji \u{1F44D}\u{1F3FD}! \
+             caf\u{E9} na\u{EF}ve \u{3A9}\u{3BC}\u{3AD}\u{3B3}\u{3B1} \u{43F}\u{440}\u{438} 3.14",
+            "| Plan | Refund |\n|---|---|\n| Annual | pro rata |\n\n```sh\necho $HOME\n```\n",
+            "end with spaces    ",
+            "x\u{FFFD}y 'sx 've1 're. 123abc abc123 _x_ $5.00 -> a->b <|endoftext|>",
+        ];
+        let (mut fast, mut total) = (0, 0);
+        for text in texts {
+            let st = starts(text);
+            let bounds: Vec<usize> = (0..=text.len())
+                .filter(|&i| text.is_char_boundary(i))
+                .collect();
+            for (k, &s) in bounds.iter().enumerate() {
+                for &e in &bounds[k..] {
+                    let want = cl100k_count(&text[s..e]);
+                    assert_eq!(count_in(text, &st, s, e), want, "{:?}", &text[s..e]);
+                    total += 1;
+                    fast += slice_count(text, &st, s, e).is_some() as usize;
+                }
+            }
+        }
+        // The shortcut must apply to most slices, or counting is slow again.
+        assert!(fast * 2 > total, "shortcut used for {fast} of {total} slices");
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        let part = prop_oneof![
+            4 => prop::sample::select(&[
+                " ", "  ", "\n", "\n\n", "\r\n", "\t", "'s", "'ll", "1", "123", "12345", ".",
+                "...", "?!", "\u{a0}", "\u{3000}", "\u{4E2D}", "\u{1F600}", "\u{FFFD}", "#",
+                "```", "|", "\u{E9}", "e\u{301}", "\u{43F}",
+            ][..]).prop_map(str::to_string),
+            3 => "[a-zA-Z]{1,8}",
+            1 => any::<char>().prop_map(String::from),
+        ];
+        prop::collection::vec(part, 0..120).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn slice_count_equals_reencode(
+            text in text(),
+            picks in prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>()), 1..16),
+        ) {
+            let st = starts(&text);
+            let bounds: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+            for (a, b) in picks {
+                let (mut s, mut e) = (bounds[a.index(bounds.len())], bounds[b.index(bounds.len())]);
+                if s > e {
+                    std::mem::swap(&mut s, &mut e);
+                }
+                prop_assert_eq!(
+                    count_in(&text, &st, s, e),
+                    cl100k_count(&text[s..e]),
+                    "slice {:?} of {:?}", &text[s..e], text
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,617 @@
+//! Preset parity with haystack-ai 3.4.1's RecursiveDocumentSplitter (separators "\n\n",
+//! sentence, "\n", " "; split by word) and its NLTK sentence splitter (nltk 3.10.4, the English
+//! punkt_tab model), run for real in the Python environment named by CHUNKSCOPE_SPLITTERS_PYTHON
+//! (tests/reference/chonkie_ref.py; scripts/test.sh sets it up with the pinned versions). Both
+//! sides read the same punkt_tab folder: the one llama-index-core ships, found through
+//! CHUNKSCOPE_REF_PYTHON. Chunk texts and start offsets (in code points) must be identical on the
+//! examples, the shared seed articles and XQuAD contexts, and hard cases (abbreviations and
+//! decimals, quotes and numbered lists, CJK punctuation, long words, empty lines, tables, code
+//! fences, text without separators), at the defaults and at two other sizes and overlaps.
+
+mod common;
+
+use std::path::PathBuf;
+
+use chunkscope_core::chunk::haystack_recursive::{self, english_params, HaystackRecursive};
+use chunkscope_core::chunk::{Chunker, DocView};
+use chunkscope_core::tokenize::DocTokens;
+use common::{python_with, tokenizer, varied_texts};
+use serde_json::{json, Value};
+
+/// The pinned reference packages, as scripts/test.sh installs them.
+const PINS: &[(&str, &str)] = &[("haystack-ai", "3.4.1"), ("nltk", "3.10.4")];
+
+const TEST: &str = "parity: haystack-recursive";
+
+/// The interpreter of CHUNKSCOPE_SPLITTERS_PYTHON when it has the pinned packages; otherwise the
+/// test is reported as skipped (a failure under CI=true).
+fn splitters_python() -> Option<PathBuf> {
+    let Some(exe) = std::env::var_os("CHUNKSCOPE_SPLITTERS_PYTHON").map(PathBuf::from) else {
+        common::skip(
+            TEST,
+            "CHUNKSCOPE_SPLITTERS_PYTHON is not set; run scripts/test.sh (it sets up .venv-splitters) or point it at a Python with the pinned splitters",
+        );
+        return None;
+    };
+    let check = PINS
+        .iter()
+        .map(|(p, v)| format!("('{p}', '{v}')"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let script = format!(
+        "from importlib.metadata import version\n\
+         import haystack, nltk\n\
+         bad = [f'{{p}} {{version(p)}} (want {{v}})' for p, v in [{check}] if version(p) != v]\n\
+         assert not bad, ', '.join(bad)\n"
+    );
+    match std::process::Command::new(&exe)
+        .args(["-c", &script])
+        .output()
+    {
+        Ok(o) if o.status.success() => Some(exe),
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let last = err.lines().last().unwrap_or("").to_string();
+            common::skip(
+                TEST,
+                &format!(
+                    "{} lacks the pinned splitters ({last}); run scripts/test.sh",
+                    exe.display()
+                ),
+            );
+            None
+        }
+        Err(e) => {
+            common::skip(
+                TEST,
+                &format!("{}: {e}; run scripts/test.sh", exe.display()),
+            );
+            None
+        }
+    }
+}
+
+/// The nltk_data folder llama-index-core ships (it holds tokenizers/punkt_tab/english), found
+/// through CHUNKSCOPE_REF_PYTHON.
+fn nltk_data() -> Option<PathBuf> {
+    let Some(exe) = std::env::var_os("CHUNKSCOPE_REF_PYTHON").map(PathBuf::from) else {
+        common::skip(
+            TEST,
+            "CHUNKSCOPE_REF_PYTHON is not set; run scripts/test.sh (its .venv-ref has llama-index-core, which ships NLTK's punkt_tab data)",
+        );
+        return None;
+    };
+    let script = "import os, llama_index.core as c\n\
+                  print(os.path.join(os.path.dirname(c.__file__), '_static', 'nltk_cache'))";
+    let out = std::process::Command::new(&exe)
+        .args(["-c", script])
+        .output();
+    let dir = match out {
+        Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
+        _ => {
+            common::skip(
+                TEST,
+                &format!(
+                    "{} has no llama-index-core (and so no punkt_tab data); run scripts/test.sh",
+                    exe.display()
+                ),
+            );
+            return None;
+        }
+    };
+    if !dir
+        .join("tokenizers/punkt_tab/english/abbrev_types.txt")
+        .is_file()
+    {
+        common::skip(
+            TEST,
+            &format!("{} holds no tokenizers/punkt_tab/english", dir.display()),
+        );
+        return None;
+    }
+    Some(dir)
+}
+
+/// Hard cases on top of `varied_texts`.
+fn hard_cases() -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = Vec::new();
+    let mut add = |n: &str, t: String| v.push((n.to_string(), t));
+    add(
+        "abbreviations.txt",
+        "Dr. Smith paid $3.50 for 2.5 kg of apples, i.e. about 1.40 per kg. Mr. J. R. R. Tolkien \
+         wrote e.g. The Hobbit (1937), pp. 12-15; vol. 2. U.S.A. vs. U.K.: 3.14159 > 2.71828... \
+         Really?! Yes. Version 1.2.3 shipped at 10 a.m. on Jan. 5th, etc. \"Quoted.\" 'Single.' \
+         (Parenthetical.) [Bracketed.] Done.\n"
+            .repeat(25),
+    );
+    add(
+        "cjk punctuation.txt",
+        "你好，世界！这是一个测试。「引号」和『书名号』；还有：冒号、顿号……以及——破折号。\
+         日本語の文です。句読点、そして。한국어 문장입니다. 全角\u{3000}空格\u{3000}在这里。\n"
+            .repeat(30),
+    );
+    add(
+        "long words.txt",
+        format!(
+            "Supercalifragilisticexpialidocious {} pneumonoultramicroscopicsilicovolcanoconiosis \
+             https://example.com/a/very/long/path/with-many-segments_and_underscores?query=1&x=2 {}\n",
+            "a".repeat(1500),
+            "antidisestablishmentarianism".repeat(120)
+        )
+        .repeat(4),
+    );
+    add(
+        "empty lines.txt",
+        "para one line\n\n\n\npara two\n \n\t\n\npara three\r\n\r\nend of it\r\rmac\n\r\n\n\n\n\n"
+            .repeat(40),
+    );
+    add("no separators.txt", "x".repeat(6000));
+    add("no separators multibyte.txt", "é中😀".repeat(1500));
+    add(
+        "cjk no punctuation.txt",
+        "检索增强生成的质量在切分时就已决定".repeat(300),
+    );
+    add(
+        "punkt quotes and lists.txt",
+        "He said \"Stop. Now.\" Then left. She asked \"Why?\" and waited. \"Done.\", he said. \
+         (Aside.) Next one. [Note.] Ok.\n1. First item here. 2. Second item.\n 12. Twelfth. \
+         It's 'quoted. inside' text. Mr. Brown met Mrs. Green at St. Paul's, approx. 3 p.m. \
+         Fig. 3 shows it. See ch. 4, sec. 2. The co. ltd. was sold. Gen. Lee vs. Gen. Grant. \
+         Inc. Corp. (cf. above) e.g. this... And that!) Right?' Sure.» Fine.’ Yes.” No.\n\n"
+            .repeat(20),
+    );
+    add(
+        "pauses only.txt",
+        "alpha{beta}gamma\"delta[epsilon]zeta<eta>theta(iota)kappa:lambda;mu,nu—xi|omicron~pi-rho...sigma`tau'upsilon....phi"
+            .repeat(60),
+    );
+    add(
+        "sentence marks.txt",
+        "Short. Tiny! Why? A rather longer sentence that goes on for a while. Ok.Then!No?Yes. . ! ? "
+            .repeat(80),
+    );
+    add(
+        "spaces.txt",
+        "a\u{a0}b  c   d\u{2003}e f\u{a0}\u{a0}g. h i, j\u{3000}k; l ".repeat(200),
+    );
+    add(
+        "tabs.txt",
+        "col1\tcol2\t\tcol3\t\t\tcol4 and some words here\t".repeat(150),
+    );
+    add("empty.txt", String::new());
+    add("one space.txt", " ".to_string());
+    add("whitespace only.txt", " \n\n\t \r\n ".repeat(50));
+    let mut table =
+        String::from("# Plans\n\n| Plan | Price | Refund | Notes |\n| --- | ---: | --- | --- |\n");
+    for i in 0..120 {
+        table.push_str(&format!(
+            "| Plan {i} | {}.{:02} | pro rata after {} days | row {i} of the table, with words |\n",
+            i * 3,
+            i % 100,
+            i % 30
+        ));
+    }
+    table.push_str("\nAfter the table, a closing paragraph. It has two sentences.\n");
+    add("table.md", table);
+    let mut fences = String::from("# Code\n\nSome intro text before the fence.\n\n");
+    for i in 0..25 {
+        fences.push_str(&format!(
+            "## Step {i}\n\nRun this:\n\n```rust\nfn step_{i}() {{\n    let xs: Vec<u32> = (0..{i}).collect();\n    println!(\"{{:?}}\", xs); // a comment that is fairly long to push the size\n}}\n```\n\n- item one\n- item two with `inline code`\n  - nested item\n\n> A quote, with **bold** and _emphasis_.\n\n"
+        ));
+    }
+    add("fences.md", fences);
+    v.extend(generated());
+    v
+}
+
+/// Texts drawn from a fixed pseudo-random sequence of words, delimiters, whitespace runs and other
+/// scripts: every level of the rules gets exercised in odd combinations.
+fn generated() -> Vec<(String, String)> {
+    const PIECES: &[&str] = &[
+        "the",
+        "chunk",
+        "window",
+        "embedding",
+        "retrieval",
+        "model's",
+        "x",
+        "tokenizer",
+        "Ünïcödé",
+        "naïve",
+        "中文",
+        "検索",
+        "😀",
+        "👩‍🔬",
+        "3.14",
+        "e.g.",
+        "U.S.",
+        "co-op",
+        "and/or",
+        "supercalifragilisticexpialidociousness",
+        " ",
+        " ",
+        " ",
+        " ",
+        "  ",
+        "   ",
+        "\n",
+        "\n\n",
+        "\n\n\n",
+        "\r\n",
+        "\r",
+        "\t",
+        "\u{a0}",
+        "\u{3000}",
+        ". ",
+        ", ",
+        "; ",
+        ": ",
+        "! ",
+        "? ",
+        "...",
+        "… ",
+        "—",
+        "–",
+        "-",
+        "~",
+        "|",
+        "<",
+        ">",
+        "{",
+        "}",
+        "(",
+        ")",
+        "[",
+        "]",
+        "\"",
+        "'",
+        "“",
+        "”",
+        "`",
+        "。",
+        "，",
+        "# ",
+        "| a | b |\n",
+        "```\n",
+        "- ",
+    ];
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    (0..12)
+        .map(|i| {
+            let n = 300 + 250 * i;
+            let mut t = String::new();
+            for _ in 0..n {
+                t.push_str(PIECES[next() % PIECES.len()]);
+                if next() % 3 == 0 {
+                    t.push(' ');
+                }
+            }
+            (format!("generated {i}.txt"), t)
+        })
+        .collect()
+}
+
+/// Texts that make every trained-Punkt rule decide: words drawn from the model's own
+/// abbreviations, sentence starters, collocations and orthographic history (read from the
+/// punkt_tab folder at run time), Haystack's extra abbreviations, initials, numbers, ellipses and
+/// quotes, each often followed by a period and a capitalized or lower-case word.
+fn punkt_stress(data: &std::path::Path) -> Vec<(String, String)> {
+    let dir = data.join("tokenizers/punkt_tab/english");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let mut pool: Vec<String> = Vec::new();
+    pool.extend(read("abbrev_types.txt").lines().map(str::to_string));
+    pool.extend(read("sent_starters.txt").lines().map(str::to_string));
+    for line in read("collocations.tab").lines() {
+        pool.extend(line.split('\t').map(str::to_string));
+    }
+    pool.extend(
+        read("ortho_context.tab")
+            .lines()
+            .step_by(97)
+            .filter_map(|l| l.split('\t').next().map(str::to_string)),
+    );
+    for w in [
+        "cf",
+        "esp",
+        "viz",
+        "fig",
+        "vol",
+        "univ",
+        "dept",
+        "corp",
+        "gen",
+        "anglo-ind",
+        "appl'n",
+        "approx",
+        "etc",
+        "vs",
+        "inc",
+        "ltd",
+        "jan",
+        "feb",
+        "mr",
+        "mrs",
+        "dr",
+        "st",
+        "co-op",
+        "x-",
+        "J",
+        "a",
+        "Q",
+        "3",
+        "12",
+        "1999",
+        "4.5",
+        "...",
+        "..",
+        "U.S",
+        "e.g",
+        "i.e",
+        "ph.d",
+        "##number##",
+    ] {
+        pool.push(w.to_string());
+    }
+    pool.retain(|w| !w.is_empty());
+    let marks = [
+        ". ", ". ", ". ", "? ", "! ", ".\n", ".\" ", ".) ", "., ", ".' ", " ", " ", ", ", ".\n\n",
+        "... ", ".” ",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    (0..8)
+        .map(|i| {
+            let mut t = String::new();
+            for _ in 0..(600 + 300 * i) {
+                let w = &pool[next() % pool.len()];
+                let w = match next() % 3 {
+                    0 => {
+                        let mut c = w.chars();
+                        c.next()
+                            .map(|f| f.to_uppercase().chain(c).collect())
+                            .unwrap_or_default()
+                    }
+                    _ => w.clone(),
+                };
+                t.push_str(&w);
+                t.push_str(marks[next() % marks.len()]);
+                match next() % 23 {
+                    0 => t.push('"'),
+                    1 => t.push('('),
+                    2 => t.push_str("\n1. "),
+                    _ => {}
+                }
+            }
+            (format!("punkt stress {i}.txt"), t)
+        })
+        .collect()
+}
+
+struct Doc {
+    name: String,
+    text: String,
+    tokens: DocTokens,
+}
+
+fn docs(data: &std::path::Path) -> Vec<Doc> {
+    let tok = tokenizer();
+    let mut all = varied_texts();
+    all.extend(hard_cases());
+    all.extend(punkt_stress(data));
+    all.into_iter()
+        .map(|(name, text)| Doc {
+            tokens: DocTokens::new(&text, &tok).unwrap(),
+            name,
+            text,
+        })
+        .collect()
+}
+
+/// Our chunks of `doc` as (start in code points, text).
+fn ours(doc: &Doc, chunker: &dyn Chunker) -> Vec<(u64, String)> {
+    let tok = tokenizer();
+    let view = DocView {
+        text: &doc.text,
+        tokens: &doc.tokens,
+        tok: &tok,
+    };
+    chunker
+        .chunk(&view)
+        .into_iter()
+        .map(|c| {
+            let start = doc.text[..c.start].chars().count() as u64;
+            (start, c.text(&doc.text).to_string())
+        })
+        .collect()
+}
+
+/// Compare every document with the reference; panic with the share identical and the first
+/// difference of each differing document.
+fn compare(label: &str, docs: &[Doc], reference: &Value, chunker: &dyn Chunker) {
+    let expected = reference["chunks"].as_array().unwrap();
+    assert_eq!(expected.len(), docs.len());
+    let mut same = 0;
+    let mut chunks = 0;
+    let mut diffs = Vec::new();
+    for (doc, exp) in docs.iter().zip(expected) {
+        let exp: Vec<(u64, String)> = exp
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_str().unwrap().to_string()))
+            .collect();
+        let got = ours(doc, chunker);
+        if got == exp {
+            same += 1;
+            chunks += got.len();
+            continue;
+        }
+        let i = got
+            .iter()
+            .zip(&exp)
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.len().min(exp.len()));
+        let show = |c: Option<&(u64, String)>| {
+            c.map(|(s, t)| format!("@{s} {:?}", t.chars().take(160).collect::<String>()))
+        };
+        diffs.push(format!(
+            "'{}': {} chunks vs reference {}; first difference at chunk {i}:\n ours: {:?}\n  ref: {:?}",
+            doc.name,
+            got.len(),
+            exp.len(),
+            show(got.get(i)),
+            show(exp.get(i))
+        ));
+    }
+    eprintln!(
+        "{label} ({}): {same}/{} texts identical ({chunks} chunks)",
+        reference["versions"],
+        docs.len()
+    );
+    assert!(
+        diffs.is_empty(),
+        "{label}: {same}/{} texts identical\n{}",
+        docs.len(),
+        diffs.join("\n")
+    );
+    assert!(chunks > 0, "{label}: nothing compared");
+}
+
+/// Ours at `length`/`overlap` words against Haystack at the same settings, or at its defaults
+/// when `defaults` (then it must report our length).
+fn check(length: usize, overlap: usize, defaults: bool) {
+    let Some(py) = splitters_python() else {
+        return;
+    };
+    let Some(data) = nltk_data() else {
+        return;
+    };
+    let docs = docs(&data);
+    let (req_size, req_overlap) = if defaults {
+        (json!(null), json!(null))
+    } else {
+        (json!(length), json!(overlap))
+    };
+    let reference = python_with(
+        &py,
+        "chonkie_ref.py",
+        &json!({
+            "library": "haystack-recursive",
+            "texts": docs.iter().map(|d| &d.text).collect::<Vec<_>>(),
+            "chunk_size": req_size,
+            "overlap": req_overlap,
+            "nltk_data": data,
+        }),
+    );
+    assert_eq!(
+        reference["chunk_size"].as_u64(),
+        Some(length as u64),
+        "split_length"
+    );
+    let chunker = HaystackRecursive {
+        length,
+        overlap,
+        params: Some(english_params(Some(&data)).unwrap()),
+    };
+    compare(
+        &format!("haystack-recursive {length}/{overlap}"),
+        &docs,
+        &reference,
+        &chunker,
+    );
+}
+
+/// The sentence level alone: our trained Punkt with Haystack's rules against Haystack's
+/// SentenceSplitter, sentence for sentence (start and text), on every text.
+#[test]
+fn haystack_sentences_match() {
+    let Some(py) = splitters_python() else {
+        return;
+    };
+    let Some(data) = nltk_data() else {
+        return;
+    };
+    let docs = docs(&data);
+    let reference = python_with(
+        &py,
+        "chonkie_ref.py",
+        &json!({
+            "library": "haystack-sentences",
+            "texts": docs.iter().map(|d| &d.text).collect::<Vec<_>>(),
+            "nltk_data": data,
+        }),
+    );
+    let params = english_params(Some(&data)).unwrap();
+    let expected = reference["chunks"].as_array().unwrap();
+    assert_eq!(expected.len(), docs.len());
+    let (mut same, mut sentences) = (0, 0);
+    let mut diffs = Vec::new();
+    for (doc, exp) in docs.iter().zip(expected) {
+        let exp: Vec<(u64, String)> = exp
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_str().unwrap().to_string()))
+            .collect();
+        let got: Vec<(u64, String)> = haystack_recursive::sentences(&doc.text, &params)
+            .into_iter()
+            .map(|(s, e)| {
+                (
+                    doc.text[..s].chars().count() as u64,
+                    doc.text[s..e].to_string(),
+                )
+            })
+            .collect();
+        if got == exp {
+            same += 1;
+            sentences += got.len();
+            continue;
+        }
+        let i = got
+            .iter()
+            .zip(&exp)
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.len().min(exp.len()));
+        diffs.push(format!(
+            "'{}': {} sentences vs reference {}; first difference at {i}:\n ours: {:?}\n  ref: {:?}",
+            doc.name,
+            got.len(),
+            exp.len(),
+            got.get(i),
+            exp.get(i)
+        ));
+    }
+    eprintln!(
+        "haystack sentences: {same}/{} texts identical ({sentences} sentences)",
+        docs.len()
+    );
+    assert!(
+        diffs.is_empty(),
+        "{same}/{} texts identical\n{}",
+        docs.len(),
+        diffs.join("\n")
+    );
+    assert!(sentences > 0, "nothing compared");
+}
+
+#[test]
+fn haystack_recursive_matches_defaults() {
+    check(200, 0, true);
+}
+
+#[test]
+fn haystack_recursive_other_sizes_and_overlaps_match() {
+    check(50, 10, false);
+    check(12, 3, false);
+}

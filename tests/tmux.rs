@@ -516,7 +516,7 @@ fn rerank_column_in_tmux() {
     common::tmux(&["send-keys", "-t", &session, "Enter"]);
     common::wait_for_screen(
         &session,
-        |s| !s.contains("rerank (bert-sigmoid)") && s.contains("tail from token"),
+        |s| !s.contains("rerank (bert-sigmoid)") && !s.contains("BM25 (tantivy)"),
         "the reranked hit opened in the chunks pane",
     );
     common::tmux(&["send-keys", "-t", &session, "e"]);

@@ -396,7 +396,7 @@ where
                 match carry_out(cmd, m, pipeline, embedder) {
                     Carried::Done => {}
                     Carried::Quit => return Ok(None),
-                    Carried::ForCaller(c) => return Ok(Some(c)),
+                    Carried::ForCaller(c) => return Ok(Some(*c)),
                 }
             }
         }
@@ -424,7 +424,7 @@ enum Carried {
     Done,
     Quit,
     /// Only the caller can carry it out (threads, new workers); it comes back.
-    ForCaller(Cmd),
+    ForCaller(Box<Cmd>),
 }
 
 /// Hand a command to the worker it is for (embedding commands are dropped without one).
@@ -436,7 +436,9 @@ fn carry_out(
 ) -> Carried {
     match cmd {
         Cmd::Quit => return Carried::Quit,
-        c @ (Cmd::SwitchModel { .. } | Cmd::StartModel(_)) => return Carried::ForCaller(c),
+        c @ (Cmd::SwitchModel { .. } | Cmd::StartModel(_)) => {
+            return Carried::ForCaller(Box::new(c))
+        }
         Cmd::Load { generation } => pipeline.load(generation),
         Cmd::Rechunk {
             generation,

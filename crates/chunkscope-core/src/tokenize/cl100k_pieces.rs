@@ -183,7 +183,10 @@ mod tests {
             }
         }
         // The shortcut must apply to most slices, or counting is slow again.
-        assert!(fast * 2 > total, "shortcut used for {fast} of {total} slices");
+        assert!(
+            fast * 2 > total,
+            "shortcut used for {fast} of {total} slices"
+        );
     }
 
     fn text() -> impl Strategy<Value = String> {

@@ -109,7 +109,12 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         ),
         Retriever::Vector,
     );
-    if let Some(a) = m.query.results.as_ref().and_then(|r| r.approximate.as_ref()) {
+    if let Some(a) = m
+        .query
+        .results
+        .as_ref()
+        .and_then(|r| r.approximate.as_ref())
+    {
         // Past the threshold the column comes from the HNSW graph: said on its bottom border,
         // with its recall@10 against exact search measured on this corpus.
         let note = format!(" approximate (HNSW) · recall@10 {:.2} ", a.recall_at_10);

@@ -99,7 +99,7 @@ pub fn live(info: &ModelInfo, megabytes: usize, saves: usize, out: &mut dyn Writ
                 let Some(doc) = m
                     .engine
                     .as_ref()
-                    .and_then(|e| e.corpus.docs.get(m.selected))
+                    .and_then(|e| e.corpus.docs.get(m.chunks.selected))
                 else {
                     return true;
                 };
@@ -116,7 +116,7 @@ pub fn live(info: &ModelInfo, megabytes: usize, saves: usize, out: &mut dyn Writ
                 let path = m
                     .engine
                     .as_ref()
-                    .and_then(|e| e.corpus.docs.get(m.selected))
+                    .and_then(|e| e.corpus.docs.get(m.chunks.selected))
                     .map(|d| dir.join(&d.path));
                 match path {
                     Some(p) => {

@@ -13,7 +13,7 @@ mod common;
 use std::path::PathBuf;
 
 use chunkscope_core::chunk::haystack_recursive::{self, english_params, HaystackRecursive};
-use chunkscope_core::chunk::{Chunker, DocView};
+use chunkscope_core::chunk::{punkt, Chunker, DocView};
 use chunkscope_core::tokenize::DocTokens;
 use common::{python_with, tokenizer, varied_texts};
 use serde_json::{json, Value};
@@ -532,10 +532,9 @@ fn check(length: usize, overlap: usize, defaults: bool) {
     );
 }
 
-/// The sentence level alone: our trained Punkt with Haystack's rules against Haystack's
-/// SentenceSplitter, sentence for sentence (start and text), on every text.
-#[test]
-fn haystack_sentences_match() {
+/// Sentences of every text, ours against `library` of chonkie_ref.py (start in code points,
+/// text); panics with the first difference of each differing text.
+fn check_sentences(library: &str, ours: impl Fn(&str) -> Vec<(usize, usize)>) {
     let Some(py) = splitters_python() else {
         return;
     };
@@ -547,12 +546,11 @@ fn haystack_sentences_match() {
         &py,
         "chonkie_ref.py",
         &json!({
-            "library": "haystack-sentences",
+            "library": library,
             "texts": docs.iter().map(|d| &d.text).collect::<Vec<_>>(),
             "nltk_data": data,
         }),
     );
-    let params = english_params(Some(&data)).unwrap();
     let expected = reference["chunks"].as_array().unwrap();
     assert_eq!(expected.len(), docs.len());
     let (mut same, mut sentences) = (0, 0);
@@ -564,7 +562,7 @@ fn haystack_sentences_match() {
             .iter()
             .map(|p| (p[0].as_u64().unwrap(), p[1].as_str().unwrap().to_string()))
             .collect();
-        let got: Vec<(u64, String)> = haystack_recursive::sentences(&doc.text, &params)
+        let got: Vec<(u64, String)> = ours(&doc.text)
             .into_iter()
             .map(|(s, e)| {
                 (
@@ -593,16 +591,49 @@ fn haystack_sentences_match() {
         ));
     }
     eprintln!(
-        "haystack sentences: {same}/{} texts identical ({sentences} sentences)",
+        "{library}: {same}/{} texts identical ({sentences} sentences)",
         docs.len()
     );
     assert!(
         diffs.is_empty(),
-        "{same}/{} texts identical\n{}",
+        "{library}: {same}/{} texts identical\n{}",
         docs.len(),
         diffs.join("\n")
     );
-    assert!(sentences > 0, "nothing compared");
+    assert!(sentences > 0, "{library}: nothing compared");
+}
+
+/// The sentence level alone: our trained Punkt with Haystack's rules against Haystack's
+/// SentenceSplitter, sentence for sentence.
+#[test]
+fn haystack_sentences_match() {
+    let Some(data) = nltk_data() else {
+        return;
+    };
+    let params = english_params(Some(&data)).unwrap();
+    check_sentences("haystack-sentences", |t| {
+        haystack_recursive::sentences(t, &params)
+    });
+}
+
+/// The trained Punkt extension on its own: nltk's PunktTokenizer("english") (its own period
+/// context, no Haystack abbreviations or rules).
+#[test]
+fn trained_punkt_matches_nltk() {
+    let Some(data) = nltk_data() else {
+        return;
+    };
+    let dir = punkt::find_model(&[data], "english").unwrap();
+    let params = punkt::Params::load(&dir).unwrap();
+    check_sentences("punkt-english", |t| {
+        let c: Vec<char> = t.chars().collect();
+        let mut at: Vec<usize> = t.char_indices().map(|(i, _)| i).collect();
+        at.push(t.len());
+        punkt::span_chars_with(&c, &params, punkt::Context::Standard)
+            .into_iter()
+            .map(|(s, e)| (at[s], at[e]))
+            .collect()
+    });
 }
 
 #[test]

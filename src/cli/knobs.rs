@@ -54,12 +54,13 @@ pub struct Knobs {
     /// Preset: spring-ai, langchain-chars (1500/150 chars), langchain-tokens (240/32 embed tokens),
     /// markdown (structure first, 120 embed tokens), maxmin (semantic, at most 120 embed tokens),
     /// text-splitter (the crate, 120 embed tokens), semchunk (chunkerify's size: the model's
-    /// model_max_length less specials), haystack (DocumentSplitter, 200 words), chonkie
-    /// (RecursiveChunker, 2048 characters), chonkie-tokens (TokenChunker, 2048 characters).
+    /// model_max_length less specials), haystack (DocumentSplitter, 200 words),
+    /// haystack-recursive (RecursiveDocumentSplitter, 200 words), chonkie (RecursiveChunker, 2048
+    /// characters), chonkie-tokens (TokenChunker, 2048 characters).
     #[arg(long)]
     preset: Option<String>,
     /// Strategy: fixed, recursive, spring-ai, langchain, markdown, maxmin, text-splitter,
-    /// semchunk, haystack, chonkie, chonkie-tokens.
+    /// semchunk, haystack, haystack-recursive, chonkie, chonkie-tokens.
     #[arg(long)]
     strategy: Option<String>,
     /// Unit: chars, cl100k, embed.

@@ -2,11 +2,13 @@
 """Reference chunks from chonkie 1.7.0 (RecursiveChunker, TokenChunker) and haystack-ai 3.4.1's
 RecursiveDocumentSplitter, behind the chonkie, chonkie-tokens and haystack-recursive presets
 (tests/parity_chonkie.rs, tests/parity_haystack_recursive.rs), and the sentences of Haystack's
-SentenceSplitter under that splitter ("haystack-sentences": each [start, sentence]). Runs in the interpreter named by CHUNKSCOPE_SPLITTERS_PYTHON (see
+SentenceSplitter under that splitter ("haystack-sentences": each [start, sentence]) and of nltk's
+trained English Punkt alone ("punkt-english"). Runs in the interpreter named by CHUNKSCOPE_SPLITTERS_PYTHON (see
 scripts/test.sh for the pins).
 
 Interface: JSON on stdin
-  {"library": "chonkie" | "chonkie-tokens" | "haystack-recursive" | "haystack-sentences",
+  {"library": "chonkie" | "chonkie-tokens" | "haystack-recursive" | "haystack-sentences"
+               | "punkt-english",
    "texts": [str, ...],
    "chunk_size": int | null,       (null: the library's default)
    "overlap": int | null,          (chonkie-tokens, haystack-recursive; null: the default)
@@ -97,6 +99,19 @@ def haystack_sentences(req):
     return out, None, "haystack-ai"
 
 
+def punkt_english(req):
+    """nltk's own trained English Punkt (PunktTokenizer("english")), no Haystack rules."""
+    import nltk
+
+    if req.get("nltk_data"):
+        nltk.data.path.insert(0, req["nltk_data"])
+    tokenizer = nltk.tokenize.PunktTokenizer("english")
+    out = []
+    for text in req["texts"]:
+        out.append([[s, text[s:e]] for s, e in tokenizer.span_tokenize(text)])
+    return out, None, "nltk"
+
+
 def main():
     req = json.load(sys.stdin)
     run = {
@@ -104,6 +119,7 @@ def main():
         "chonkie-tokens": chonkie_tokens,
         "haystack-recursive": haystack_recursive,
         "haystack-sentences": haystack_sentences,
+        "punkt-english": punkt_english,
     }[req["library"]]
     chunks, size, package = run(req)
     json.dump(

@@ -49,10 +49,13 @@ impl Chunker for HaystackRecursive {
     }
 }
 
+/// A model folder and its parameters.
+type Loaded = (std::path::PathBuf, Arc<Params>);
+
 /// NLTK's English punkt_tab model, found where NLTK looks (`nltk_data` first when given), with
 /// Haystack's extra abbreviations added; loaded once per folder.
 pub fn english_params(nltk_data: Option<&Path>) -> Result<Arc<Params>, PunktDataError> {
-    static CACHE: OnceLock<Mutex<Vec<(std::path::PathBuf, Arc<Params>)>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<Vec<Loaded>>> = OnceLock::new();
     let dir = punkt::find_model(&punkt::nltk_data_roots(nltk_data), "english")?;
     let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
     if let Some((_, p)) = cache

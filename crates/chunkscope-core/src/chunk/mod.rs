@@ -406,8 +406,18 @@ impl ChunkSettings {
         }
     }
 
-    /// Refuse settings that cannot work, naming the setting.
+    /// Refuse settings that cannot work, naming the setting; `validate_knobs`, and for
+    /// `haystack-recursive` also NLTK's English punkt_tab data, which it reads at run time.
     pub fn validate(&self) -> Result<(), SettingsError> {
+        self.validate_knobs()?;
+        if self.strategy == Strategy::HaystackRecursive {
+            haystack_recursive::english_params(None)?;
+        }
+        Ok(())
+    }
+
+    /// The knobs alone, whatever data files this machine has.
+    pub fn validate_knobs(&self) -> Result<(), SettingsError> {
         if self.strategy == Strategy::MaxMin {
             if self.overlap != 0 {
                 return Err(SettingsError::MaxMinOverlap);
@@ -447,9 +457,6 @@ impl ChunkSettings {
         }
         if self.strategy == Strategy::Recursive && self.separators.is_empty() {
             return Err(SettingsError::NoSeparators);
-        }
-        if self.strategy == Strategy::HaystackRecursive {
-            haystack_recursive::english_params(None)?;
         }
         Ok(())
     }

@@ -58,7 +58,7 @@ pub enum Context {
 /// The punkt_tab model could not be found or read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PunktDataError {
-    #[error("NLTK's punkt_tab data (tokenizers/punkt_tab/{lang}/) was not found; looked in: {tried}. Install it with `python -m nltk.downloader punkt_tab`, or point NLTK_DATA or chunking.nltk_data at a folder holding tokenizers/punkt_tab")]
+    #[error("NLTK's punkt_tab data (tokenizers/punkt_tab/{lang}/) was not found; looked in: {tried}. Install it with `python -m nltk.downloader punkt_tab`, or point NLTK_DATA at a folder holding tokenizers/punkt_tab")]
     Missing { lang: String, tried: String },
     #[error("{path}:{line}: {reason}")]
     Bad {
@@ -80,7 +80,7 @@ const MODEL_FILES: [&str; 4] = [
 
 /// The folders NLTK would search for data, in its order: `NLTK_DATA` (path list), `~/nltk_data`,
 /// the active Python environment's `nltk_data` folders (`VIRTUAL_ENV`, else `CONDA_PREFIX`),
-/// then the system ones. `setting` (chunking.nltk_data) comes first.
+/// then the system ones. `setting` (a folder the caller names) comes first.
 pub fn nltk_data_roots(setting: Option<&Path>) -> Vec<PathBuf> {
     let mut roots = Vec::new();
     if let Some(s) = setting {
@@ -701,5 +701,36 @@ mod tests {
         );
         assert_eq!(sents("(Sent1.) Sent2."), ["(Sent1.)", "Sent2."]);
         assert!(sents("  \n ").is_empty());
+    }
+
+    #[test]
+    fn missing_model_names_the_places_tried() {
+        let roots = [
+            PathBuf::from("/nonexistent/a"),
+            PathBuf::from("/nonexistent/b"),
+        ];
+        let e = find_model(&roots, "english").unwrap_err().to_string();
+        assert!(e.contains("tokenizers/punkt_tab/english/"), "{e}");
+        assert!(e.contains("/nonexistent/a, /nonexistent/b"), "{e}");
+        assert!(nltk_data_roots(Some(Path::new("/x")))[0] == Path::new("/x"));
+    }
+
+    #[test]
+    fn trained_parameters_decide() {
+        let mut p = Params::default();
+        let sents = |t: &str, p: &Params| -> Vec<String> {
+            let c: Vec<char> = t.chars().collect();
+            span_chars_with(&c, p, Context::Standard)
+                .into_iter()
+                .map(|(s, e)| c[s..e].iter().collect())
+                .collect()
+        };
+        assert_eq!(sents("Ask Dr. Who now.", &p).len(), 2);
+        p.abbrev_types.insert("dr".into());
+        assert_eq!(sents("Ask Dr. Who now.", &p), ["Ask Dr. Who now."]);
+        // Haystack's period context keeps the closing quote and the space on the sentence.
+        let c: Vec<char> = "He said \"Go.\" Then left.".chars().collect();
+        let spans = span_chars_with(&c, &p, Context::KeepSpace);
+        assert_eq!(spans, [(0, 14), (14, 24)]);
     }
 }

@@ -177,7 +177,8 @@ pub fn snippet(
     model_id: &str,
     framework: Framework,
 ) -> Result<String, SnippetError> {
-    settings.validate()?;
+    // The user's pipeline needs the knobs to make sense, not this machine's data files.
+    settings.validate_knobs()?;
     if let Some(&needs) = framework.needs().first() {
         if !framework.needs().contains(&settings.strategy) {
             return Err(SnippetError::WrongStrategy {
@@ -809,7 +810,23 @@ List<Document> chunks = splitter.apply(documents);
             let body = crate::config::save::with_knobs("", &s, WindowSpec::Tokens(256)).unwrap();
             assert!(t.starts_with("# workbench.toml: chunkscope knobs "), "{t}");
             assert!(t.ends_with(&body), "{t}");
-            let c = Config::parse(&t, "snippet").unwrap();
+            let c = match Config::parse(&t, "snippet") {
+                Ok(c) => c,
+                // haystack-recursive reads NLTK's punkt_tab where NLTK_DATA points (scripts/test.sh
+                // sets it); without it the file is refused for that reason alone.
+                Err(e) if p == Preset::HaystackRecursive => {
+                    assert!(
+                        matches!(
+                            e.problem,
+                            crate::config::ConfigProblem::Settings(SettingsError::PunktData(_))
+                        ),
+                        "{e}"
+                    );
+                    assert!(t.contains("strategy = \"haystack-recursive\""), "{t}");
+                    continue;
+                }
+                Err(e) => panic!("{e}"),
+            };
             assert_eq!((c.chunking, c.window), (s, WindowSpec::Tokens(256)));
         }
     }

@@ -10,10 +10,11 @@ mod common;
 
 use std::path::PathBuf;
 
-use chunkscope_core::chunk::{ChunkSettings, Chunker, DocView, Preset, Strategy};
-use chunkscope_core::tokenize::{DocTokens, Unit};
-use common::{python_with, tokenizer, varied_texts};
-use serde_json::{json, Value};
+use chunkscope_core::chunk::{ChunkSettings, Preset, Strategy};
+use chunkscope_core::tokenize::Unit;
+use common::parity::{self, Doc};
+use common::python_with;
+use serde_json::json;
 
 /// The pinned reference packages, as scripts/test.sh installs them.
 const PINS: &[(&str, &str)] = &[("chonkie", "1.7.0"), ("chonkie-core", "0.10.2")];
@@ -23,49 +24,7 @@ const TEST: &str = "parity: chonkie";
 /// The interpreter of CHUNKSCOPE_SPLITTERS_PYTHON when it has the pinned packages; otherwise the
 /// test is reported as skipped (a failure under CI=true).
 fn splitters_python() -> Option<PathBuf> {
-    let Some(exe) = std::env::var_os("CHUNKSCOPE_SPLITTERS_PYTHON").map(PathBuf::from) else {
-        common::skip(
-            TEST,
-            "CHUNKSCOPE_SPLITTERS_PYTHON is not set; run scripts/test.sh (it sets up .venv-splitters) or point it at a Python with the pinned splitters",
-        );
-        return None;
-    };
-    let check = PINS
-        .iter()
-        .map(|(p, v)| format!("('{p}', '{v}')"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let script = format!(
-        "from importlib.metadata import version\n\
-         import chonkie\n\
-         bad = [f'{{p}} {{version(p)}} (want {{v}})' for p, v in [{check}] if version(p) != v]\n\
-         assert not bad, ', '.join(bad)\n"
-    );
-    let out = std::process::Command::new(&exe)
-        .args(["-c", &script])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(exe),
-        Ok(o) => {
-            let err = String::from_utf8_lossy(&o.stderr);
-            let last = err.lines().last().unwrap_or("").to_string();
-            common::skip(
-                TEST,
-                &format!(
-                    "{} lacks the pinned splitters ({last}); run scripts/test.sh",
-                    exe.display()
-                ),
-            );
-            None
-        }
-        Err(e) => {
-            common::skip(
-                TEST,
-                &format!("{}: {e}; run scripts/test.sh", exe.display()),
-            );
-            None
-        }
-    }
+    parity::splitters_python(TEST, "chonkie", PINS)
 }
 
 /// Hard cases on top of `varied_texts`.
@@ -222,13 +181,7 @@ fn generated() -> Vec<(String, String)> {
         "```\n",
         "- ",
     ];
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
+    let mut next = parity::sequence(0x2545_f491_4f6c_dd1d);
     (0..12)
         .map(|i| {
             let n = 300 + 250 * i;
@@ -244,94 +197,8 @@ fn generated() -> Vec<(String, String)> {
         .collect()
 }
 
-struct Doc {
-    name: String,
-    text: String,
-    tokens: DocTokens,
-}
-
 fn docs() -> Vec<Doc> {
-    let tok = tokenizer();
-    let mut all = varied_texts();
-    all.extend(hard_cases());
-    all.into_iter()
-        .map(|(name, text)| Doc {
-            tokens: DocTokens::new(&text, &tok).unwrap(),
-            name,
-            text,
-        })
-        .collect()
-}
-
-/// Our chunks of one document as (start in code points, text).
-fn ours(doc: &Doc, chunker: &dyn Chunker) -> Vec<(u64, String)> {
-    let tok = tokenizer();
-    let view = DocView {
-        text: &doc.text,
-        tokens: &doc.tokens,
-        tok: &tok,
-    };
-    chunker
-        .chunk(&view)
-        .into_iter()
-        .map(|c| {
-            let start = doc.text[..c.start].chars().count() as u64;
-            (start, c.text(&doc.text).to_string())
-        })
-        .collect()
-}
-
-/// Compare every document with the reference; panic with the share identical and the first
-/// difference of each differing document. Returns the number of documents compared.
-fn compare(label: &str, docs: &[Doc], reference: &Value, chunker: &dyn Chunker) -> usize {
-    let expected = reference["chunks"].as_array().unwrap();
-    assert_eq!(expected.len(), docs.len());
-    let mut same = 0;
-    let mut chunks = 0;
-    let mut diffs = Vec::new();
-    for (doc, exp) in docs.iter().zip(expected) {
-        let exp: Vec<(u64, String)> = exp
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| (p[0].as_u64().unwrap(), p[1].as_str().unwrap().to_string()))
-            .collect();
-        let got = ours(doc, chunker);
-        if got == exp {
-            same += 1;
-            chunks += got.len();
-            continue;
-        }
-        let i = got
-            .iter()
-            .zip(&exp)
-            .position(|(a, b)| a != b)
-            .unwrap_or(got.len().min(exp.len()));
-        let show = |c: Option<&(u64, String)>| {
-            c.map(|(s, t)| format!("@{s} {:?}", t.chars().take(160).collect::<String>()))
-        };
-        diffs.push(format!(
-            "'{}': {} chunks vs reference {}; first difference at chunk {i}:\n ours: {:?}\n  ref: {:?}",
-            doc.name,
-            got.len(),
-            exp.len(),
-            show(got.get(i)),
-            show(exp.get(i))
-        ));
-    }
-    eprintln!(
-        "{label} ({}): {same}/{} texts identical ({chunks} chunks)",
-        reference["versions"],
-        docs.len()
-    );
-    assert!(
-        diffs.is_empty(),
-        "{label}: {same}/{} texts identical\n{}",
-        docs.len(),
-        diffs.join("\n")
-    );
-    assert!(chunks > 0, "{label}: nothing compared");
-    docs.len()
+    parity::docs(hard_cases())
 }
 
 fn settings(strategy: Strategy, size: usize, overlap: usize) -> ChunkSettings {
@@ -363,7 +230,7 @@ fn check(library: &str, strategy: Strategy, size: usize, overlap: usize, default
         "chonkie_ref.py",
         &json!({
             "library": library,
-            "texts": docs.iter().map(|d| &d.text).collect::<Vec<_>>(),
+            "texts": parity::texts(&docs),
             "chunk_size": req_size,
             "overlap": req_overlap,
         }),
@@ -373,12 +240,12 @@ fn check(library: &str, strategy: Strategy, size: usize, overlap: usize, default
         Some(size as u64),
         "{library}'s chunk_size"
     );
-    let s = settings(strategy, size, overlap);
-    compare(
+    let chunker = settings(strategy, size, overlap).chunker();
+    parity::compare(
         &format!("{library} {size}/{overlap}"),
         &docs,
         &reference,
-        s.chunker().as_ref(),
+        |d| parity::ours(d, chunker.as_ref()),
     );
 }
 

@@ -13,10 +13,10 @@ mod common;
 use std::path::PathBuf;
 
 use chunkscope_core::chunk::haystack_recursive::{self, english_params, HaystackRecursive};
-use chunkscope_core::chunk::{punkt, Chunker, DocView};
-use chunkscope_core::tokenize::DocTokens;
-use common::{python_with, tokenizer, varied_texts};
-use serde_json::{json, Value};
+use chunkscope_core::chunk::punkt;
+use common::parity::{self, Doc, Tally};
+use common::python_with;
+use serde_json::json;
 
 /// The pinned reference packages, as scripts/test.sh installs them.
 const PINS: &[(&str, &str)] = &[("haystack-ai", "3.4.1"), ("nltk", "3.10.4")];
@@ -26,49 +26,7 @@ const TEST: &str = "parity: haystack-recursive";
 /// The interpreter of CHUNKSCOPE_SPLITTERS_PYTHON when it has the pinned packages; otherwise the
 /// test is reported as skipped (a failure under CI=true).
 fn splitters_python() -> Option<PathBuf> {
-    let Some(exe) = std::env::var_os("CHUNKSCOPE_SPLITTERS_PYTHON").map(PathBuf::from) else {
-        common::skip(
-            TEST,
-            "CHUNKSCOPE_SPLITTERS_PYTHON is not set; run scripts/test.sh (it sets up .venv-splitters) or point it at a Python with the pinned splitters",
-        );
-        return None;
-    };
-    let check = PINS
-        .iter()
-        .map(|(p, v)| format!("('{p}', '{v}')"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let script = format!(
-        "from importlib.metadata import version\n\
-         import haystack, nltk\n\
-         bad = [f'{{p}} {{version(p)}} (want {{v}})' for p, v in [{check}] if version(p) != v]\n\
-         assert not bad, ', '.join(bad)\n"
-    );
-    match std::process::Command::new(&exe)
-        .args(["-c", &script])
-        .output()
-    {
-        Ok(o) if o.status.success() => Some(exe),
-        Ok(o) => {
-            let err = String::from_utf8_lossy(&o.stderr);
-            let last = err.lines().last().unwrap_or("").to_string();
-            common::skip(
-                TEST,
-                &format!(
-                    "{} lacks the pinned splitters ({last}); run scripts/test.sh",
-                    exe.display()
-                ),
-            );
-            None
-        }
-        Err(e) => {
-            common::skip(
-                TEST,
-                &format!("{}: {e}; run scripts/test.sh", exe.display()),
-            );
-            None
-        }
-    }
+    parity::splitters_python(TEST, "haystack, nltk", PINS)
 }
 
 /// The nltk_data folder llama-index-core ships (it holds tokenizers/punkt_tab/english), found
@@ -275,13 +233,7 @@ fn generated() -> Vec<(String, String)> {
         "```\n",
         "- ",
     ];
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
+    let mut next = parity::sequence(0x2545_f491_4f6c_dd1d);
     (0..12)
         .map(|i| {
             let n = 300 + 250 * i;
@@ -363,13 +315,7 @@ fn punkt_stress(data: &std::path::Path) -> Vec<(String, String)> {
         ". ", ". ", ". ", "? ", "! ", ".\n", ".\" ", ".) ", "., ", ".' ", " ", " ", ", ", ".\n\n",
         "... ", ".” ",
     ];
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
+    let mut next = parity::sequence(0x9e37_79b9_7f4a_7c15);
     (0..8)
         .map(|i| {
             let mut t = String::new();
@@ -398,94 +344,10 @@ fn punkt_stress(data: &std::path::Path) -> Vec<(String, String)> {
         .collect()
 }
 
-struct Doc {
-    name: String,
-    text: String,
-    tokens: DocTokens,
-}
-
 fn docs(data: &std::path::Path) -> Vec<Doc> {
-    let tok = tokenizer();
-    let mut all = varied_texts();
-    all.extend(hard_cases());
-    all.extend(punkt_stress(data));
-    all.into_iter()
-        .map(|(name, text)| Doc {
-            tokens: DocTokens::new(&text, &tok).unwrap(),
-            name,
-            text,
-        })
-        .collect()
-}
-
-/// Our chunks of `doc` as (start in code points, text).
-fn ours(doc: &Doc, chunker: &dyn Chunker) -> Vec<(u64, String)> {
-    let tok = tokenizer();
-    let view = DocView {
-        text: &doc.text,
-        tokens: &doc.tokens,
-        tok: &tok,
-    };
-    chunker
-        .chunk(&view)
-        .into_iter()
-        .map(|c| {
-            let start = doc.text[..c.start].chars().count() as u64;
-            (start, c.text(&doc.text).to_string())
-        })
-        .collect()
-}
-
-/// Compare every document with the reference; panic with the share identical and the first
-/// difference of each differing document.
-fn compare(label: &str, docs: &[Doc], reference: &Value, chunker: &dyn Chunker) {
-    let expected = reference["chunks"].as_array().unwrap();
-    assert_eq!(expected.len(), docs.len());
-    let mut same = 0;
-    let mut chunks = 0;
-    let mut diffs = Vec::new();
-    for (doc, exp) in docs.iter().zip(expected) {
-        let exp: Vec<(u64, String)> = exp
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| (p[0].as_u64().unwrap(), p[1].as_str().unwrap().to_string()))
-            .collect();
-        let got = ours(doc, chunker);
-        if got == exp {
-            same += 1;
-            chunks += got.len();
-            continue;
-        }
-        let i = got
-            .iter()
-            .zip(&exp)
-            .position(|(a, b)| a != b)
-            .unwrap_or(got.len().min(exp.len()));
-        let show = |c: Option<&(u64, String)>| {
-            c.map(|(s, t)| format!("@{s} {:?}", t.chars().take(160).collect::<String>()))
-        };
-        diffs.push(format!(
-            "'{}': {} chunks vs reference {}; first difference at chunk {i}:\n ours: {:?}\n  ref: {:?}",
-            doc.name,
-            got.len(),
-            exp.len(),
-            show(got.get(i)),
-            show(exp.get(i))
-        ));
-    }
-    eprintln!(
-        "{label} ({}): {same}/{} texts identical ({chunks} chunks)",
-        reference["versions"],
-        docs.len()
-    );
-    assert!(
-        diffs.is_empty(),
-        "{label}: {same}/{} texts identical\n{}",
-        docs.len(),
-        diffs.join("\n")
-    );
-    assert!(chunks > 0, "{label}: nothing compared");
+    let mut extra = hard_cases();
+    extra.extend(punkt_stress(data));
+    parity::docs(extra)
 }
 
 /// Ours at `length`/`overlap` words against Haystack at the same settings, or at its defaults
@@ -508,7 +370,7 @@ fn check(length: usize, overlap: usize, defaults: bool) {
         "chonkie_ref.py",
         &json!({
             "library": "haystack-recursive",
-            "texts": docs.iter().map(|d| &d.text).collect::<Vec<_>>(),
+            "texts": parity::texts(&docs),
             "chunk_size": req_size,
             "overlap": req_overlap,
             "nltk_data": data,
@@ -524,11 +386,11 @@ fn check(length: usize, overlap: usize, defaults: bool) {
         overlap,
         params: Some(english_params(Some(&data)).unwrap()),
     };
-    compare(
+    parity::compare(
         &format!("haystack-recursive {length}/{overlap}"),
         &docs,
         &reference,
-        &chunker,
+        |d| parity::ours(d, &chunker),
     );
 }
 
@@ -547,60 +409,16 @@ fn check_sentences(library: &str, ours: impl Fn(&str) -> Vec<(usize, usize)>) {
         "chonkie_ref.py",
         &json!({
             "library": library,
-            "texts": docs.iter().map(|d| &d.text).collect::<Vec<_>>(),
+            "texts": parity::texts(&docs),
             "nltk_data": data,
         }),
     );
-    let expected = reference["chunks"].as_array().unwrap();
-    assert_eq!(expected.len(), docs.len());
-    let (mut same, mut sentences) = (0, 0);
-    let mut diffs = Vec::new();
-    for (doc, exp) in docs.iter().zip(expected) {
-        let exp: Vec<(u64, String)> = exp
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| (p[0].as_u64().unwrap(), p[1].as_str().unwrap().to_string()))
-            .collect();
-        let got: Vec<(u64, String)> = ours(&doc.text)
-            .into_iter()
-            .map(|(s, e)| {
-                (
-                    doc.text[..s].chars().count() as u64,
-                    doc.text[s..e].to_string(),
-                )
-            })
-            .collect();
-        if got == exp {
-            same += 1;
-            sentences += got.len();
-            continue;
-        }
-        let i = got
-            .iter()
-            .zip(&exp)
-            .position(|(a, b)| a != b)
-            .unwrap_or(got.len().min(exp.len()));
-        diffs.push(format!(
-            "'{}': {} sentences vs reference {}; first difference at {i}:\n ours: {:?}\n  ref: {:?}",
-            doc.name,
-            got.len(),
-            exp.len(),
-            got.get(i),
-            exp.get(i)
-        ));
+    let expected = parity::expected(&reference, docs.len(), |v| v.as_u64().unwrap());
+    let mut tally = Tally::new("sentence");
+    for (doc, exp) in docs.iter().zip(&expected) {
+        tally.add(&doc.name, &parity::spans(&doc.text, ours(&doc.text)), exp);
     }
-    eprintln!(
-        "{library}: {same}/{} texts identical ({sentences} sentences)",
-        docs.len()
-    );
-    assert!(
-        diffs.is_empty(),
-        "{library}: {same}/{} texts identical\n{}",
-        docs.len(),
-        diffs.join("\n")
-    );
-    assert!(sentences > 0, "{library}: nothing compared");
+    tally.finish(library, &reference);
 }
 
 /// The sentence level alone: our trained Punkt with Haystack's rules against Haystack's

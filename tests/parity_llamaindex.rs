@@ -12,10 +12,10 @@ mod common;
 
 use std::path::PathBuf;
 
-use chunkscope_core::chunk::{punkt, ChunkSettings, Chunker, DocView, Preset, Strategy};
-use chunkscope_core::tokenize::DocTokens;
-use common::{python_with, tokenizer, varied_texts};
-use serde_json::json;
+use chunkscope_core::chunk::{punkt, ChunkSettings, Chunker, Preset, Strategy};
+use common::parity::{self, Doc, Piece, Tally};
+use common::python_with;
+use serde_json::{json, Value};
 
 /// The pinned reference packages, as scripts/test.sh installs them.
 const PINS: &[(&str, &str)] = &[("llama-index-core", "0.14.25"), ("nltk", "3.10.4")];
@@ -25,48 +25,7 @@ const TEST: &str = "parity: llamaindex";
 /// The interpreter of CHUNKSCOPE_REF_PYTHON (else .venv-ref's) when it has the pinned packages;
 /// otherwise the test is reported as skipped (a failure under CI=true).
 fn reference_python() -> Option<PathBuf> {
-    let exe = std::env::var_os("CHUNKSCOPE_REF_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| common::repo().join(".venv-ref/bin/python"));
-    let check = PINS
-        .iter()
-        .map(|(p, v)| format!("('{p}', '{v}')"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let script = format!(
-        "from importlib.metadata import version\n\
-         import llama_index.core, nltk, tiktoken\n\
-         bad = [f'{{p}} {{version(p)}} (want {{v}})' for p, v in [{check}] if version(p) != v]\n\
-         assert not bad, ', '.join(bad)\n"
-    );
-    match std::process::Command::new(&exe)
-        .args(["-c", &script])
-        .output()
-    {
-        Ok(o) if o.status.success() => Some(exe),
-        Ok(o) => {
-            let err = String::from_utf8_lossy(&o.stderr);
-            let last = err.lines().last().unwrap_or("").to_string();
-            common::skip(
-                TEST,
-                &format!(
-                    "{} lacks the pinned LlamaIndex ({last}); run scripts/test.sh",
-                    exe.display()
-                ),
-            );
-            None
-        }
-        Err(e) => {
-            common::skip(
-                TEST,
-                &format!(
-                    "{}: {e}; run scripts/test.sh or set CHUNKSCOPE_REF_PYTHON",
-                    exe.display()
-                ),
-            );
-            None
-        }
-    }
+    parity::reference_python(TEST, "llama_index.core, nltk, tiktoken", PINS)
 }
 
 /// Hard cases on top of `varied_texts`.
@@ -234,13 +193,7 @@ fn generated() -> Vec<(String, String)> {
         "- ",
         "<|endoftext|>",
     ];
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
+    let mut next = parity::sequence(0x2545_f491_4f6c_dd1d);
     (0..12)
         .map(|i| {
             let n = 200 + 150 * i;
@@ -256,42 +209,20 @@ fn generated() -> Vec<(String, String)> {
         .collect()
 }
 
-struct Doc {
-    name: String,
-    text: String,
-    tokens: DocTokens,
-}
-
 fn docs() -> Vec<Doc> {
-    let tok = tokenizer();
-    let mut all = varied_texts();
-    all.extend(hard_cases());
-    all.into_iter()
-        .map(|(name, text)| Doc {
-            tokens: DocTokens::new(&text, &tok).unwrap(),
-            name,
-            text,
-        })
-        .collect()
+    parity::docs(hard_cases())
 }
 
-/// Our chunks of one document as (start in code points, text); no start for a chunk that is not
-/// a slice of the document (LlamaIndex finds none for it either).
-fn ours(doc: &Doc, chunker: &dyn Chunker) -> Vec<(Option<u64>, String)> {
-    let tok = tokenizer();
-    let view = DocView {
-        text: &doc.text,
-        tokens: &doc.tokens,
-        tok: &tok,
-    };
-    chunker
-        .chunk(&view)
+/// Our chunks of one document as pieces; no start for a chunk that is not a slice of the
+/// document (LlamaIndex finds none for it either).
+fn ours(doc: &Doc, chunker: &dyn Chunker) -> Vec<Piece<Option<u64>>> {
+    parity::chunks(doc, chunker)
         .into_iter()
         .map(|c| {
             let start = c
                 .text
                 .is_none()
-                .then(|| doc.text[..c.start].chars().count() as u64);
+                .then(|| parity::code_points(&doc.text, c.start));
             (start, c.text(&doc.text).to_string())
         })
         .collect()
@@ -299,7 +230,7 @@ fn ours(doc: &Doc, chunker: &dyn Chunker) -> Vec<(Option<u64>, String)> {
 
 /// Known, documented differences: LlamaIndex returns one empty node for an empty text, where
 /// chunkscope returns no chunk (README, presets). Only that exact case is excused.
-fn excused(doc: &Doc, exp: &[(Option<u64>, String)], got: &[(Option<u64>, String)]) -> bool {
+fn excused(doc: &Doc, exp: &[Piece<Option<u64>>], got: &[Piece<Option<u64>>]) -> bool {
     doc.text.is_empty() && got.is_empty() && exp == [(Some(0), String::new())]
 }
 
@@ -324,7 +255,7 @@ fn parity_on(strategy: Strategy, size: usize, overlap: usize, docs: Vec<Doc>) {
         "llamaindex_ref.py",
         &json!({
             "parser": parser,
-            "texts": docs.iter().map(|d| &d.text).collect::<Vec<_>>(),
+            "texts": parity::texts(&docs),
             "chunk_size": size,
             "chunk_overlap": overlap,
         }),
@@ -335,57 +266,18 @@ fn parity_on(strategy: Strategy, size: usize, overlap: usize, docs: Vec<Doc>) {
     s.size = size;
     s.overlap = overlap;
     s.validate().unwrap();
-    let expected = reference["chunks"].as_array().unwrap();
-    assert_eq!(expected.len(), docs.len());
-    let (mut same, mut chunks, mut excuses) = (0, 0, 0);
-    let mut diffs = Vec::new();
-    for (doc, exp) in docs.iter().zip(expected) {
-        let exp: Vec<(Option<u64>, String)> = exp
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| (p[0].as_u64(), p[1].as_str().unwrap().to_string()))
-            .collect();
-        let got = ours(doc, s.chunker().as_ref());
-        if got == exp {
-            same += 1;
-            chunks += got.len();
-            continue;
+    let expected = parity::expected(&reference, docs.len(), Value::as_u64);
+    let chunker = s.chunker();
+    let mut tally = Tally::new("chunk");
+    for (doc, exp) in docs.iter().zip(&expected) {
+        let got = ours(doc, chunker.as_ref());
+        if got != *exp && excused(doc, exp, &got) {
+            tally.excuse();
+        } else {
+            tally.add(&doc.name, &got, exp);
         }
-        if excused(doc, &exp, &got) {
-            excuses += 1;
-            continue;
-        }
-        let i = got
-            .iter()
-            .zip(&exp)
-            .position(|(a, b)| a != b)
-            .unwrap_or(got.len().min(exp.len()));
-        let show = |c: Option<&(Option<u64>, String)>| {
-            c.map(|(s, t)| format!("@{s:?} {:?}", t.chars().take(160).collect::<String>()))
-        };
-        diffs.push(format!(
-            "'{}': {} chunks vs reference {}; first difference at chunk {i}:\n ours: {:?}\n  ref: {:?}",
-            doc.name,
-            got.len(),
-            exp.len(),
-            show(got.get(i)),
-            show(exp.get(i))
-        ));
     }
-    let label = format!("{strategy} {size}/{overlap}");
-    eprintln!(
-        "{label} ({}): {same}/{} texts identical ({chunks} chunks), {excuses} excused (empty text)",
-        reference["versions"],
-        docs.len()
-    );
-    assert!(
-        diffs.is_empty(),
-        "{label}: {same}/{} texts identical\n{}",
-        docs.len(),
-        diffs.join("\n")
-    );
-    assert!(chunks > 0, "{label}: nothing compared");
+    tally.finish(&format!("{strategy} {size}/{overlap}"), &reference);
 }
 
 /// Short texts dense in what Punkt decides on: marks, abbreviations, initials, numbers, quotes
@@ -472,13 +364,7 @@ fn punkt_texts() -> Vec<String> {
         "\u{85}",
         "\u{2028}",
     ];
-    let mut state: u64 = 0x1234_5678_9abc_def1;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
+    let mut next = parity::sequence(0x1234_5678_9abc_def1);
     (0..600)
         .map(|i| {
             let mut t = String::new();
@@ -507,49 +393,13 @@ fn punkt_matches_nltk_span_tokenize() {
         "llamaindex_ref.py",
         &json!({"parser": "punkt", "texts": texts, "chunk_size": 1, "chunk_overlap": 0}),
     );
-    let expected = reference["chunks"].as_array().unwrap();
-    assert_eq!(expected.len(), texts.len());
-    let (mut same, mut sentences) = (0, 0);
-    let mut diffs = Vec::new();
-    for (text, exp) in texts.iter().zip(expected) {
-        let exp: Vec<(u64, String)> = exp
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| (p[0].as_u64().unwrap(), p[1].as_str().unwrap().to_string()))
-            .collect();
-        let got: Vec<(u64, String)> = punkt::spans(text)
-            .into_iter()
-            .map(|(s, e)| (text[..s].chars().count() as u64, text[s..e].to_string()))
-            .collect();
-        if got == exp {
-            same += 1;
-            sentences += got.len();
-        } else {
-            let i = got
-                .iter()
-                .zip(&exp)
-                .position(|(a, b)| a != b)
-                .unwrap_or(got.len().min(exp.len()));
-            diffs.push(format!(
-                "{:?}: first difference at sentence {i}:\n ours: {:?}\n  ref: {:?}",
-                text.chars().take(300).collect::<String>(),
-                got.get(i),
-                exp.get(i)
-            ));
-        }
+    let expected = parity::expected(&reference, texts.len(), |v| v.as_u64().unwrap());
+    let mut tally = Tally::new("sentence");
+    for (text, exp) in texts.iter().zip(&expected) {
+        let name = format!("{:?}", text.chars().take(300).collect::<String>());
+        tally.add(&name, &parity::spans(text, punkt::spans(text)), exp);
     }
-    eprintln!(
-        "punkt ({}): {same}/{} texts identical ({sentences} sentences)",
-        reference["versions"],
-        texts.len()
-    );
-    assert!(
-        diffs.is_empty(),
-        "punkt: {same}/{} texts identical\n{}",
-        texts.len(),
-        diffs.join("\n")
-    );
+    tally.finish("punkt", &reference);
 }
 
 fn preset(p: Preset) -> ChunkSettings {
@@ -578,7 +428,6 @@ fn llamaindex_other_sizes_match() {
 /// emoji are at these sizes): repeated passages, where a chunk's text is found early or not at all.
 #[test]
 fn llamaindex_tiny_sizes_match() {
-    let tok = tokenizer();
     let texts = [
         "A\n.\na.".to_string(),
         "x y x. x y x. y x y.\n\nx x x, y; x.".repeat(6),
@@ -589,11 +438,7 @@ fn llamaindex_tiny_sizes_match() {
         texts
             .iter()
             .enumerate()
-            .map(|(i, t)| Doc {
-                name: format!("tiny {i}"),
-                tokens: DocTokens::new(t, &tok).unwrap(),
-                text: t.clone(),
-            })
+            .map(|(i, t)| Doc::new(format!("tiny {i}"), t.clone()))
             .collect::<Vec<_>>()
     };
     for strategy in [

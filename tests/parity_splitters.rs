@@ -12,9 +12,10 @@ mod common;
 
 use std::path::PathBuf;
 
-use chunkscope_core::chunk::{ChunkSettings, Chunker, DocView, Haystack, Preset, Strategy};
-use chunkscope_core::tokenize::{DocTokens, Unit};
-use common::{model, python_with, tokenizer, varied_texts};
+use chunkscope_core::chunk::{ChunkSettings, Haystack, Preset, Strategy};
+use chunkscope_core::tokenize::Unit;
+use common::parity::{self, Doc};
+use common::{model, python_with, tokenizer};
 use serde_json::{json, Value};
 
 /// The pinned reference packages, as scripts/test.sh installs them.
@@ -31,49 +32,11 @@ const TEST: &str = "parity: text-splitter, semchunk, haystack";
 /// The interpreter of CHUNKSCOPE_SPLITTERS_PYTHON when it has the pinned packages; otherwise the
 /// test is reported as skipped (a failure under CI=true).
 fn splitters_python() -> Option<PathBuf> {
-    let Some(exe) = std::env::var_os("CHUNKSCOPE_SPLITTERS_PYTHON").map(PathBuf::from) else {
-        common::skip(
-            TEST,
-            "CHUNKSCOPE_SPLITTERS_PYTHON is not set; run scripts/test.sh (it sets up .venv-splitters) or point it at a Python with the pinned splitters",
-        );
-        return None;
-    };
-    let check = PINS
-        .iter()
-        .map(|(p, v)| format!("('{p}', '{v}')"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let script = format!(
-        "from importlib.metadata import version\n\
-         import semantic_text_splitter, semchunk, haystack, tokenizers, transformers\n\
-         bad = [f'{{p}} {{version(p)}} (want {{v}})' for p, v in [{check}] if version(p) != v]\n\
-         assert not bad, ', '.join(bad)\n"
-    );
-    let out = std::process::Command::new(&exe)
-        .args(["-c", &script])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(exe),
-        Ok(o) => {
-            let err = String::from_utf8_lossy(&o.stderr);
-            let last = err.lines().last().unwrap_or("").to_string();
-            common::skip(
-                TEST,
-                &format!(
-                    "{} lacks the pinned splitters ({last}); run scripts/test.sh",
-                    exe.display()
-                ),
-            );
-            None
-        }
-        Err(e) => {
-            common::skip(
-                TEST,
-                &format!("{}: {e}; run scripts/test.sh", exe.display()),
-            );
-            None
-        }
-    }
+    parity::splitters_python(
+        TEST,
+        "semantic_text_splitter, semchunk, haystack, tokenizers, transformers",
+        PINS,
+    )
 }
 
 /// Hard cases on top of `varied_texts`; names ending in .md are Markdown.
@@ -223,13 +186,7 @@ fn generated() -> Vec<(String, String)> {
         "```\n",
         "- ",
     ];
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
+    let mut next = parity::sequence(0x9e37_79b9_7f4a_7c15);
     (0..10)
         .map(|i| {
             let n = 300 + 150 * i;
@@ -250,101 +207,14 @@ fn generated() -> Vec<(String, String)> {
         .collect()
 }
 
-struct Doc {
-    name: String,
-    text: String,
-    tokens: DocTokens,
-    markdown: bool,
-}
-
 fn docs() -> Vec<Doc> {
-    let tok = tokenizer();
-    let mut all = varied_texts();
-    all.extend(hard_cases());
-    all.into_iter()
-        .map(|(name, text)| Doc {
-            markdown: name.ends_with(".md"),
-            tokens: DocTokens::new(&text, &tok).unwrap(),
-            name,
-            text,
-        })
-        .collect()
-}
-
-/// Our chunks of one document as (start in code points, text).
-fn ours(doc: &Doc, chunker: &dyn Chunker) -> Vec<(u64, String)> {
-    let tok = tokenizer();
-    let view = DocView {
-        text: &doc.text,
-        tokens: &doc.tokens,
-        tok: &tok,
-    };
-    chunker
-        .chunk(&view)
-        .into_iter()
-        .map(|c| {
-            let start = doc.text[..c.start].chars().count() as u64;
-            (start, c.text(&doc.text).to_string())
-        })
-        .collect()
-}
-
-/// Compare every document with the reference; panic with the share identical and the first
-/// difference of each differing document.
-fn compare(label: &str, docs: &[Doc], reference: &Value, make: &dyn Fn(&Doc) -> Box<dyn Chunker>) {
-    let expected = reference["chunks"].as_array().unwrap();
-    assert_eq!(expected.len(), docs.len());
-    let mut same = 0;
-    let mut chunks = 0;
-    let mut diffs = Vec::new();
-    for (doc, exp) in docs.iter().zip(expected) {
-        let exp: Vec<(u64, String)> = exp
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| (p[0].as_u64().unwrap(), p[1].as_str().unwrap().to_string()))
-            .collect();
-        let got = ours(doc, make(doc).as_ref());
-        if got == exp {
-            same += 1;
-            chunks += got.len();
-            continue;
-        }
-        let i = got
-            .iter()
-            .zip(&exp)
-            .position(|(a, b)| a != b)
-            .unwrap_or(got.len().min(exp.len()));
-        let show = |c: Option<&(u64, String)>| {
-            c.map(|(s, t)| format!("@{s} {:?}", t.chars().take(160).collect::<String>()))
-        };
-        diffs.push(format!(
-            "'{}': {} chunks vs reference {}; first difference at chunk {i}:\n ours: {:?}\n  ref: {:?}",
-            doc.name,
-            got.len(),
-            exp.len(),
-            show(got.get(i)),
-            show(exp.get(i))
-        ));
-    }
-    eprintln!(
-        "{label} ({}): {same}/{} texts identical ({chunks} chunks)",
-        reference["versions"],
-        docs.len()
-    );
-    assert!(
-        diffs.is_empty(),
-        "{label}: {same}/{} texts identical\n{}",
-        docs.len(),
-        diffs.join("\n")
-    );
-    assert!(chunks > 0, "{label}: nothing compared");
+    parity::docs(hard_cases())
 }
 
 fn request(library: &str, docs: &[Doc], unit: Unit, size: Option<usize>, overlap: Value) -> Value {
     json!({
         "library": library,
-        "texts": docs.iter().map(|d| &d.text).collect::<Vec<_>>(),
+        "texts": parity::texts(docs),
         "markdown": docs.iter().map(|d| d.markdown).collect::<Vec<_>>(),
         "unit": unit.name(),
         "tokenizer_json": model().tokenizer_path(),
@@ -376,11 +246,11 @@ fn text_splitter(unit: Unit, size: usize, overlap: usize) {
         &request("text-splitter", &docs, unit, Some(size), json!(overlap)),
     );
     let s = settings(Strategy::TextSplitter, unit, size, overlap);
-    compare(
+    parity::compare(
         &format!("text-splitter {unit} {size}/{overlap}"),
         &docs,
         &reference,
-        &|d| s.chunker_for(None, None, d.markdown),
+        |d| parity::ours(d, s.chunker_for(None, None, d.markdown).as_ref()),
     );
 }
 
@@ -429,11 +299,11 @@ fn semchunk(unit: Unit, size: Option<usize>, overlap: Value) {
             "chunkerify's default size"
         );
     }
-    compare(
+    parity::compare(
         &format!("semchunk {unit} {chunk_size}/{overlap}"),
         &docs,
         &reference,
-        &|d| s.chunker_for(None, None, d.markdown),
+        |d| parity::ours(d, s.chunker_for(None, None, d.markdown).as_ref()),
     );
 }
 
@@ -466,19 +336,20 @@ fn haystack(length: usize, overlap: usize, threshold: usize) {
     req["split_threshold"] = json!(threshold);
     let reference = python_with(&py, "splitters_ref.py", &req);
     let s = settings(Strategy::Haystack, Unit::Embed, length, overlap);
-    compare(
+    parity::compare(
         &format!("haystack {length}/{overlap} threshold {threshold}"),
         &docs,
         &reference,
-        &|d| {
+        |d| {
             if threshold == 0 {
-                s.chunker_for(None, None, d.markdown)
+                parity::ours(d, s.chunker_for(None, None, d.markdown).as_ref())
             } else {
-                Box::new(Haystack {
+                let h = Haystack {
                     length,
                     overlap,
                     threshold,
-                })
+                };
+                parity::ours(d, &h)
             }
         },
     );

@@ -79,123 +79,33 @@ fn click(m: &mut Model, column: u16, row: u16) {
 
 pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
     match a {
-        Action::NextFile | Action::PrevFile => {
-            // Along the files pane's order.
-            let order = m.file_order();
-            if let Some(at) = order.iter().position(|&fp| fp == m.chunks.selected) {
-                let to = if a == Action::NextFile {
-                    (at + 1).min(order.len() - 1)
-                } else {
-                    at.saturating_sub(1)
-                };
-                m.chunks.select_file(order[to]);
-            }
-        }
+        Action::NextFile | Action::PrevFile => step_file(m, a == Action::NextFile),
         Action::FirstChunk | Action::LastChunk => {
             let last = m.chunks_in_selected().saturating_sub(1);
             m.chunks
                 .focus_on(if a == Action::FirstChunk { 0 } else { last });
         }
         Action::SortFiles => m.chunks.file_sort = m.chunks.file_sort.next(),
-        Action::Find => {
-            m.view = View::Find;
-            let input = &mut m.find.input;
-            input.select_all = !input.text.is_empty();
-            input.cursor = input.text.len();
-            // The corpus may have changed since the last search.
-            m.find.found = super::find::results(m);
-        }
-        Action::TypeSize | Action::TypeOverlap | Action::GotoChunk => {
-            let kind = match a {
-                Action::TypeSize => PromptKind::Size,
-                Action::TypeOverlap => PromptKind::Overlap,
-                _ => PromptKind::GotoChunk,
-            };
-            m.prompt = Some(Prompt {
-                kind,
-                input: String::new(),
-            });
-        }
-        Action::CopyCommand => {
-            let text = command_line(m);
-            m.info = Some(format!("copied (OSC 52): {text}"));
-            return vec![Cmd::Copy { text }];
-        }
+        Action::Find => open_find(m),
+        Action::TypeSize => open_prompt(m, PromptKind::Size),
+        Action::TypeOverlap => open_prompt(m, PromptKind::Overlap),
+        Action::GotoChunk => open_prompt(m, PromptKind::GotoChunk),
+        Action::CopyCommand => return copy_command(m),
         Action::CopyAsCode => return copy_as_code(m),
-        Action::SaveKnobs => {
-            let path = m
-                .config_path
-                .clone()
-                .unwrap_or_else(|| "workbench.toml".into());
-            return vec![Cmd::SaveKnobs {
-                path,
-                corpus: m.corpus_path.clone(),
-                settings: m.settings.clone(),
-                window: m.window_spec,
-            }];
-        }
+        Action::SaveKnobs => return save_knobs(m),
         Action::Worst => {
             m.view = View::Worst;
             m.worst.selected = 0;
         }
         Action::ScrollDown => m.chunks.scroll_by(10),
         Action::ScrollUp if m.chunks.centre_on_match => m.chunks.scroll_by(-10),
-        Action::ScrollUp => {
-            if m.chunks.scroll >= 10 {
-                m.chunks.scroll -= 10;
-            } else if m.chunks.focus_chunk > 0 && m.chunks.scroll == 0 {
-                m.chunks.focus_chunk -= 1;
-            } else {
-                m.chunks.scroll = 0;
-            }
-        }
+        Action::ScrollUp => scroll_up(m),
         // With matches in the chunk, n and N move between them first.
         Action::NextChunk | Action::PrevChunk if m.chunks.step_match(a == Action::NextChunk) => {}
-        Action::NextChunk => {
-            if m.chunks.focus_chunk + 1 < m.chunks_in_selected() {
-                m.chunks.focus_chunk += 1;
-            }
-            m.chunks.scroll = 0;
-            m.chunks.uncentre();
-        }
-        Action::PrevChunk => {
-            if m.chunks.scroll == 0 && !m.chunks.centre_on_match {
-                m.chunks.focus_chunk = m.chunks.focus_chunk.saturating_sub(1);
-            }
-            m.chunks.scroll = 0;
-            m.chunks.uncentre();
-        }
-        Action::Expect => {
-            let here = (m.chunks.selected, m.chunks.focus_chunk);
-            if m.chunks.focus_chunk >= m.chunks_in_selected() {
-                return Vec::new();
-            }
-            m.query.expect = (m.query.expect != Some(here)).then_some(here);
-            m.info = Some(match m.query.expect {
-                Some(_) => format!(
-                    "expected chunk #{}: the query pane says where it ranks and why",
-                    m.chunks.focus_chunk + 1
-                ),
-                None => "expected chunk forgotten".into(),
-            });
-            return Vec::new();
-        }
-        Action::Probe => {
-            // The embedder probes the whole chunking, which a file chunked ahead of it is not.
-            if m.partial
-                .as_ref()
-                .is_some_and(|p| p.files.contains_key(&m.chunks.selected))
-            {
-                m.info = Some("tail probe: the rest of the corpus is still being chunked".into());
-                return Vec::new();
-            }
-            if m.chunks.focus_chunk < m.chunks_in_selected() {
-                return vec![Cmd::Probe {
-                    file_pos: m.chunks.selected,
-                    chunk: m.chunks.focus_chunk,
-                }];
-            }
-        }
+        Action::NextChunk => next_chunk(m),
+        Action::PrevChunk => prev_chunk(m),
+        Action::Expect => return toggle_expect(m),
+        Action::Probe => return probe(m),
         Action::Theme => {
             if let Some(t) = Theme::built_in(m.theme.next_name()) {
                 m.theme = t;
@@ -204,33 +114,153 @@ pub(super) fn act(m: &mut Model, a: Action) -> Vec<Cmd> {
         Action::Rescan => return m.reload("rescan".into()),
         Action::NextModel => return m.next_model(),
         Action::NextPrecision => return m.next_precision(),
-        Action::Window => {
-            m.window_spec = ModelWindows::cycle(m.window_spec);
-            m.error = None;
-            m.chunks.probe = None;
-            return m.embed_cmd();
-        }
-        Action::Query => {
-            m.view = View::Query;
-            m.query.editing = true;
-            // The previous query is selected: typing replaces it, arrows keep it.
-            let input = &mut m.query.input;
-            input.select_all = !input.text.is_empty();
-            input.cursor = input.text.len();
-        }
-        Action::Eval => {
-            if m.cases.is_none() {
-                m.error = Some(
-                    "no evaluation cases: put cases.tsv in the corpus, open a BEIR folder, or pass --cases FILE (TSV, SQuAD JSON, a JSONL query log)".into(),
-                );
-                return Vec::new();
-            }
-            m.view = View::Eval;
-            return m.start_eval();
-        }
+        Action::Window => return cycle_window(m),
+        Action::Query => open_query(m),
+        Action::Eval => return open_eval(m),
         knob => return turn_knob(m, knob),
     }
     Vec::new()
+}
+
+/// The next or previous file along the files pane's order.
+fn step_file(m: &mut Model, next: bool) {
+    let order = m.file_order();
+    if let Some(at) = order.iter().position(|&fp| fp == m.chunks.selected) {
+        let to = if next {
+            (at + 1).min(order.len() - 1)
+        } else {
+            at.saturating_sub(1)
+        };
+        m.chunks.select_file(order[to]);
+    }
+}
+
+fn open_find(m: &mut Model) {
+    m.view = View::Find;
+    let input = &mut m.find.input;
+    input.select_all = !input.text.is_empty();
+    input.cursor = input.text.len();
+    // The corpus may have changed since the last search.
+    m.find.found = super::find::results(m);
+}
+
+fn open_prompt(m: &mut Model, kind: PromptKind) {
+    m.prompt = Some(Prompt {
+        kind,
+        input: String::new(),
+    });
+}
+
+fn copy_command(m: &mut Model) -> Vec<Cmd> {
+    let text = command_line(m);
+    m.info = Some(format!("copied (OSC 52): {text}"));
+    vec![Cmd::Copy { text }]
+}
+
+/// Write the knobs into the workbench.toml they came from, else ./workbench.toml.
+fn save_knobs(m: &Model) -> Vec<Cmd> {
+    let path = m
+        .config_path
+        .clone()
+        .unwrap_or_else(|| "workbench.toml".into());
+    vec![Cmd::SaveKnobs {
+        path,
+        corpus: m.corpus_path.clone(),
+        settings: m.settings.clone(),
+        window: m.window_spec,
+    }]
+}
+
+/// Up ten lines in the focused chunk; at its top, to the chunk before.
+fn scroll_up(m: &mut Model) {
+    if m.chunks.scroll >= 10 {
+        m.chunks.scroll -= 10;
+    } else if m.chunks.focus_chunk > 0 && m.chunks.scroll == 0 {
+        m.chunks.focus_chunk -= 1;
+    } else {
+        m.chunks.scroll = 0;
+    }
+}
+
+fn next_chunk(m: &mut Model) {
+    if m.chunks.focus_chunk + 1 < m.chunks_in_selected() {
+        m.chunks.focus_chunk += 1;
+    }
+    m.chunks.scroll = 0;
+    m.chunks.uncentre();
+}
+
+/// Back to the top of the focused chunk, or to the chunk before when already there.
+fn prev_chunk(m: &mut Model) {
+    if m.chunks.scroll == 0 && !m.chunks.centre_on_match {
+        m.chunks.focus_chunk = m.chunks.focus_chunk.saturating_sub(1);
+    }
+    m.chunks.scroll = 0;
+    m.chunks.uncentre();
+}
+
+/// Mark the focused chunk as the one the next queries should find (again: forget it).
+fn toggle_expect(m: &mut Model) -> Vec<Cmd> {
+    let here = (m.chunks.selected, m.chunks.focus_chunk);
+    if m.chunks.focus_chunk >= m.chunks_in_selected() {
+        return Vec::new();
+    }
+    m.query.expect = (m.query.expect != Some(here)).then_some(here);
+    m.info = Some(match m.query.expect {
+        Some(_) => format!(
+            "expected chunk #{}: the query pane says where it ranks and why",
+            m.chunks.focus_chunk + 1
+        ),
+        None => "expected chunk forgotten".into(),
+    });
+    Vec::new()
+}
+
+/// Probe the focused chunk's tail against its window.
+fn probe(m: &mut Model) -> Vec<Cmd> {
+    // The embedder probes the whole chunking, which a file chunked ahead of it is not.
+    if m.partial
+        .as_ref()
+        .is_some_and(|p| p.files.contains_key(&m.chunks.selected))
+    {
+        m.info = Some("tail probe: the rest of the corpus is still being chunked".into());
+        return Vec::new();
+    }
+    if m.chunks.focus_chunk < m.chunks_in_selected() {
+        return vec![Cmd::Probe {
+            file_pos: m.chunks.selected,
+            chunk: m.chunks.focus_chunk,
+        }];
+    }
+    Vec::new()
+}
+
+/// The next window; the chunking stays, its vectors are made again at the new window.
+fn cycle_window(m: &mut Model) -> Vec<Cmd> {
+    m.window_spec = ModelWindows::cycle(m.window_spec);
+    m.error = None;
+    m.chunks.probe = None;
+    m.embed_cmd()
+}
+
+fn open_query(m: &mut Model) {
+    m.view = View::Query;
+    m.query.editing = true;
+    // The previous query is selected: typing replaces it, arrows keep it.
+    let input = &mut m.query.input;
+    input.select_all = !input.text.is_empty();
+    input.cursor = input.text.len();
+}
+
+fn open_eval(m: &mut Model) -> Vec<Cmd> {
+    if m.cases.is_none() {
+        m.error = Some(
+            "no evaluation cases: put cases.tsv in the corpus, open a BEIR folder, or pass --cases FILE (TSV, SQuAD JSON, a JSONL query log)".into(),
+        );
+        return Vec::new();
+    }
+    m.view = View::Eval;
+    m.start_eval()
 }
 
 /// Keys while a number is typed: digits, backspace, enter applies it, esc cancels.

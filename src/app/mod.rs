@@ -9,6 +9,7 @@ pub mod keymap;
 mod model;
 mod panes;
 mod query;
+mod switch;
 pub mod textbox;
 mod worst;
 

@@ -256,12 +256,12 @@ impl Model {
         }
     }
 
-    /// The keymap layer in force: the help overlay's, else the pane's.
     /// Whether a text box has the keys (the query pane, the find view): printable keys are text.
     pub fn text_box_focused(&self) -> bool {
         !self.show_help && matches!(self.view, View::Query | View::Find)
     }
 
+    /// The keymap layer in force: the help overlay's, else the pane's.
     pub fn layer(&self) -> Layer {
         match (self.show_help, self.view) {
             (true, _) => Layer::Help,
@@ -467,59 +467,6 @@ impl Model {
     }
 
     /// Read the corpus again (a rescan key or the watcher).
-    /// The next model of `[model] compare`: everything that came from the old one is dropped
-    /// and the corpus is read again with the new tokenizer; knobs, view and a pinned eval A stay.
-    pub(super) fn next_model(&mut self) -> Vec<Cmd> {
-        if self.models.len() < 2 {
-            self.info = Some(
-                "one model: list others in workbench.toml [model] compare = [\"id or folder\", ...]"
-                    .into(),
-            );
-            return Vec::new();
-        }
-        self.model_index = (self.model_index + 1) % self.models.len();
-        self.switch_model()
-    }
-
-    /// The next precision of the native backend (f32, bf16, int8), on the same model: its
-    /// workers are restarted as for another model, so a pinned eval A compares precisions.
-    pub(super) fn next_precision(&mut self) -> Vec<Cmd> {
-        if self.backend_kind != chunkscope_core::embed::BackendKind::Native {
-            self.info = Some(format!(
-                "precision: only the native backend has bf16 and int8 (vectors come from {})",
-                self.backend
-            ));
-            return Vec::new();
-        }
-        self.precision = match self.precision {
-            Precision::F32 => Precision::Bf16,
-            Precision::Bf16 => Precision::Int8,
-            Precision::Int8 => Precision::F32,
-        };
-        self.switch_model()
-    }
-
-    /// Drop everything that came from the model in force and ask for `models[model_index]` at
-    /// `precision`.
-    fn switch_model(&mut self) -> Vec<Cmd> {
-        let model = self.models[self.model_index].clone();
-        self.engine = None;
-        self.chunking = None;
-        self.partial = None;
-        self.embed = None;
-        self.chunks.probe = None;
-        self.query.results = None;
-        self.query.reranked = None;
-        self.last_reload = Some(format!("model {model} {}", self.precision));
-        self.generation += 1;
-        self.loading = true;
-        vec![Cmd::SwitchModel {
-            model,
-            precision: self.precision,
-            generation: self.generation,
-        }]
-    }
-
     pub(super) fn reload(&mut self, why: String) -> Vec<Cmd> {
         self.last_reload = Some(why);
         self.generation += 1;

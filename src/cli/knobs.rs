@@ -12,9 +12,12 @@ use chunkscope_core::metadata::Use;
 use crate::app::keymap::Keymap;
 
 /// A flag's value read by its type's own parser; the error names the flag and lists the words.
-fn word<T: std::str::FromStr<Err = String>>(flag: &str, v: &Option<String>) -> Result<Option<T>> {
+fn word<T: std::str::FromStr<Err: std::fmt::Display>>(
+    flag: &str,
+    v: &Option<String>,
+) -> Result<Option<T>> {
     v.as_deref()
-        .map(|s| s.parse().map_err(|e| anyhow::anyhow!("--{flag}: {e}")))
+        .map(|s| s.parse().map_err(|e: T::Err| anyhow::anyhow!("--{flag}: {e}")))
         .transpose()
 }
 

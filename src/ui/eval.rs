@@ -27,43 +27,17 @@ fn hit(rank: Option<usize>, k: usize) -> bool {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
-    let t = &m.theme;
     let Some(r) = &m.eval.report else {
-        let msg = if m.eval.running || m.embeddings_stale() {
-            "evaluating: waiting for the vectors of this chunking…"
-        } else {
-            "no report yet"
-        };
-        frame.render_widget(
-            Paragraph::new(Line::styled(msg, t.dim)).block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(Span::styled(" eval ", t.title)),
-            ),
-            area,
-        );
+        no_report(frame, area, m);
         return;
     };
     let a = m.eval.pinned.as_deref();
     let judged = r.judged.as_ref();
     // Span tables when there are span cases (or no judgments to show instead).
     let spans = !r.results.is_empty() || judged.is_none();
-    let a_judged = a.and_then(|a| a.judged.as_ref());
-    let mut heights = Vec::new();
-    if let Some(j) = judged {
-        let config = 1 + usize::from(a.is_some()) + usize::from(r.reranker.is_some());
-        let n = j.rankers().len();
-        let rows = if a_judged.is_some() { 2 * n } else { n };
-        heights.push(Constraint::Length((2 + config + 1 + rows) as u16));
-    }
-    if spans {
-        // With a reranker: its row of recall, and its line under B's.
-        heights.push(Constraint::Length(14 + 2 * u16::from(r.rerank.is_some())));
-    }
-    heights.extend([Constraint::Min(4), Constraint::Length(1)]);
     let rows = Layout::default()
         .direction(Direction::Vertical)
-        .constraints(heights)
+        .constraints(block_heights(r, a, spans))
         .split(area);
     let stale =
         if m.eval.running || m.eval.made_for != Some((m.chunked_generation, m.window().tokens)) {
@@ -77,6 +51,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             " eval · {} · {} judged queries{stale} · {} ",
             r.cases_file, j.queries, j.rule
         );
+        let a_judged = a.and_then(|a| a.judged.as_ref());
         judged_block(
             frame,
             rows[0],
@@ -95,33 +70,93 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         span_block(frame, rows[next], m, head, stale);
         next += 1;
     }
-    let hint = format!(" {}", super::pane_keys(m, Layer::Eval));
-    let misses = if m.eval.misses_only {
+    let list_area = (rows[next], rows[next + 1]);
+    let judged_rows = m.judged_rows();
+    if !judged_rows.is_empty() || !spans {
+        judged_list(frame, list_area, m, (r, &judged_rows));
+    } else {
+        case_list(frame, list_area, m, r);
+    }
+}
+
+/// The pane before its first report: waiting for vectors, or nothing asked yet.
+fn no_report(frame: &mut Frame, area: Rect, m: &Model) {
+    let t = &m.theme;
+    let msg = if m.eval.running || m.embeddings_stale() {
+        "evaluating: waiting for the vectors of this chunking…"
+    } else {
+        "no report yet"
+    };
+    frame.render_widget(
+        Paragraph::new(Line::styled(msg, t.dim)).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(Span::styled(" eval ", t.title)),
+        ),
+        area,
+    );
+}
+
+/// The heights of the pane's rows: the judged block (when judged), the span block (when
+/// `spans`), the list and its hint line.
+fn block_heights(r: &Report, a: Option<&Report>, spans: bool) -> Vec<Constraint> {
+    let mut heights = Vec::new();
+    if let Some(j) = &r.judged {
+        let config = 1 + usize::from(a.is_some()) + usize::from(r.reranker.is_some());
+        let n = j.rankers().len();
+        let a_judged = a.is_some_and(|a| a.judged.is_some());
+        let rows = if a_judged { 2 * n } else { n };
+        heights.push(Constraint::Length((2 + config + 1 + rows) as u16));
+    }
+    if spans {
+        // With a reranker: its row of recall, and its line under B's.
+        heights.push(Constraint::Length(14 + 2 * u16::from(r.rerank.is_some())));
+    }
+    heights.extend([Constraint::Min(4), Constraint::Length(1)]);
+    heights
+}
+
+fn misses_label(m: &Model) -> &'static str {
+    if m.eval.misses_only {
         " · misses only"
     } else {
         ""
-    };
-    let judged_rows = m.judged_rows();
-    if !judged_rows.is_empty() || !spans {
-        let rankers = judged.map_or(Ranker::ALL.to_vec(), |j| j.rankers());
-        let items: Vec<ListItem> = judged_rows
-            .iter()
-            .map(|q| judged_item(q, &rankers, r.k, m))
-            .collect();
-        let names: Vec<&str> = rankers.iter().map(|r| r.label()).collect();
-        let title = format!(
-            " judged queries{misses} · ✓/✗ {}: every relevant document in the first {} · rank at chunk #N, TAIL: that chunk is cut by the window ",
-            names.join(" "),
-            r.k
-        );
-        let area = (rows[next], rows[next + 1]);
-        super::list_with_hint(frame, area, items, (title, m.eval.selected), hint, t);
-        return;
     }
-    let list_rows = m.eval_rows();
-    let items: Vec<ListItem> = list_rows.iter().map(|c| case_item(c, r.k, m)).collect();
+}
+
+/// The judged queries with ✓/✗ per retriever, and the pane's hint under them.
+fn judged_list(
+    frame: &mut Frame,
+    area: (Rect, Rect),
+    m: &Model,
+    (r, rows): (&Report, &[&JudgedQuery]),
+) {
+    let rankers = r
+        .judged
+        .as_ref()
+        .map_or(Ranker::ALL.to_vec(), |j| j.rankers());
+    let items: Vec<ListItem> = rows
+        .iter()
+        .map(|q| judged_item(q, &rankers, r.k, m))
+        .collect();
+    let names: Vec<&str> = rankers.iter().map(|r| r.label()).collect();
     let title = format!(
-        " cases{misses}{} · ✓/✗ BM25 vector hybrid at k {} ",
+        " judged queries{} · ✓/✗ {}: every relevant document in the first {} · rank at chunk #N, TAIL: that chunk is cut by the window ",
+        misses_label(m),
+        names.join(" "),
+        r.k
+    );
+    let hint = format!(" {}", super::pane_keys(m, Layer::Eval));
+    super::list_with_hint(frame, area, items, (title, m.eval.selected), hint, &m.theme);
+}
+
+/// The span cases with ✓/✗ per retriever and every miss explained, and the pane's hint under
+/// them.
+fn case_list(frame: &mut Frame, area: (Rect, Rect), m: &Model, r: &Report) {
+    let items: Vec<ListItem> = m.eval_rows().iter().map(|c| case_item(c, r.k, m)).collect();
+    let title = format!(
+        " cases{}{} · ✓/✗ BM25 vector hybrid at k {} ",
+        misses_label(m),
         if m.eval.flipped_only {
             " · flipped A -> B only"
         } else {
@@ -129,14 +164,8 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         },
         r.k
     );
-    super::list_with_hint(
-        frame,
-        (rows[next], rows[next + 1]),
-        items,
-        (title, m.eval.selected),
-        hint,
-        t,
-    );
+    let hint = format!(" {}", super::pane_keys(m, Layer::Eval));
+    super::list_with_hint(frame, area, items, (title, m.eval.selected), hint, &m.theme);
 }
 
 /// The B (now) line and, when pinned, the A line: model, embedder, knobs, window, vectors.

@@ -11,7 +11,6 @@ use crate::app::{Model, Retriever};
 use chunkscope_core::search::Hit;
 
 pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
-    let t = &m.theme;
     let why = m.query.results.as_ref().and_then(|r| r.expect.as_ref());
     let rows = Layout::default()
         .direction(Direction::Vertical)
@@ -25,6 +24,18 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     if let Some(w) = why {
         why_not(frame, rows[2], m, w);
     }
+    query_box(frame, rows[0], m);
+    let reranker = m.query.reranker.is_some();
+    let cols = column_areas(rows[1], reranker);
+    hit_columns(frame, &cols, m);
+    if reranker {
+        rerank_column(frame, cols[3], m);
+    }
+    frame.render_widget(Paragraph::new(hint(m)), rows[3]);
+}
+
+/// The query's text box, its title saying k and whether the search is running or BM25 only.
+fn query_box(frame: &mut Frame, area: Rect, m: &Model) {
     let state = if m.query.pending.is_some() {
         " · searching…"
     } else if m.embeddings_stale() {
@@ -34,25 +45,27 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     };
     frame.render_widget(
         Paragraph::new(query_line(m)).block(Block::default().borders(Borders::ALL).title(
-            Span::styled(format!(" query · k {}{state} ", m.query.k), t.title),
+            Span::styled(format!(" query · k {}{state} ", m.query.k), m.theme.title),
         )),
-        rows[0],
+        area,
     );
-    let reranker = m.query.reranker.is_some();
+}
+
+/// Where the hit columns go: side by side when each gets 50 columns; else BM25 and vector side
+/// by side and the hybrid column (and the reranker's) under them.
+fn column_areas(area: Rect, reranker: bool) -> Vec<Rect> {
     let n = if reranker { 4 } else { 3 };
-    // The columns side by side when each gets 50 columns; else BM25 and vector side by side
-    // and the hybrid column (and the reranker's) under them.
-    let cols: Vec<Rect> = if rows[1].width >= 50 * n {
+    if area.width >= 50 * n {
         Layout::default()
             .direction(Direction::Horizontal)
             .constraints(vec![Constraint::Ratio(1, n as u32); n as usize])
-            .split(rows[1])
+            .split(area)
             .to_vec()
     } else if reranker {
         let halves = Layout::default()
             .direction(Direction::Vertical)
             .constraints([Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)])
-            .split(rows[1]);
+            .split(area);
         let side = |r: Rect| {
             Layout::default()
                 .direction(Direction::Horizontal)
@@ -65,32 +78,26 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         let halves = Layout::default()
             .direction(Direction::Vertical)
             .constraints([Constraint::Ratio(3, 5), Constraint::Ratio(2, 5)])
-            .split(rows[1]);
+            .split(area);
         let top = Layout::default()
             .direction(Direction::Horizontal)
             .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
             .split(halves[0]);
         vec![top[0], top[1], halves[1]]
-    };
-    let window = m
-        .query
-        .results
-        .as_ref()
-        .map_or(m.window().tokens, |r| r.window);
+    }
+}
+
+/// The first stage's columns: BM25, vector (with the approximate search's recall when it was
+/// used) and hybrid, in the first three of `cols`.
+fn hit_columns(frame: &mut Frame, cols: &[Rect], m: &Model) {
+    let results = m.query.results.as_ref();
+    let window = results.map_or(m.window().tokens, |r| r.window);
     let empty = Vec::new();
-    let (bm, vec, hybrid) = m
-        .query
-        .results
-        .as_ref()
-        .map_or((&empty, &empty, &empty), |r| {
-            (&r.bm25, &r.vector, &r.hybrid)
-        });
-    let rrf_k = m.query.results.as_ref().map_or(0, |r| r.rrf_k);
-    let failed = m
-        .query
-        .results
-        .as_ref()
-        .and_then(|r| r.vector_error.as_deref());
+    let (bm, vec, hybrid) = results.map_or((&empty, &empty, &empty), |r| {
+        (&r.bm25, &r.vector, &r.hybrid)
+    });
+    let rrf_k = results.map_or(0, |r| r.rrf_k);
+    let failed = results.and_then(|r| r.vector_error.as_deref());
     column(
         frame,
         cols[0],
@@ -109,12 +116,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         ),
         Retriever::Vector,
     );
-    if let Some(a) = m
-        .query
-        .results
-        .as_ref()
-        .and_then(|r| r.approximate.as_ref())
-    {
+    if let Some(a) = results.and_then(|r| r.approximate.as_ref()) {
         // Past the threshold the column comes from the HNSW graph: said on its bottom border,
         // with its recall@10 against exact search measured on this corpus.
         let note = format!(" approximate (HNSW) · recall@10 {:.2} ", a.recall_at_10);
@@ -127,24 +129,22 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         (format!(" hybrid (RRF k={rrf_k}) "), hybrid, None),
         Retriever::Hybrid,
     );
-    if reranker {
-        rerank_column(frame, cols[3], m);
-    }
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            if m.query.editing {
-                " type the query: enter runs it · up/down earlier queries · tab to the hits · esc back · ctrl-a/e/u/w/k, alt-b/f edit".to_string()
-            } else {
-                format!(
-                    " {}   typing goes back to the query   TAIL = match past the window   ◆ only here   ↳ parent section returned ({}), its size for the generator",
-                    super::pane_keys(m, Layer::Query),
-                    m.keymap.keys_of(Action::Parents).first().map_or("", String::as_str),
-                )
-            },
-            t.dim,
-        )),
-        rows[3],
-    );
+}
+
+/// The pane's key hint: the text box's keys while typing, else the pane's and its legend.
+fn hint(m: &Model) -> Line<'static> {
+    Line::styled(
+        if m.query.editing {
+            " type the query: enter runs it · up/down earlier queries · tab to the hits · esc back · ctrl-a/e/u/w/k, alt-b/f edit".to_string()
+        } else {
+            format!(
+                " {}   typing goes back to the query   TAIL = match past the window   ◆ only here   ↳ parent section returned ({}), its size for the generator",
+                super::pane_keys(m, Layer::Query),
+                m.keymap.keys_of(Action::Parents).first().map_or("", String::as_str),
+            )
+        },
+        m.theme.dim,
+    )
 }
 
 /// The expected chunk (`x` in the chunks pane): its rank and score in each retriever against the

@@ -8,6 +8,7 @@ use ratatui::Frame;
 
 use super::{partial_label, stale_mark, thousands};
 use crate::app::Model;
+use crate::theme::Theme;
 use chunkscope_core::stats::{histogram, Stats};
 
 const BARS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -37,7 +38,20 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         window,
         m.specials,
     );
-    let mut lines = vec![
+    let mut lines = count_lines(&s, t);
+    lines.extend(sentences_line(m, s.chunks));
+    let lens: Vec<usize> = files
+        .iter()
+        .flat_map(|f| f.chunks.iter().map(|c| c.embed_tokens(m.specials)))
+        .collect();
+    let bins = area.width.saturating_sub(2).max(1) as usize;
+    lines.extend(histogram_lines(&lens, window, bins, t));
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// Chunks and how many pass the window, the embed-token percentiles, the tokens never embedded.
+fn count_lines(s: &Stats, t: &Theme) -> Vec<Line<'static>> {
+    vec![
         Line::from(vec![
             Span::raw(format!("chunks {}   over window ", thousands(s.chunks))),
             Span::styled(
@@ -61,37 +75,35 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
                 t.tail,
             ),
         ]),
-    ];
-    // Max-Min: how many sentences the chunks group (1.0 per chunk: every sentence stands alone,
-    // the floor is too high for this model's similarities).
+    ]
+}
+
+/// Max-Min: how many sentences the `chunks` group (1.0 per chunk: every sentence stands alone,
+/// the floor is too high for this model's similarities). None for other strategies, while the
+/// whole chunking runs, or before every file's sentences are counted.
+fn sentences_line(m: &Model, chunks: usize) -> Option<Line<'static>> {
     let whole = m.chunking.as_ref().filter(|_| m.partial.is_none());
-    if let Some(c) =
-        whole.filter(|c| c.settings.strategy == chunkscope_core::chunk::Strategy::MaxMin)
-    {
-        if let Some(engine) = &m.engine {
-            let counts: Option<usize> = c
-                .files
-                .iter()
-                .map(|f| engine.cached_sentence_count(f.doc, c.settings.unit, c.settings.size))
-                .sum();
-            if let Some(n) = counts {
-                lines.push(Line::raw(format!(
-                    "sentences {}  {:.1} per chunk",
-                    thousands(n),
-                    n as f64 / s.chunks.max(1) as f64
-                )));
-            }
-        }
-    }
-    let bins = area.width.saturating_sub(2).max(1) as usize;
-    let lens: Vec<usize> = files
+    let c = whole.filter(|c| c.settings.strategy == chunkscope_core::chunk::Strategy::MaxMin)?;
+    let engine = m.engine.as_ref()?;
+    let n: usize = c
+        .files
         .iter()
-        .flat_map(|f| f.chunks.iter().map(|c| c.embed_tokens(m.specials)))
-        .collect();
-    let (counts, width) = histogram(&lens, window, bins);
+        .map(|f| engine.cached_sentence_count(f.doc, c.settings.unit, c.settings.size))
+        .sum::<Option<usize>>()?;
+    Some(Line::raw(format!(
+        "sentences {}  {:.1} per chunk",
+        thousands(n),
+        n as f64 / chunks.max(1) as f64
+    )))
+}
+
+/// The chunk lengths (`lens`, embed tokens) in `bins` columns: two rows of bars, eighths within
+/// each, the window marked on them and labelled under them.
+fn histogram_lines(lens: &[usize], window: usize, bins: usize, t: &Theme) -> Vec<Line<'static>> {
+    let (counts, width) = histogram(lens, window, bins);
     let top = counts.iter().copied().max().unwrap_or(0).max(1);
     let mark = (window / width).min(bins - 1);
-    // Two rows of bars, eighths within each.
+    let mut lines = Vec::new();
     for row in (0..2).rev() {
         let spans: Vec<Span> = counts
             .iter()
@@ -124,5 +136,5 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         Span::styled(label, t.window_mark),
         Span::styled(format!("  0..{} tok", thousands(width * bins)), t.dim),
     ]));
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    lines
 }

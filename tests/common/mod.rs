@@ -1,6 +1,8 @@
 //! Shared test fixtures: the real model's tokenizer and varied texts.
 #![allow(dead_code)]
 
+pub mod parity;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 

@@ -19,7 +19,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use chunkscope_core::model::{self, ModelInfo, DEFAULT_MODEL};
 
@@ -40,36 +40,7 @@ enum What {
     },
     /// The approximate (HNSW) vector index beside flat search: build time and peak memory,
     /// recall@10 against exact search, top-10 latency, on generated clustered vectors.
-    Ann {
-        /// Numbers of vectors, comma separated.
-        #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
-        sizes: Vec<usize>,
-        #[arg(long, default_value_t = 384)]
-        dim: usize,
-        /// Held-out queries (recall@10 and ANN latency).
-        #[arg(long, default_value_t = 1000)]
-        queries: usize,
-        /// Of those, queries timed on the flat index.
-        #[arg(long, default_value_t = 100)]
-        flat_queries: usize,
-        /// Vectors per topic in the generated data.
-        #[arg(long, default_value_t = 100)]
-        per_topic: usize,
-        /// HNSW's M (links per node).
-        #[arg(long)]
-        m: Option<usize>,
-        #[arg(long)]
-        ef_construction: Option<usize>,
-        #[arg(long)]
-        ef_search: Option<usize>,
-        /// The generated vectors: `latent` (topics near or far by degrees, in a low-dimensional
-        /// subspace, as real embeddings) or `islands` (every topic alike far from the others).
-        #[arg(long, default_value = "latent")]
-        data: String,
-        /// More ef_search values measured on the same graph, comma separated.
-        #[arg(long, value_delimiter = ',')]
-        more_ef: Vec<usize>,
-    },
+    Ann(AnnOpts),
     /// Knob change to updated chunks and stats (no embedding) on a generated corpus, and a file
     /// save to its updated chunks.
     Rechunk {
@@ -156,88 +127,128 @@ enum What {
     /// file) read and tokenized, chunked, every preset's size knob timed on the focused file and
     /// on the whole corpus, memory; then embedding beside sentence-transformers and the ANN index
     /// beside flat search. One summary table with issue 27's targets.
-    Scale {
-        /// Size of the generated corpus in MB.
-        #[arg(long, default_value_t = 100)]
-        megabytes: usize,
-        /// Knob presses timed on the whole corpus, per preset.
-        #[arg(long, default_value_t = 6)]
-        presses: usize,
-        /// Knob presses timed on the focused file, per preset.
-        #[arg(long, default_value_t = 40)]
-        focus_presses: usize,
-        /// The folder holding seeds/ and data/xquad/ that the corpus is made from besides the
-        /// examples (default: $CHUNKSCOPE_SHARED, else ../shared beside the repository).
-        #[arg(long)]
-        shared: Option<PathBuf>,
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
-        /// Leave out the embedding benchmark.
-        #[arg(long)]
-        skip_embed: bool,
-        /// Leave out the ANN benchmark.
-        #[arg(long)]
-        skip_ann: bool,
-        /// Numbers of vectors for the ANN benchmark, comma separated.
-        #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
-        ann_sizes: Vec<usize>,
-        /// A Python with sentence-transformers, timed beside our embedder (default:
-        /// .venv-ref/bin/python where it exists).
-        #[arg(long)]
-        reference: Option<String>,
-        /// Precisions of our embedder (comma separated).
-        #[arg(long, value_delimiter = ',', default_value = "f32,bf16,int8")]
-        precisions: Vec<String>,
-        /// Model folder or hub id.
-        #[arg(long)]
-        model: Option<String>,
-    },
+    Scale(ScaleOpts),
     /// Embedding speed, ours and (with --reference) sentence-transformers' on the same texts.
-    Embed {
-        /// Corpus whose paragraphs are embedded.
-        #[arg(default_value = "examples")]
-        corpus: PathBuf,
-        /// Number of texts (paragraphs, cycled).
-        #[arg(long, default_value_t = 256)]
-        texts: usize,
-        /// Windows to measure, comma separated.
-        #[arg(long, value_delimiter = ',', default_value = "128,256")]
-        windows: Vec<usize>,
-        /// Batch sizes to measure, comma separated.
-        #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
-        batches: Vec<usize>,
-        /// A Python interpreter with sentence-transformers, to run the reference in the same run.
-        #[arg(long)]
-        reference: Option<String>,
-        /// Repetitions per measurement (the best is kept).
-        #[arg(long, default_value_t = 2)]
-        repeat: usize,
-        /// Join paragraphs into texts of at least this many characters (e.g. 2000 so every text
-        /// fills a 256-token window); 0 embeds paragraphs as they are.
-        #[arg(long, default_value_t = 0)]
-        min_chars: usize,
-        /// Model folder or hub id.
-        #[arg(long)]
-        model: Option<String>,
-        /// An OpenAI-compatible embedding server (e.g. http://127.0.0.1:7997/v1), timed with 1,
-        /// 2, 4 and 8 requests in flight beside the local backend.
-        #[arg(long)]
-        endpoint: Option<String>,
-        /// The model name the server serves (default: the model id).
-        #[arg(long)]
-        served_model: Option<String>,
-        /// Local backends to time (comma separated): native, candle, auto.
-        #[arg(long, value_delimiter = ',', default_value = "native,candle")]
-        backends: Vec<String>,
-        /// Precisions of the native backend (comma separated): f32, bf16, int8. f32 runs first
-        /// whatever the order: the others are compared with its vectors.
-        #[arg(long, value_delimiter = ',', default_value = "f32")]
-        precisions: Vec<String>,
-        /// Also time sentence-transformers under torch.autocast("cpu", bfloat16) (with
-        /// --reference).
-        #[arg(long)]
-        st_bf16: bool,
-    },
+    Embed(EmbedOpts),
+}
+
+// The options of the commands whose setup has a function of its own (below `run`).
+
+#[derive(Args)]
+struct AnnOpts {
+    /// Numbers of vectors, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
+    sizes: Vec<usize>,
+    #[arg(long, default_value_t = 384)]
+    dim: usize,
+    /// Held-out queries (recall@10 and ANN latency).
+    #[arg(long, default_value_t = 1000)]
+    queries: usize,
+    /// Of those, queries timed on the flat index.
+    #[arg(long, default_value_t = 100)]
+    flat_queries: usize,
+    /// Vectors per topic in the generated data.
+    #[arg(long, default_value_t = 100)]
+    per_topic: usize,
+    /// HNSW's M (links per node).
+    #[arg(long)]
+    m: Option<usize>,
+    #[arg(long)]
+    ef_construction: Option<usize>,
+    #[arg(long)]
+    ef_search: Option<usize>,
+    /// The generated vectors: `latent` (topics near or far by degrees, in a low-dimensional
+    /// subspace, as real embeddings) or `islands` (every topic alike far from the others).
+    #[arg(long, default_value = "latent")]
+    data: String,
+    /// More ef_search values measured on the same graph, comma separated.
+    #[arg(long, value_delimiter = ',')]
+    more_ef: Vec<usize>,
+}
+
+#[derive(Args)]
+struct ScaleOpts {
+    /// Size of the generated corpus in MB.
+    #[arg(long, default_value_t = 100)]
+    megabytes: usize,
+    /// Knob presses timed on the whole corpus, per preset.
+    #[arg(long, default_value_t = 6)]
+    presses: usize,
+    /// Knob presses timed on the focused file, per preset.
+    #[arg(long, default_value_t = 40)]
+    focus_presses: usize,
+    /// The folder holding seeds/ and data/xquad/ that the corpus is made from besides the
+    /// examples (default: $CHUNKSCOPE_SHARED, else ../shared beside the repository).
+    #[arg(long)]
+    shared: Option<PathBuf>,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Leave out the embedding benchmark.
+    #[arg(long)]
+    skip_embed: bool,
+    /// Leave out the ANN benchmark.
+    #[arg(long)]
+    skip_ann: bool,
+    /// Numbers of vectors for the ANN benchmark, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
+    ann_sizes: Vec<usize>,
+    /// A Python with sentence-transformers, timed beside our embedder (default:
+    /// .venv-ref/bin/python where it exists).
+    #[arg(long)]
+    reference: Option<String>,
+    /// Precisions of our embedder (comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "f32,bf16,int8")]
+    precisions: Vec<String>,
+    /// Model folder or hub id.
+    #[arg(long)]
+    model: Option<String>,
+}
+
+#[derive(Args)]
+struct EmbedOpts {
+    /// Corpus whose paragraphs are embedded.
+    #[arg(default_value = "examples")]
+    corpus: PathBuf,
+    /// Number of texts (paragraphs, cycled).
+    #[arg(long, default_value_t = 256)]
+    texts: usize,
+    /// Windows to measure, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "128,256")]
+    windows: Vec<usize>,
+    /// Batch sizes to measure, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
+    batches: Vec<usize>,
+    /// A Python interpreter with sentence-transformers, to run the reference in the same run.
+    #[arg(long)]
+    reference: Option<String>,
+    /// Repetitions per measurement (the best is kept).
+    #[arg(long, default_value_t = 2)]
+    repeat: usize,
+    /// Join paragraphs into texts of at least this many characters (e.g. 2000 so every text
+    /// fills a 256-token window); 0 embeds paragraphs as they are.
+    #[arg(long, default_value_t = 0)]
+    min_chars: usize,
+    /// Model folder or hub id.
+    #[arg(long)]
+    model: Option<String>,
+    /// An OpenAI-compatible embedding server (e.g. http://127.0.0.1:7997/v1), timed with 1,
+    /// 2, 4 and 8 requests in flight beside the local backend.
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// The model name the server serves (default: the model id).
+    #[arg(long)]
+    served_model: Option<String>,
+    /// Local backends to time (comma separated): native, candle, auto.
+    #[arg(long, value_delimiter = ',', default_value = "native,candle")]
+    backends: Vec<String>,
+    /// Precisions of the native backend (comma separated): f32, bf16, int8. f32 runs first
+    /// whatever the order: the others are compared with its vectors.
+    #[arg(long, value_delimiter = ',', default_value = "f32")]
+    precisions: Vec<String>,
+    /// Also time sentence-transformers under torch.autocast("cpu", bfloat16) (with
+    /// --reference).
+    #[arg(long)]
+    st_bf16: bool,
 }
 
 /// The model named (default: all-MiniLM-L6-v2), found or fetched.
@@ -263,76 +274,9 @@ fn parse_precisions(
 
 fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
     match what {
-        What::Scale {
-            megabytes,
-            presses,
-            focus_presses,
-            shared,
-            seed,
-            skip_embed,
-            skip_ann,
-            ann_sizes,
-            reference,
-            precisions: names,
-            model,
-        } => {
-            let shared = shared.unwrap_or_else(wiki::default_shared);
-            let reference = reference.or_else(|| {
-                let venv = common::examples().join("../.venv-ref/bin/python");
-                venv.is_file().then(|| venv.display().to_string())
-            });
-            let args = scale::ScaleArgs {
-                megabytes,
-                presses,
-                focus_presses,
-                shared: shared.is_dir().then_some(shared),
-                seed,
-                skip_embed,
-                reference,
-                precisions: parse_precisions(&names)?,
-                ann_sizes: if skip_ann { Vec::new() } else { ann_sizes },
-            };
-            scale::scale(&locate(model)?, &args, out).map(drop)
-        }
+        What::Scale(o) => scale(o, out),
         What::Search { sizes } => search::search(&sizes, out),
-        What::Ann {
-            sizes,
-            dim,
-            queries,
-            flat_queries,
-            per_topic,
-            m,
-            ef_construction,
-            ef_search,
-            data,
-            more_ef,
-        } => {
-            let d = chunkscope_core::index::AnnParams::default();
-            let params = chunkscope_core::index::AnnParams {
-                max_connections: m.unwrap_or(d.max_connections),
-                ef_construction: ef_construction.unwrap_or(d.ef_construction),
-                ef_search: ef_search.unwrap_or(d.ef_search),
-                ..d
-            };
-            ann::ann(
-                &ann::AnnArgs {
-                    sizes,
-                    dim,
-                    queries,
-                    flat_queries,
-                    per_topic,
-                    params,
-                    islands: match data.as_str() {
-                        "latent" => false,
-                        "islands" => true,
-                        other => anyhow::bail!("--data: latent or islands, not {other:?}"),
-                    },
-                    more_ef,
-                },
-                out,
-            )
-            .map(drop)
-        }
+        What::Ann(o) => ann(o, out),
         What::Store {
             chunks,
             dim,
@@ -375,45 +319,81 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
             reference.as_deref(),
             out,
         ),
-        What::Embed {
-            corpus,
-            texts,
-            windows,
-            batches,
-            reference,
-            repeat,
-            min_chars,
-            model,
-            endpoint,
-            served_model,
-            backends,
-            precisions,
-            st_bf16,
-        } => {
-            let precisions = parse_precisions(&precisions)?;
-            let backends = backends
-                .iter()
-                .map(|b| b.parse().map_err(anyhow::Error::msg))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let served = served_model
-                .or_else(|| model.clone())
-                .unwrap_or_else(|| DEFAULT_MODEL.to_string());
-            let args = embed::BenchArgs {
-                backends,
-                precisions,
-                st_bf16,
-                endpoint: endpoint.map(|e| (e, served)),
-                corpus: &corpus,
-                texts,
-                windows,
-                batches,
-                reference,
-                repeat,
-                min_chars,
-            };
-            embed::run(&locate(model)?, &args, out).map(drop)
-        }
+        What::Embed(o) => embed(o, out),
     }
+}
+
+fn scale(o: ScaleOpts, out: &mut dyn Write) -> anyhow::Result<()> {
+    let shared = o.shared.unwrap_or_else(wiki::default_shared);
+    let reference = o.reference.or_else(|| {
+        let venv = common::examples().join("../.venv-ref/bin/python");
+        venv.is_file().then(|| venv.display().to_string())
+    });
+    let args = scale::ScaleArgs {
+        megabytes: o.megabytes,
+        presses: o.presses,
+        focus_presses: o.focus_presses,
+        shared: shared.is_dir().then_some(shared),
+        seed: o.seed,
+        skip_embed: o.skip_embed,
+        reference,
+        precisions: parse_precisions(&o.precisions)?,
+        ann_sizes: if o.skip_ann { Vec::new() } else { o.ann_sizes },
+    };
+    scale::scale(&locate(o.model)?, &args, out).map(drop)
+}
+
+fn ann(o: AnnOpts, out: &mut dyn Write) -> anyhow::Result<()> {
+    let d = chunkscope_core::index::AnnParams::default();
+    let params = chunkscope_core::index::AnnParams {
+        max_connections: o.m.unwrap_or(d.max_connections),
+        ef_construction: o.ef_construction.unwrap_or(d.ef_construction),
+        ef_search: o.ef_search.unwrap_or(d.ef_search),
+        ..d
+    };
+    let islands = match o.data.as_str() {
+        "latent" => false,
+        "islands" => true,
+        other => anyhow::bail!("--data: latent or islands, not {other:?}"),
+    };
+    let args = ann::AnnArgs {
+        sizes: o.sizes,
+        dim: o.dim,
+        queries: o.queries,
+        flat_queries: o.flat_queries,
+        per_topic: o.per_topic,
+        params,
+        islands,
+        more_ef: o.more_ef,
+    };
+    ann::ann(&args, out).map(drop)
+}
+
+fn embed(o: EmbedOpts, out: &mut dyn Write) -> anyhow::Result<()> {
+    let precisions = parse_precisions(&o.precisions)?;
+    let backends = o
+        .backends
+        .iter()
+        .map(|b| b.parse().map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let served = o
+        .served_model
+        .or_else(|| o.model.clone())
+        .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+    let args = embed::BenchArgs {
+        backends,
+        precisions,
+        st_bf16: o.st_bf16,
+        endpoint: o.endpoint.map(|e| (e, served)),
+        corpus: &o.corpus,
+        texts: o.texts,
+        windows: o.windows,
+        batches: o.batches,
+        reference: o.reference,
+        repeat: o.repeat,
+        min_chars: o.min_chars,
+    };
+    embed::run(&locate(o.model)?, &args, out).map(drop)
 }
 
 fn main() -> ExitCode {

@@ -1,13 +1,20 @@
 //! `chunkscope-bench rechunk`: knob turns and file saves to updated chunks, stats and indexes.
 
 use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde_json::json;
 
+use chunkscope_core::chunk::{ChunkSettings, Preset};
 use chunkscope_core::corpus::{Corpus, CorpusRules};
+use chunkscope_core::engine::Engine;
 use chunkscope_core::model::ModelInfo;
+use chunkscope_core::search::SearchIndex;
+use chunkscope_core::tokenize::EmbedTokenizer;
 
 use crate::common::{generate_corpus, python_json, report, TempDir, STS_RECHUNK};
 
@@ -22,14 +29,6 @@ pub fn rechunk(
     reference: Option<&str>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
-
-    use chunkscope_core::chunk::{ChunkSettings, Preset};
-    use chunkscope_core::engine::Engine;
-    use chunkscope_core::search::SearchIndex;
-    use chunkscope_core::tokenize::EmbedTokenizer;
-
     let tmp = TempDir::new("bench");
     let dir = tmp.0.clone();
     let (n, written) = generate_corpus(&dir, megabytes)?;
@@ -43,37 +42,64 @@ pub fn rechunk(
         written as f64 / 1e6,
         t0.elapsed().as_secs_f64()
     )?;
-    let never = AtomicBool::new(false);
     let mut settings = ChunkSettings::default();
     Preset::LangchainTokens.apply(&mut settings);
+    knobs(&engine, &mut settings, presses, out)?;
+    saves(engine, &settings, &dir, presses, out)?;
+    if let Some(py) = reference {
+        semantic_text_splitter(py, info, &dir, presses, out)?;
+    }
+    Ok(())
+}
+
+/// Size, overlap and window turns on the whole corpus (leaves `settings` at the last turn).
+fn knobs(
+    engine: &Engine,
+    settings: &mut ChunkSettings,
+    presses: usize,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let never = AtomicBool::new(false);
     let time = |s: &ChunkSettings, window: usize| {
         let t = Instant::now();
         let c = engine.chunk_all(s, &never).expect("not cancelled");
         let _ = c.stats(window, engine.specials());
         t.elapsed().as_secs_f64() * 1000.0
     };
-    time(&settings, 128);
+    time(settings, 128);
     let mut size_ms = Vec::new();
     for i in 0..presses {
         settings.size = if i % 2 == 0 { 270 } else { 240 };
-        size_ms.push(time(&settings, 128));
+        size_ms.push(time(settings, 128));
     }
     report(out, "size knob (langchain embed)", size_ms)?;
     let mut ov_ms = Vec::new();
     for i in 0..presses {
         settings.overlap = if i % 2 == 0 { 40 } else { 32 };
-        ov_ms.push(time(&settings, 128));
+        ov_ms.push(time(settings, 128));
     }
     report(out, "overlap knob", ov_ms)?;
     // A window change recomputes tails from stored offsets: stats only.
-    let chunking = engine.chunk_all(&settings, &never).expect("not cancelled");
+    let chunking = engine.chunk_all(settings, &never).expect("not cancelled");
     let mut win_ms = Vec::new();
     for i in 0..presses {
         let t = Instant::now();
         let _ = chunking.stats(if i % 2 == 0 { 256 } else { 128 }, engine.specials());
         win_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
-    report(out, "window knob (stats only)", win_ms)?;
+    report(out, "window knob (stats only)", win_ms)
+}
+
+/// Saves of the first file of the corpus in `dir`: the time to its updated chunks and stats, and
+/// to the updated search indexes.
+fn saves(
+    engine: Engine,
+    settings: &ChunkSettings,
+    dir: &Path,
+    presses: usize,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let never = AtomicBool::new(false);
     let mut save_ms = Vec::new();
     let victim = engine
         .corpus
@@ -81,7 +107,7 @@ pub fn rechunk(
         .first()
         .map(|d| dir.join(&d.path))
         .context("no files")?;
-    let mut prev_chunking = engine.chunk_all(&settings, &never).expect("not cancelled");
+    let mut prev_chunking = engine.chunk_all(settings, &never).expect("not cancelled");
     let t = Instant::now();
     let mut index = SearchIndex::build(&engine, &prev_chunking, None, 384)?;
     writeln!(
@@ -98,10 +124,15 @@ pub fn rechunk(
             format!("# Saved {i}\n\nThe file was saved again with new text.\n"),
         )?;
         let t = Instant::now();
-        let corpus = Corpus::load(&dir, &CorpusRules::default())?;
-        let (next, _) = Engine::refreshed(Some(&prev), info.clone(), Arc::clone(&tok), corpus);
+        let corpus = Corpus::load(dir, &CorpusRules::default())?;
+        let (next, _) = Engine::refreshed(
+            Some(&prev),
+            prev.model.clone(),
+            Arc::clone(&prev.tok),
+            corpus,
+        );
         let (c, _) = next
-            .chunk_all_reusing(&settings, None, Some((&prev, &prev_chunking)), &never)
+            .chunk_all_reusing(settings, None, Some((&prev, &prev_chunking)), &never)
             .expect("not cancelled");
         let _ = c.stats(128, next.specials());
         save_ms.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -112,26 +143,34 @@ pub fn rechunk(
         prev_chunking = c;
     }
     report(out, "file save -> chunks + stats", save_ms)?;
-    report(out, "file save -> BM25/vector update", index_ms)?;
-    if let Some(py) = reference {
-        // semantic-text-splitter on the same files and tokenizer, one full re-chunk per press.
-        let sizes: Vec<usize> = (0..presses.min(6))
-            .map(|i| if i % 2 == 0 { 270 } else { 240 })
-            .collect();
-        let req = json!({"dir": dir, "tokenizer_json": info.tokenizer_path(), "sizes": sizes});
-        let v = python_json(py, &STS_RECHUNK, &req, "pip install semantic-text-splitter")?;
-        let ms: Vec<f64> = v["millis"]
-            .as_array()
-            .context("millis")?
-            .iter()
-            .filter_map(|x| x.as_f64())
-            .collect();
-        report(out, "semantic-text-splitter size", ms)?;
-        writeln!(
-            out,
-            "(semantic-text-splitter: {} files, re-tokenizes the corpus on every change)",
-            v["files"]
-        )?;
-    }
+    report(out, "file save -> BM25/vector update", index_ms)
+}
+
+/// semantic-text-splitter (under the Python `py`) on the same files and tokenizer, one full
+/// re-chunk per press.
+fn semantic_text_splitter(
+    py: &str,
+    info: &ModelInfo,
+    dir: &Path,
+    presses: usize,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let sizes: Vec<usize> = (0..presses.min(6))
+        .map(|i| if i % 2 == 0 { 270 } else { 240 })
+        .collect();
+    let req = json!({"dir": dir, "tokenizer_json": info.tokenizer_path(), "sizes": sizes});
+    let v = python_json(py, &STS_RECHUNK, &req, "pip install semantic-text-splitter")?;
+    let ms: Vec<f64> = v["millis"]
+        .as_array()
+        .context("millis")?
+        .iter()
+        .filter_map(|x| x.as_f64())
+        .collect();
+    report(out, "semantic-text-splitter size", ms)?;
+    writeln!(
+        out,
+        "(semantic-text-splitter: {} files, re-tokenizes the corpus on every change)",
+        v["files"]
+    )?;
     Ok(())
 }

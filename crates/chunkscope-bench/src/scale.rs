@@ -29,6 +29,8 @@ use crate::ann::{AnnArgs, AnnRow};
 use crate::common::{peak_rss_mb, percentile, reset_peak_rss, rss_mb, TempDir};
 use crate::embed::{BenchArgs, EmbedRow};
 
+mod summary;
+
 pub struct ScaleArgs {
     pub megabytes: usize,
     /// Knob presses timed on the whole corpus, per preset.
@@ -303,6 +305,7 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
     let engine = Engine::new(info.clone(), tok, corpus)?;
     f.read_tokenize_s = t.elapsed().as_secs_f64();
     f.rss_loaded_mb = rss_mb();
+    held_after_load(&engine, made.bytes, out)?;
     let settings = ChunkSettings::default();
     f.first_chunking_label = settings.label();
     let (first, stats, ms) = chunk_whole(&engine, &settings, None, None, window)?;
@@ -396,147 +399,33 @@ pub fn scale(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<
             out,
         )?;
     }
-    summary(&f, out)?;
+    summary::summary(&f, out)?;
     Ok(f)
 }
 
-/// One table: each figure, its reference where there is one, and issue 27's target.
-fn summary(f: &ScaleFigures, out: &mut dyn Write) -> Result<()> {
-    let mut rows: Vec<[String; 4]> = Vec::new();
-    let mut row = |what: String, ours: String, reference: &str, target: &str| {
-        rows.push([what, ours, reference.to_string(), target.to_string()]);
-    };
-    let mbs = f.corpus_bytes as f64 / 1e6;
-    row(
-        format!("read + tokenize ({} files, {mbs:.0} MB)", f.files),
-        format!("{:.1} s", f.read_tokenize_s),
-        "",
-        "",
-    );
-    row(
-        format!("first chunking ({})", f.first_chunking_label),
-        format!("{:.1} s", f.first_chunking_s),
-        "",
-        "",
-    );
-    let per_byte = |mb: Option<u64>| {
-        f.bytes_per_byte(mb)
-            .map_or(String::new(), |b| format!(" = {b:.1} B/B"))
-    };
-    let before = format!("before reading: {}", mb(f.rss_base_mb));
-    for (what, value, reference, target) in [
-        (
-            "memory after first chunking (RSS)",
-            f.rss_chunked_mb,
-            before.as_str(),
-            "<= 5 B per corpus byte",
-        ),
-        (
-            "peak memory: load + first chunking",
-            f.peak_to_first_chunking_mb,
-            "",
-            "",
-        ),
-        (
-            "peak memory: + every preset's knob",
-            f.peak_knobs_mb,
-            "",
-            "",
-        ),
-    ] {
-        row(
-            what.into(),
-            format!("{}{}", mb(value), per_byte(value)),
-            reference,
-            target,
-        );
+/// What the loaded corpus holds on the heap, by part, in bytes per corpus byte: what the resident
+/// memory is made of, beside the allocator's share.
+fn held_after_load(engine: &Engine, corpus_bytes: usize, out: &mut dyn Write) -> Result<()> {
+    let text: usize = engine.corpus.docs.iter().map(|d| d.text.capacity()).sum();
+    let mut parts = [0usize; 3];
+    for t in &engine.tokens {
+        for (sum, b) in parts.iter_mut().zip(t.heap_bytes()) {
+            *sum += b;
+        }
     }
-    for k in &f.knobs {
-        row(
-            format!("{} knob, focused file p50 / p95 / max", k.preset),
-            format!(
-                "{:.1} / {:.1} / {:.1} ms",
-                k.focus_p50_ms, k.focus_p95_ms, k.focus_max_ms
-            ),
-            "",
-            "<= 50 ms",
-        );
-        row(
-            format!("{} knob, whole corpus p50 / p95", k.preset),
-            format!("{:.0} / {:.0} ms", k.whole_p50_ms, k.whole_p95_ms),
-            "",
-            "<= 1000 ms",
-        );
-    }
-    for e in &f.embed {
-        let ratio = |st: Option<f64>, name: &str| {
-            st.map_or(String::new(), |s| {
-                format!("{name} {s:.0} ({:.2}x)", e.ours_tokens_per_s / s)
-            })
-        };
-        let reference = [
-            ratio(e.st_fp32_tokens_per_s, "st fp32"),
-            ratio(e.st_bf16_tokens_per_s, "st bf16"),
-        ]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(", ");
-        let target = if e.backend.contains("f32") {
-            ">= 1.0x st fp32"
-        } else if e.backend.contains("bf16") {
-            ">= 1.0x st bf16"
-        } else {
-            ""
-        };
-        row(
-            format!(
-                "embed {} tok/s, window {} batch {}",
-                e.backend, e.window, e.batch
-            ),
-            format!("{:.0}", e.ours_tokens_per_s),
-            &reference,
-            target,
-        );
-    }
-    for a in &f.ann {
-        row(
-            format!("ANN {} vectors: build", a.vectors),
-            format!("{:.1} s ({})", a.build_seconds, mb(a.peak_rss_mb)),
-            "",
-            "",
-        );
-        row(
-            format!("ANN {} vectors: recall@10", a.vectors),
-            format!("{:.3} (ef_search {})", a.recall_at_10, a.ef_search),
-            "exact: 1.000",
-            "",
-        );
-        row(
-            format!("ANN {} vectors: top-10 p50 / p95", a.vectors),
-            format!("{:.2} / {:.2} ms", a.ann_p50_ms, a.ann_p95_ms),
-            &format!("flat {:.1} / {:.1} ms", a.flat_p50_ms, a.flat_p95_ms),
-            "p50 <= 10 ms at 10^6",
-        );
-    }
-    let widths: Vec<usize> = (0..4)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    writeln!(out, "\n== summary (issue 27's targets on the right)")?;
-    let head = ["figure", "ours", "reference", "target"];
-    for r in std::iter::once(head.map(String::from)).chain(rows) {
-        writeln!(
-            out,
-            "{:<w0$}  {:>w1$}  {:<w2$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            w0 = widths[0].max(6),
-            w1 = widths[1].max(4),
-            w2 = widths[2].max(9),
-        )?;
-    }
+    let per = |b: usize| b as f64 / corpus_bytes.max(1) as f64;
+    let total = text + parts.iter().sum::<usize>();
+    writeln!(
+        out,
+        "held after load: texts {:.2} B/B, embed tokens {:.2}, cl100k starts {:.2}, \
+         cl100k ids {:.2}; {:.2} B/B in all ({} MB)",
+        per(text),
+        per(parts[0]),
+        per(parts[1]),
+        per(parts[2]),
+        per(total),
+        total / 1_000_000
+    )?;
     Ok(())
 }
 

@@ -234,17 +234,7 @@ impl Cases {
     /// Read SQuAD-format JSON: the corpus (one document per article, paragraphs joined by a blank
     /// line) and one case per question, its first answer at its exact offset.
     pub fn from_squad(path: &Path) -> Result<(Corpus, Cases)> {
-        let raw = std::fs::read_to_string(path).map_err(|cause| CasesError::Read {
-            path: path.to_path_buf(),
-            cause,
-        })?;
-        let v: serde_json::Value =
-            serde_json::from_str(&raw).map_err(|cause| CasesError::Json {
-                path: path.to_path_buf(),
-                line: cause.line(),
-                column: cause.column(),
-                cause,
-            })?;
+        let v = read_json(path)?;
         let Some(data) = v.get("data").and_then(|d| d.as_array()) else {
             return Err(CasesError::NotSquad {
                 path: path.to_path_buf(),
@@ -260,62 +250,18 @@ impl Cases {
         };
         let mut number = 0;
         for (a, art) in data.iter().enumerate() {
-            let title = art
-                .get("title")
-                .and_then(|t| t.as_str())
-                .unwrap_or("article");
             let mut text = String::new();
-            let paras = art
-                .get("paragraphs")
-                .and_then(|p| p.as_array())
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
-            for p in paras {
+            for p in json_array(art, "paragraphs") {
                 let context = p.get("context").and_then(|c| c.as_str()).unwrap_or("");
                 if !text.is_empty() {
                     text.push_str("\n\n");
                 }
                 let base = text.len();
                 text.push_str(context);
-                for q in p
-                    .get("qas")
-                    .and_then(|q| q.as_array())
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[])
-                {
+                for q in json_array(p, "qas") {
                     number += 1;
-                    let question = q
-                        .get("question")
-                        .and_then(|x| x.as_str())
-                        .unwrap_or("")
-                        .trim();
-                    let ans = q.get("answers").and_then(|x| x.get(0));
-                    let answer = ans
-                        .and_then(|x| x.get("text"))
-                        .and_then(|x| x.as_str())
-                        .unwrap_or("");
-                    // answer_start counts characters in the paragraph.
-                    let start_chars = ans
-                        .and_then(|x| x.get("answer_start"))
-                        .and_then(|x| x.as_u64());
-                    let located = start_chars.and_then(|c| {
-                        let s = context.char_indices().nth(c as usize).map(|(b, _)| b)?;
-                        context[s..].starts_with(answer).then_some(s)
-                    });
-                    match (question.is_empty(), answer.is_empty(), located) {
-                        (true, _, _) => cases.bad.push(BadLine {
-                            line: number,
-                            reason: "empty question".into(),
-                        }),
-                        (_, true, _) => cases.bad.push(BadLine {
-                            line: number,
-                            reason: "no answer text".into(),
-                        }),
-                        (_, _, None) => cases.bad.push(BadLine {
-                            line: number,
-                            reason: "answer_start does not point at the answer text".into(),
-                        }),
-                        (_, _, Some(s)) => cases.cases.push(Case {
+                    match squad_case(q, context) {
+                        Ok((question, answer, s)) => cases.cases.push(Case {
                             line: number,
                             question: question.to_string(),
                             answer: answer.to_string(),
@@ -323,25 +269,93 @@ impl Cases {
                             start: base + s,
                             end: base + s + answer.len(),
                         }),
+                        Err(reason) => cases.bad.push(BadLine {
+                            line: number,
+                            reason: reason.into(),
+                        }),
                     }
                 }
             }
-            let safe: String = title
-                .chars()
-                .map(|c| {
-                    if c.is_alphanumeric() || c == '-' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
+            let title = art
+                .get("title")
+                .and_then(|t| t.as_str())
+                .unwrap_or("article");
             corpus
                 .docs
-                .push(Document::plain(format!("{a:02}-{safe}.txt"), text));
+                .push(Document::plain(squad_doc_name(a, title), text));
         }
         Ok((corpus, cases))
     }
+}
+
+/// A JSON file parsed; an error names the file, and the line and column where it does not parse.
+fn read_json(path: &Path) -> Result<serde_json::Value> {
+    let raw = std::fs::read_to_string(path).map_err(|cause| CasesError::Read {
+        path: path.to_path_buf(),
+        cause,
+    })?;
+    serde_json::from_str(&raw).map_err(|cause| CasesError::Json {
+        path: path.to_path_buf(),
+        line: cause.line(),
+        column: cause.column(),
+        cause,
+    })
+}
+
+/// The array under `key` of a JSON object (empty when there is none).
+fn json_array<'a>(v: &'a serde_json::Value, key: &str) -> &'a [serde_json::Value] {
+    v.get(key)
+        .and_then(|x| x.as_array())
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// One SQuAD question of a paragraph: (question, first answer, the answer's byte offset in
+/// `context`), or why it cannot be used.
+fn squad_case<'a>(
+    q: &'a serde_json::Value,
+    context: &str,
+) -> std::result::Result<(&'a str, &'a str, usize), &'static str> {
+    let question = q
+        .get("question")
+        .and_then(|x| x.as_str())
+        .unwrap_or("")
+        .trim();
+    let ans = q.get("answers").and_then(|x| x.get(0));
+    let answer = ans
+        .and_then(|x| x.get("text"))
+        .and_then(|x| x.as_str())
+        .unwrap_or("");
+    // answer_start counts characters in the paragraph.
+    let start_chars = ans
+        .and_then(|x| x.get("answer_start"))
+        .and_then(|x| x.as_u64());
+    let located = start_chars.and_then(|c| {
+        let s = context.char_indices().nth(c as usize).map(|(b, _)| b)?;
+        context[s..].starts_with(answer).then_some(s)
+    });
+    match (question.is_empty(), answer.is_empty(), located) {
+        (true, _, _) => Err("empty question"),
+        (_, true, _) => Err("no answer text"),
+        (_, _, None) => Err("answer_start does not point at the answer text"),
+        (_, _, Some(s)) => Ok((question, answer, s)),
+    }
+}
+
+/// The file name of SQuAD article `a`: its number and its title with every character that is
+/// not alphanumeric or '-' as '_'.
+fn squad_doc_name(a: usize, title: &str) -> String {
+    let safe: String = title
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{a:02}-{safe}.txt")
 }
 
 /// A corpus directory (or file), a BEIR folder (its corpus.jsonl), or SQuAD-format JSON read as

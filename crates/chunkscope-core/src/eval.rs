@@ -9,12 +9,18 @@ use super::cases::Cases;
 use super::embed::driver::embed_cached;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
-use super::rerank::stage::{self, Stage};
+use super::rerank::stage::Stage;
 use super::search::SearchIndex;
 
+mod flips;
 pub mod judged;
+mod markdown;
+mod rerank;
 mod spans;
+pub use flips::{flips, Flips};
 use judged::{JudgedReport, Ranker};
+pub use markdown::markdown;
+pub use rerank::{RerankMeter, RerankRun};
 use spans::{place, HitTexts, SpanScorer};
 
 /// Why an evaluation could not finish.
@@ -190,82 +196,6 @@ pub struct Breakdown<T> {
     pub rerank: Option<Recall>,
 }
 
-/// How the reranker stage ran over an evaluation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RerankRun {
-    /// The CrossEncoder folder.
-    pub model: String,
-    /// Its pair window (query and passage, specials included).
-    pub window: usize,
-    /// How deep it read into BM25's and the vectors' rankings, each.
-    pub candidates: usize,
-    pub queries: usize,
-    /// Time spent scoring per query: mean and 95th percentile.
-    pub mean_millis: f64,
-    pub p95_millis: f64,
-    /// Pairs scored in all, and of those, how many the pair window cut.
-    pub scored: usize,
-    pub truncated: usize,
-}
-
-/// The reranker stage during an evaluation: each query's order of its candidates, timed.
-pub struct RerankMeter<'a> {
-    stage: Stage<'a>,
-    millis: Vec<f64>,
-    scored: usize,
-    truncated: usize,
-}
-
-impl<'a> RerankMeter<'a> {
-    pub fn new(stage: Stage<'a>) -> RerankMeter<'a> {
-        RerankMeter {
-            stage,
-            millis: Vec::new(),
-            scored: 0,
-            truncated: 0,
-        }
-    }
-
-    /// The reranked chunk ids of `query`'s candidates (`qv` its vector, empty for none).
-    fn ranking(
-        &mut self,
-        index: &SearchIndex,
-        searched: (&Engine, &Chunking),
-        query: &str,
-        qv: &[f32],
-    ) -> Result<Vec<u64>, EvalError> {
-        let started = std::time::Instant::now();
-        let scored = stage::score(self.stage, index, searched, query, qv)?;
-        self.millis.push(started.elapsed().as_secs_f64() * 1000.0);
-        self.scored += scored.candidates;
-        self.truncated += scored.cuts.iter().filter(|c| c.is_some()).count();
-        Ok(scored.ids)
-    }
-
-    fn run(self) -> RerankRun {
-        let mut sorted = self.millis.clone();
-        sorted.sort_by(f64::total_cmp);
-        let n = sorted.len();
-        RerankRun {
-            model: self.stage.reranker.dir().display().to_string(),
-            window: self.stage.reranker.pair_window(),
-            candidates: self.stage.candidates,
-            queries: n,
-            mean_millis: if n == 0 {
-                0.0
-            } else {
-                sorted.iter().sum::<f64>() / n as f64
-            },
-            p95_millis: sorted
-                .get((n * 95).div_ceil(100).saturating_sub(1))
-                .copied()
-                .unwrap_or(0.0),
-            scored: self.scored,
-            truncated: self.truncated,
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
     pub cases_file: String,
@@ -329,49 +259,6 @@ impl Report {
             })
             .collect()
     }
-}
-
-/// Cases whose answer was retrieved at `k` by one report and not by the other (matched by line
-/// and question): (gained, lost) from `a` to `b`, per retriever.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Flips {
-    pub k: usize,
-    pub bm25: (usize, usize),
-    pub vector: (usize, usize),
-    pub hybrid: (usize, usize),
-    pub rerank: (usize, usize),
-}
-
-/// The flips from `a` to `b` at `b`'s k.
-pub fn flips(a: &Report, b: &Report) -> Flips {
-    let k = b.k;
-    let hit = |r: Option<usize>| r.is_some_and(|r| r <= k);
-    let mut f = Flips {
-        k,
-        ..Flips::default()
-    };
-    for cb in &b.results {
-        let Some(ca) = a
-            .results
-            .iter()
-            .find(|x| x.line == cb.line && x.question == cb.question)
-        else {
-            continue;
-        };
-        for (slot, ra, rb) in [
-            (&mut f.bm25, ca.bm25_rank, cb.bm25_rank),
-            (&mut f.vector, ca.vector_rank, cb.vector_rank),
-            (&mut f.hybrid, ca.hybrid_rank, cb.hybrid_rank),
-            (&mut f.rerank, ca.rerank_rank, cb.rerank_rank),
-        ] {
-            match (hit(ra), hit(rb)) {
-                (false, true) => slot.0 += 1,
-                (true, false) => slot.1 += 1,
-                _ => {}
-            }
-        }
-    }
-    f
 }
 
 /// The k values of recall@k, with the k misses are explained at among them, in order.
@@ -529,152 +416,6 @@ fn breakdown<T: Copy>(group: T, (bm25, vector, hybrid, rerank): Recalls) -> Brea
         hybrid,
         rerank,
     }
-}
-
-/// The report as a Markdown table plus the misses.
-pub fn markdown(r: &Report, show_misses: usize) -> String {
-    let f = |v: f64| {
-        if v.is_nan() {
-            "-".to_string()
-        } else {
-            format!("{v:.2}")
-        }
-    };
-    let usable = match &r.judged {
-        Some(j) if r.results.is_empty() => format!("{} judged queries", j.queries),
-        Some(j) => format!(
-            "{} judged queries, {} answer spans",
-            j.queries,
-            r.results.len()
-        ),
-        None => format!("{} usable", r.results.len()),
-    };
-    let mut s = format!(
-        "cases {} ({usable}, {} unusable lines)  {}  window {}  {} vectors  model {} ({})\n\n",
-        r.cases_file,
-        r.bad_lines.len(),
-        r.settings,
-        r.window,
-        r.vectors,
-        r.model,
-        r.embedder
-    );
-    if let Some(x) = &r.reranker {
-        s.push_str(&rerank_line(x));
-    }
-    if let Some(j) = &r.judged {
-        s.push_str(&judged::markdown(j, r.rrf_k, r.k, show_misses));
-        if r.results.is_empty() {
-            s.push_str(&unusable(r));
-            return s;
-        }
-        s.push_str("\nanswer spans of the query log:\n\n");
-    }
-    s.push_str("| retriever |");
-    for k in &r.ks {
-        s.push_str(&format!(" recall@{k} |"));
-    }
-    s.push_str(" MRR |\n|---|");
-    for _ in &r.ks {
-        s.push_str("---|");
-    }
-    s.push_str("---|\n");
-    let hybrid = format!("hybrid (RRF k={})", r.rrf_k);
-    let mut rows = vec![
-        ("BM25", &r.bm25),
-        ("vector", &r.vector),
-        (hybrid.as_str(), &r.hybrid),
-    ];
-    if let Some(rr) = &r.rerank {
-        rows.push(("rerank", rr));
-    }
-    for (name, rec) in rows {
-        s.push_str(&format!("| {name} |"));
-        for (_, v) in &rec.at {
-            s.push_str(&format!(" {} |", f(*v)));
-        }
-        s.push_str(&format!(" {} |\n", f(rec.mrr)));
-    }
-    let (rerank_head, rerank_rule) = match r.rerank {
-        Some(_) => (format!(" rerank recall@{} |", r.k), "---|"),
-        None => (String::new(), ""),
-    };
-    s.push_str(&format!(
-        "\n| answer position | n | BM25 recall@{k} | vector recall@{k} | hybrid recall@{k} |{rerank_head}\n|---|---|---|---|---|{rerank_rule}\n",
-        k = r.k
-    ));
-    let row = |label: String, b: (&Recall, &Recall, &Recall, &Option<Recall>)| {
-        let rerank =
-            b.3.as_ref()
-                .map_or(String::new(), |x| format!(" {} |", f(x.at(r.k))));
-        format!(
-            "| {label} | {} | {} | {} | {} |{rerank}\n",
-            b.0.n,
-            f(b.0.at(r.k)),
-            f(b.1.at(r.k)),
-            f(b.2.at(r.k))
-        )
-    };
-    for b in &r.by_bucket {
-        let label = b.group.label().into();
-        s.push_str(&row(label, (&b.bm25, &b.vector, &b.hybrid, &b.rerank)));
-    }
-    for t in &r.by_third {
-        let label = format!("{} of the document", t.group.label());
-        s.push_str(&row(label, (&t.bm25, &t.vector, &t.hybrid, &t.rerank)));
-    }
-    let misses: Vec<&CaseResult> = r
-        .results
-        .iter()
-        .filter(|c| c.bm25_miss.is_some() || c.vector_miss.is_some())
-        .collect();
-    if !misses.is_empty() && show_misses > 0 {
-        s.push_str(&format!(
-            "\nmisses at k = {} ({} cases; first {}):\n",
-            r.k,
-            misses.len(),
-            show_misses.min(misses.len())
-        ));
-        for c in misses.iter().take(show_misses) {
-            let place = match (c.holding, c.answer_token) {
-                (Some((_, ci)), Some(t)) => format!("{} #{} @tok {}", c.file, ci + 1, t),
-                _ => c.file.clone(),
-            };
-            let why =
-                |m: &Option<MissReason>| m.as_ref().map_or("hit".to_string(), |m| m.describe(r.k));
-            let rerank = match &r.reranker {
-                Some(_) => format!("; rerank: {}", why(&c.rerank_miss)),
-                None => String::new(),
-            };
-            s.push_str(&format!(
-                "- line {}: {:?} -> {:?} in {place}; BM25: {}; vector: {}; hybrid: {}{rerank}\n",
-                c.line,
-                c.question,
-                c.answer,
-                why(&c.bm25_miss),
-                why(&c.vector_miss),
-                why(&c.hybrid_miss)
-            ));
-        }
-    }
-    s.push_str(&unusable(r));
-    s
-}
-
-/// How the reranker ran: its model and window, depth, time per query and the pairs it cut.
-fn rerank_line(x: &RerankRun) -> String {
-    format!(
-        "rerank: {} (pair window {}) over BM25's and the vectors' top {} each: {} queries, {:.1} ms per query (p95 {:.1} ms), {} of {} pairs cut by the window\n\n",
-        x.model, x.window, x.candidates, x.queries, x.mean_millis, x.p95_millis, x.truncated, x.scored
-    )
-}
-
-/// The case lines that could not be used, one a line.
-fn unusable(r: &Report) -> String {
-    r.bad_lines
-        .iter()
-        .map(|b| format!("unusable: {}:{}: {}\n", r.cases_file, b.line, b.reason))
-        .collect()
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ pub enum JudgmentsError {
     Line {
         path: PathBuf,
         line: usize,
-        reason: String,
+        reason: LineFault,
     },
     #[error("{}: no qrels/{split}.tsv (splits there: {})", dir.display(),
         if present.is_empty() { "none".to_string() } else { present.join(", ") })]
@@ -41,6 +41,45 @@ pub enum JudgmentsError {
         split: String,
         present: Vec<String>,
     },
+}
+
+/// What is wrong with one line of a judgments file ([`JudgmentsError::Line`] adds the file and
+/// the line number). Fields are named as the file spells them.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LineFault {
+    #[error("not UTF-8 (byte {byte})")]
+    NotUtf8 { byte: usize },
+    /// serde's reason, without its "at line 1", and the column.
+    #[error("{reason} (column {column})")]
+    Json { reason: String, column: usize },
+    #[error("expected a JSON object")]
+    NotAnObject,
+    #[error("missing \"{field}\"")]
+    Missing { field: &'static str },
+    #[error("\"{field}\" must be {expected}")]
+    WrongType {
+        field: &'static str,
+        expected: &'static str,
+    },
+    #[error("\"query\" is empty")]
+    EmptyQuery,
+    #[error("\"relevant\" lists {item}: expected a document id or path")]
+    RelevantItem { item: String },
+    #[error("grade of {id:?} is {grade}: expected an integer")]
+    Grade { id: String, grade: String },
+    #[error("\"relevant\" names no document")]
+    NoRelevant,
+    #[error("query id {id:?} repeated (first on line {first_line})")]
+    RepeatedQuery { id: String, first_line: usize },
+    /// A qrels line without exactly three tab-separated fields.
+    #[error("expected query-id, corpus-id and score separated by tabs, found {found} field(s)")]
+    QrelsFields { found: usize },
+    #[error("score {score:?} is not an integer")]
+    Score { score: String },
+    #[error("empty query-id or corpus-id")]
+    EmptyId,
+    #[error("query {id:?} is not in queries.jsonl")]
+    UnknownQuery { id: String },
 }
 
 /// One query with its judged documents.
@@ -191,7 +230,7 @@ fn read_beir_parts(
         return Err(JudgmentsError::Line {
             path: qrels_path,
             line: *line,
-            reason: format!("query {id:?} is not in queries.jsonl"),
+            reason: LineFault::UnknownQuery { id: id.clone() },
         });
     }
     let cases = queries
@@ -241,10 +280,10 @@ pub fn read_queries(path: &Path) -> Result<Vec<Query>, JudgmentsError> {
     each_line(path, |n, line| {
         let q = json_line::<Query>(line)?;
         if let Some(first) = seen.insert(q.id.clone(), n) {
-            return Err(format!(
-                "query id {:?} repeated (first on line {first})",
-                q.id
-            ));
+            return Err(LineFault::RepeatedQuery {
+                id: q.id.clone(),
+                first_line: first,
+            });
         }
         out.push(q);
         Ok(())
@@ -267,20 +306,23 @@ fn read_qrels_lines(path: &Path) -> Result<(Qrels, HashMap<String, usize>), Judg
         let header = std::mem::take(&mut first);
         let fields: Vec<&str> = line.split('\t').collect();
         if fields.len() != 3 {
-            return Err(format!(
-                "expected query-id, corpus-id and score separated by tabs, found {} field(s)",
-                fields.len()
-            ));
+            return Err(LineFault::QrelsFields {
+                found: fields.len(),
+            });
         }
         let grade = match parse_grade(fields[2].trim()) {
             Some(g) => g,
             // The header line (BEIR writes `query-id  corpus-id  score`).
             None if header => return Ok(()),
-            None => return Err(format!("score {:?} is not an integer", fields[2])),
+            None => {
+                return Err(LineFault::Score {
+                    score: fields[2].to_string(),
+                })
+            }
         };
         let (q, d) = (fields[0], fields[1]);
         if q.is_empty() || d.is_empty() {
-            return Err("empty query-id or corpus-id".to_string());
+            return Err(LineFault::EmptyId);
         }
         first_line.entry(q.to_string()).or_insert(n);
         qrels
@@ -310,21 +352,22 @@ pub fn read_query_log(path: &Path) -> Result<Judgments, JudgmentsError> {
     Ok(Judgments { cases })
 }
 
-fn log_line(n: usize, line: &str) -> Result<Judged, String> {
+fn log_line(n: usize, line: &str) -> Result<Judged, LineFault> {
+    let wrong = |field, expected| LineFault::WrongType { field, expected };
     let v: Value = json_line(line)?;
-    let obj = v.as_object().ok_or("expected a JSON object")?;
+    let obj = v.as_object().ok_or(LineFault::NotAnObject)?;
     let query = match obj.get("query") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(Value::String(_)) => return Err("\"query\" is empty".into()),
-        Some(_) => return Err("\"query\" must be a string".into()),
-        None => return Err("missing \"query\"".into()),
+        Some(Value::String(_)) => return Err(LineFault::EmptyQuery),
+        Some(_) => return Err(wrong("query", "a string")),
+        None => return Err(LineFault::Missing { field: "query" }),
     };
     let mut relevant: HashMap<String, u32> = HashMap::new();
     match obj.get("relevant") {
         Some(Value::Array(items)) => {
             for item in items {
-                let id = id_value(item).ok_or_else(|| {
-                    format!("\"relevant\" lists {item}: expected a document id or path")
+                let id = id_value(item).ok_or_else(|| LineFault::RelevantItem {
+                    item: item.to_string(),
                 })?;
                 relevant.insert(id, 1);
             }
@@ -334,28 +377,32 @@ fn log_line(n: usize, line: &str) -> Result<Judged, String> {
                 let grade = g
                     .as_i64()
                     .map(|g| g.clamp(0, u32::MAX as i64) as u32)
-                    .ok_or_else(|| format!("grade of {id:?} is {g}: expected an integer"))?;
+                    .ok_or_else(|| LineFault::Grade {
+                        id: id.clone(),
+                        grade: g.to_string(),
+                    })?;
                 relevant.insert(id.clone(), grade);
             }
         }
         Some(_) => {
-            return Err(
-                "\"relevant\" must be a list of document ids or an object {id: grade}".into(),
-            )
+            return Err(wrong(
+                "relevant",
+                "a list of document ids or an object {id: grade}",
+            ))
         }
-        None => return Err("missing \"relevant\"".into()),
+        None => return Err(LineFault::Missing { field: "relevant" }),
     }
     if relevant.is_empty() {
-        return Err("\"relevant\" names no document".into());
+        return Err(LineFault::NoRelevant);
     }
     let answer = match obj.get("answer") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err("\"answer\" must be a string".into()),
+        Some(_) => return Err(wrong("answer", "a string")),
     };
     let id = match obj.get("id") {
         None | Some(Value::Null) => n.to_string(),
-        Some(v) => id_value(v).ok_or("\"id\" must be a string or a number")?,
+        Some(v) => id_value(v).ok_or_else(|| wrong("id", "a string or a number"))?,
     };
     Ok(Judged {
         id,
@@ -386,11 +433,14 @@ fn text_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
 }
 
 /// One JSON line parsed as `T`; the reason names the column, not serde's "line 1".
-fn json_line<T: serde::de::DeserializeOwned>(line: &str) -> Result<T, String> {
+fn json_line<T: serde::de::DeserializeOwned>(line: &str) -> Result<T, LineFault> {
     serde_json::from_str(line).map_err(|e| {
         let msg = e.to_string();
         let msg = msg.rfind(" at line ").map_or(&msg[..], |i| &msg[..i]);
-        format!("{msg} (column {})", e.column())
+        LineFault::Json {
+            reason: msg.to_string(),
+            column: e.column(),
+        }
     })
 }
 
@@ -398,7 +448,7 @@ fn json_line<T: serde::de::DeserializeOwned>(line: &str) -> Result<T, String> {
 /// BOM), read one at a time; an `Err` reason from `f` becomes an error at that line.
 fn each_line(
     path: &Path,
-    mut f: impl FnMut(usize, &str) -> Result<(), String>,
+    mut f: impl FnMut(usize, &str) -> Result<(), LineFault>,
 ) -> Result<(), JudgmentsError> {
     let io = |source| JudgmentsError::Io {
         path: path.to_path_buf(),
@@ -413,13 +463,17 @@ fn each_line(
             return Ok(());
         }
         n += 1;
-        let at = |reason: String| JudgmentsError::Line {
+        let at = |reason: LineFault| JudgmentsError::Line {
             path: path.to_path_buf(),
             line: n,
             reason,
         };
         let mut text = std::str::from_utf8(&buf)
-            .map_err(|e| at(format!("not UTF-8 (byte {})", e.valid_up_to() + 1)))?;
+            .map_err(|e| {
+                at(LineFault::NotUtf8 {
+                    byte: e.valid_up_to() + 1,
+                })
+            })?;
         text = text.trim_end_matches(['\n', '\r']);
         if n == 1 {
             text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -719,5 +773,19 @@ mod tests {
         }
         let e = err_text(read_query_log(&d.join("absent.jsonl")).unwrap_err());
         assert!(e.contains("absent.jsonl: "), "{e}");
+        // The fault is a value a caller can match, with the field it concerns.
+        write(&p, &format!("{ok}\n{}\n", r#"{"query": "q", "relevant": ["a"], "id": []}"#));
+        let e = read_query_log(&p).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                JudgmentsError::Line {
+                    line: 2,
+                    reason: LineFault::WrongType { field: "id", .. },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 }

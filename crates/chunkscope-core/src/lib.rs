@@ -21,7 +21,7 @@
 //! use chunkscope_core::model;
 //! use chunkscope_core::tokenize::EmbedTokenizer;
 //!
-//! # fn main() -> anyhow::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let folder = std::path::Path::new("../../examples"); // doctests run in the crate folder
 //! let info = model::locate(model::DEFAULT_MODEL, &mut |line| eprintln!("{line}"))?;
 //! let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
@@ -66,6 +66,7 @@ pub mod measure;
 pub mod metadata;
 pub mod metrics;
 pub mod model;
+pub mod names;
 pub mod panics;
 pub mod rerank;
 pub mod search;

@@ -35,14 +35,16 @@ impl fmt::Display for Use {
 }
 
 impl FromStr for Use {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::names::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "embed" => Ok(Use::Embed),
             "cite" => Ok(Use::Cite),
             "drop" => Ok(Use::Drop),
-            other => Err(format!(
-                "unknown metadata use '{other}' (expected embed, cite or drop)"
+            other => Err(crate::names::UnknownName::new(
+                "metadata use",
+                other,
+                "embed, cite or drop",
             )),
         }
     }

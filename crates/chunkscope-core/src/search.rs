@@ -2,20 +2,25 @@
 //! the embed-token offset of its match and marked inside the window or in the tail.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
 
-use super::embed::driver::embed_cached;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
-use super::index::ann::{AnnBuild, AnnJob};
-use super::index::bm25::{Bm25Doc, Bm25Error, Bm25Hit};
-use super::index::{AnnIndex, AnnInfo, AnnParams, AnnStats, Bm25, VectorIndex};
+use super::index::ann::AnnBuild;
+use super::index::bm25::{Bm25Error, Bm25Hit};
+use super::index::{AnnIndex, AnnInfo, AnnParams, Bm25, VectorIndex};
 use super::measure::MeasuredChunk;
 
+mod approximate;
 mod hits;
+mod keys;
+mod spans;
 use hits::HitMaker;
+use keys::{bm25_doc, refs_and_keys};
+use spans::best_sentence;
+pub use spans::{sentence_span, term_spans};
 
 /// Every failure of a search index is its BM25 side's (the vector side cannot fail; a query
 /// vector that could not be made is reported in [`Results`], not as an error).
@@ -144,55 +149,6 @@ pub struct IndexChanges {
     pub kept: usize,
 }
 
-/// The key of a chunk: its file, index, byte range, heading and embedded text.
-fn chunk_key(path: &str, c: &MeasuredChunk, doc: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    path.hash(&mut h);
-    (c.index, c.chunk.start, c.chunk.end).hash(&mut h);
-    c.chunk.heading.hash(&mut h);
-    c.prefix.as_deref().hash(&mut h);
-    c.text(doc).hash(&mut h);
-    h.finish()
-}
-
-/// (file position, chunk index) and key of every chunk, in chunking order.
-fn refs_and_keys(engine: &Engine, chunking: &Chunking) -> (Vec<(usize, usize)>, Vec<u64>) {
-    let per_file = crate::engine::parallel_map(&chunking.files, |f| {
-        let doc = &engine.corpus.docs[f.doc];
-        f.chunks
-            .iter()
-            .map(|c| chunk_key(&doc.path, c, &doc.text))
-            .collect::<Vec<u64>>()
-    });
-    let mut refs = Vec::new();
-    let mut keys = Vec::new();
-    for (fp, ks) in per_file.into_iter().enumerate() {
-        for (c, k) in ks.into_iter().enumerate() {
-            refs.push((fp, c));
-            keys.push(k);
-        }
-    }
-    (refs, keys)
-}
-
-fn bm25_doc<'a>(
-    engine: &'a Engine,
-    chunking: &'a Chunking,
-    (fp, c): (usize, usize),
-    key: u64,
-) -> Bm25Doc<'a> {
-    let f = &chunking.files[fp];
-    let doc = &engine.corpus.docs[f.doc];
-    let ch = &f.chunks[c];
-    Bm25Doc {
-        id: key,
-        text: ch.text(&doc.text),
-        file: doc.path.as_str(),
-        heading: ch.chunk.heading.as_deref().unwrap_or(""),
-    }
-}
-
 impl SearchIndex {
     /// Build both indexes; `vectors` holds one embedding per chunk in chunking order (the vector
     /// side stays empty when it is `None`, to be filled by `add_vectors`).
@@ -309,145 +265,6 @@ impl SearchIndex {
     pub fn clear_vectors(&mut self) {
         self.vectors = VectorIndex::new(self.dim);
         self.drop_stale_ann();
-    }
-
-    /// Forget an approximate index, and stop a build, that no longer describe the vectors: a
-    /// stale graph is never searched (search is flat until the next build), so its memory goes.
-    fn drop_stale_ann(&mut self) {
-        let stamp = self.vectors.stamp();
-        if self.ann.as_ref().is_some_and(|a| a.stamp() != stamp) {
-            self.ann = None;
-        }
-        if self.ann_build.as_ref().is_some_and(|b| b.stamp() != stamp) {
-            // Dropping it cancels it; its thread ends at its next batch.
-            self.ann_build = None;
-        }
-    }
-
-    /// The approximate index when it describes the vectors and they number at least the
-    /// threshold.
-    fn fresh_ann(&self) -> Option<&AnnIndex> {
-        self.ann.as_ref().filter(|a| {
-            a.is_fresh(&self.vectors) && self.vectors.len() >= self.ann_params.threshold
-        })
-    }
-
-    /// True when vector searches are answered by the approximate index now.
-    pub fn approximate(&self) -> bool {
-        self.fresh_ann().is_some()
-    }
-
-    /// True when the last vector search (`vector_top`, `search`) was answered by the approximate
-    /// index.
-    pub fn last_search_approximate(&self) -> bool {
-        self.last_approximate.load(Ordering::Relaxed)
-    }
-
-    /// What the approximate index in use measured when built.
-    pub fn ann_stats(&self) -> Option<AnnStats> {
-        self.fresh_ann().map(AnnIndex::stats)
-    }
-
-    /// True when the vectors passed the threshold and no approximate index describes them (nor
-    /// is one being built for them).
-    pub fn ann_due(&self) -> bool {
-        self.vectors.len() >= self.ann_params.threshold
-            && self.fresh_ann().is_none()
-            && self
-                .ann_build
-                .as_ref()
-                .is_none_or(|b| b.stamp() != self.vectors.stamp())
-    }
-
-    /// A build of the approximate index for the vectors as they are, when one is due: run it
-    /// anywhere (`AnnJob::run`, or `spawn` for a thread of its own) and hand the result to
-    /// `install_ann`. The snapshot shares the vectors, copying nothing.
-    pub fn ann_job(&self) -> Option<AnnJob> {
-        self.ann_due()
-            .then(|| AnnJob::new(&self.vectors, self.ann_params))
-    }
-
-    /// Use `ann` if it describes the vectors as they are now (else it is dropped: false).
-    pub fn install_ann(&mut self, ann: AnnIndex) -> bool {
-        if !ann.is_fresh(&self.vectors) {
-            return false;
-        }
-        self.ann = Some(ann);
-        if self
-            .ann_build
-            .as_ref()
-            .is_some_and(|b| b.stamp() == self.vectors.stamp())
-        {
-            self.ann_build = None;
-        }
-        true
-    }
-
-    /// Build the approximate index now, on this thread, when the vectors passed the threshold;
-    /// its figures, also when it was already built. `None` below the threshold.
-    pub fn build_ann(&mut self) -> Option<AnnStats> {
-        if let Some(job) = self.ann_job() {
-            self.ann_build = None;
-            self.install_ann(job.run());
-        }
-        self.ann_stats()
-    }
-
-    /// Start building the approximate index on a thread of its own when one is due (the
-    /// embedding worker calls it once the vectors are in); `poll_ann` installs it when done.
-    /// True while a build for the current vectors runs.
-    pub fn start_ann_build(&mut self) -> bool {
-        if let Some(job) = self.ann_job() {
-            self.ann_build = Some(job.spawn());
-        }
-        self.ann_build
-            .as_ref()
-            .is_some_and(|b| b.stamp() == self.vectors.stamp())
-    }
-
-    /// Install a background build that has finished; its figures when one was just installed.
-    /// Never waits.
-    pub fn poll_ann(&mut self) -> Option<AnnStats> {
-        if !self.ann_build.as_ref().is_some_and(AnnBuild::is_finished) {
-            return None;
-        }
-        let ann = self.ann_build.take()?.join()?;
-        let stats = ann.stats();
-        self.install_ann(ann).then_some(stats)
-    }
-
-    /// Wait for a background build and install it; its figures.
-    pub fn wait_ann(&mut self) -> Option<AnnStats> {
-        let ann = self.ann_build.take()?.join()?;
-        let stats = ann.stats();
-        self.install_ann(ann).then_some(stats)
-    }
-
-    /// Recall@10 of the approximate index in use against exact search, measured now with
-    /// `sample` of the corpus's own vectors as queries.
-    pub fn ann_recall(&self, sample: usize) -> Option<f32> {
-        self.fresh_ann()?
-            .measure_recall(&self.vectors, sample, self.ann_params.seed)
-    }
-
-    /// The `k` nearest chunks to `qv` (ids and cosines, best first): from the approximate index
-    /// when it is in use (its candidates rescored exactly, and what it was returned beside),
-    /// else by the exact flat scan.
-    pub fn vector_top(&self, qv: &[f32], k: usize) -> (Vec<(u64, f32)>, Option<AnnInfo>) {
-        let (hits, info) = match self
-            .fresh_ann()
-            .and_then(|a| a.search(&self.vectors, qv, k))
-        {
-            Some((hits, info)) => (hits, Some(info)),
-            None => (self.vectors.search(qv, k), None),
-        };
-        self.last_approximate
-            .store(info.is_some(), Ordering::Relaxed);
-        let hits = hits
-            .into_iter()
-            .filter_map(|(key, score)| self.ids.get(&key).map(|&id| (id, score)))
-            .collect();
-        (hits, info)
     }
 
     /// Fill the vector side: one embedding per chunk in chunking order.
@@ -664,47 +481,6 @@ impl SearchIndex {
         fused.truncate(k);
         Ok(fused)
     }
-}
-
-/// Where a query's terms occur in `text`, as BM25 matched them: the default analyzer's tokens
-/// (alphanumeric runs, lowercased) equal to one of the query's. Byte ranges, in order.
-pub fn term_spans(text: &str, query: &str) -> Vec<(usize, usize)> {
-    fn words(s: &str) -> impl Iterator<Item = (usize, &str)> {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(move |w| (w.as_ptr() as usize - s.as_ptr() as usize, w))
-    }
-    let terms: HashSet<String> = words(query).map(|(_, w)| w.to_lowercase()).collect();
-    words(text)
-        .filter(|(_, w)| terms.contains(&w.to_lowercase()))
-        .map(|(at, w)| (at, at + w.len()))
-        .collect()
-}
-
-/// The sentence of `text` that holds byte `at` (trimmed), by the segmenter Max-Min and the vector
-/// hits use.
-pub fn sentence_span(text: &str, at: usize) -> Option<(usize, usize)> {
-    crate::chunk::maxmin::trimmed_sentences(text)
-        .into_iter()
-        .find(|&(a, b)| a <= at && at < b.max(a + 1))
-}
-
-fn best_sentence(
-    embedder: &Embedder,
-    cache: &mut EmbedCache,
-    text: &str,
-    qv: &[f32],
-    window: usize,
-) -> Option<usize> {
-    // The same segmenter Max-Min uses.
-    let spans = crate::chunk::maxmin::trimmed_sentences(text);
-    let texts: Vec<&str> = spans.iter().map(|&(a, b)| &text[a..b]).collect();
-    let (vs, _) = embed_cached(embedder, cache, &texts, window, |_, _| true).ok()?;
-    vs.iter()
-        .zip(&spans)
-        .map(|(v, &(a, _))| (v.iter().zip(qv).map(|(x, y)| x * y).sum::<f32>(), a))
-        .max_by(|x, y| x.0.total_cmp(&y.0))
-        .map(|(_, a)| a)
 }
 
 #[cfg(test)]

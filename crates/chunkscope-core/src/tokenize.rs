@@ -15,6 +15,9 @@ use tiktoken_rs::CoreBPE;
 use tokenizers::{PreTokenizerWrapper, Tokenizer};
 
 pub(crate) mod cl100k_pieces;
+mod embed_tokens;
+
+pub use embed_tokens::EmbedTokens;
 
 /// Why a tokenizer could not be opened or could not tokenize a text.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -66,14 +69,16 @@ impl fmt::Display for Unit {
 }
 
 impl FromStr for Unit {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::names::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "chars" | "char" | "characters" => Ok(Unit::Chars),
             "cl100k" | "cl100k_base" | "tiktoken" => Ok(Unit::Cl100k),
             "embed" | "wordpiece" | "model" => Ok(Unit::Embed),
-            other => Err(format!(
-                "unknown unit '{other}' (expected chars, cl100k or embed)"
+            other => Err(crate::names::UnknownName::new(
+                "unit",
+                other,
+                "chars, cl100k or embed",
             )),
         }
     }
@@ -203,53 +208,40 @@ impl EmbedTokenizer {
 /// offsets without re-tokenizing the corpus on every knob change.
 #[derive(Debug, Clone, Default)]
 pub struct DocTokens {
-    pub embed: Vec<TokenSpan>,
-    /// For each pre-tokenizer word: byte span covered by its tokens.
-    pub words: Vec<(u32, u32)>,
+    pub embed: EmbedTokens,
     /// Byte offset where each cl100k token starts (tokens may start inside a multi-byte char).
     pub cl100k_starts: Vec<u32>,
     /// The cl100k token ids of the whole document.
     pub cl100k_ids: Vec<u32>,
-    /// True when every word covers at least one byte and, token after token, words start and end
-    /// in order (BERT's always do): counts can then skip over whole words by binary search.
-    words_in_order: bool,
 }
 
 impl DocTokens {
     pub fn new(text: &str, tok: &EmbedTokenizer) -> Result<Self, TokenizeError> {
-        let embed = tok.spans(text)?;
-        let mut words: Vec<(u32, u32)> = Vec::new();
-        for t in &embed {
-            let w = t.word as usize;
-            if w >= words.len() {
-                words.resize(w + 1, (u32::MAX, 0));
-            }
-            let slot = &mut words[w];
-            slot.0 = slot.0.min(t.start);
-            slot.1 = slot.1.max(t.end);
-        }
+        let embed = EmbedTokens::new(&tok.spans(text)?);
         let bpe = cl100k();
-        let cl100k_ids = bpe.encode_ordinary(text);
+        let mut cl100k_ids = bpe.encode_ordinary(text);
+        // Held for the whole session, one per document: no growth slack.
+        cl100k_ids.shrink_to_fit();
         let mut cl100k_starts = Vec::with_capacity(cl100k_ids.len());
         let mut at = 0u32;
         for &id in &cl100k_ids {
             cl100k_starts.push(at);
             at += bpe.decode_bytes(&[id]).map(|b| b.len()).unwrap_or(0) as u32;
         }
-        let words_in_order = embed.iter().all(|t| {
-            let w = words[t.word as usize];
-            w.0 < w.1
-        }) && embed.windows(2).all(|p| {
-            let (a, b) = (words[p[0].word as usize], words[p[1].word as usize]);
-            a.0 <= b.0 && a.1 <= b.1 && p[0].word <= p[1].word
-        });
         Ok(DocTokens {
             embed,
-            words,
             cl100k_starts,
             cl100k_ids,
-            words_in_order,
         })
+    }
+
+    /// Heap bytes these tokens hold, by part: embed tokens, cl100k starts and ids.
+    pub fn heap_bytes(&self) -> [usize; 3] {
+        [
+            self.embed.heap_bytes(),
+            self.cl100k_starts.capacity() * 4,
+            self.cl100k_ids.capacity() * 4,
+        ]
     }
 
     /// Content embed tokens of `text[start..end]` as if that slice were tokenized on its own, as
@@ -266,28 +258,24 @@ impl DocTokens {
         if start >= end {
             return Vec::new();
         }
-        if !tok.is_word_local() {
+        let t = &self.embed;
+        if !tok.is_word_local() || !t.words_in_order() {
             return fragment(text, start, end, tok);
         }
         let (s, e) = (start as u32, end as u32);
         let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
-        let first = self.embed.partition_point(|t| t.end <= s);
+        let mut i = t.partition_from(0, |i| t.end(i) <= s);
         let mut out = Vec::new();
-        let mut i = first;
         // A word cut by the left boundary (and maybe the right one too).
-        if let Some(t) = self.embed.get(i) {
-            let w = self.words[t.word as usize];
+        if i < t.len() {
+            let w = t.word_span(i);
             if straddles(w, s) {
-                let frag_end = w.1.min(e) as usize;
-                out.extend(fragment(text, start, frag_end, tok));
-                while i < self.embed.len() && self.embed[i].word == t.word {
-                    i += 1;
-                }
+                out.extend(fragment(text, start, w.1.min(e) as usize, tok));
+                i = t.word_end(i);
             }
         }
-        while i < self.embed.len() {
-            let t = self.embed[i];
-            let w = self.words[t.word as usize];
+        while i < t.len() {
+            let w = t.word_span(i);
             if w.0 >= e {
                 break;
             }
@@ -295,7 +283,7 @@ impl DocTokens {
                 out.extend(fragment(text, w.0.max(s) as usize, end, tok));
                 break;
             }
-            out.push((t.start as usize, t.end as usize));
+            out.push(t.span(i));
             i += 1;
         }
         out
@@ -323,28 +311,27 @@ impl DocTokens {
         if start >= end {
             return 0;
         }
-        if !tok.is_word_local() || !self.words_in_order {
+        let t = &self.embed;
+        if !tok.is_word_local() || !t.words_in_order() {
             return self.embed_spans_in(text, start, end, tok).len();
         }
         // As `embed_spans_in`, without listing the tokens: the whole words inside the slice are
         // a run of the document's tokens, found by two binary searches.
         let (s, e) = (start as u32, end as u32);
         let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
-        let word_of = |i: usize| self.words[self.embed[i].word as usize];
-        let mut i = self.embed.partition_point(|t| t.end <= s);
+        let mut i = t.partition_from(0, |i| t.end(i) <= s);
         let mut n = 0;
-        if i < self.embed.len() && straddles(word_of(i), s) {
-            let w = word_of(i);
+        if i < t.len() && straddles(t.word_span(i), s) {
+            let w = t.word_span(i);
             n += fragment(text, start, w.1.min(e) as usize, tok).len();
-            let word = self.embed[i].word;
-            i += self.embed[i..].partition_point(|t| t.word == word);
+            i = t.word_end(i);
         }
         // With words in order, the walk of `embed_spans_in` stops at the first token whose word
         // ends past `e`: the one cut by the right boundary, or one wholly after it.
-        let k = i + self.embed[i..].partition_point(|t| self.words[t.word as usize].1 <= e);
+        let k = t.partition_from(i, |j| t.end(t.word_end(j) - 1) <= e);
         n += k - i;
-        if k < self.embed.len() && straddles(word_of(k), e) {
-            n += fragment(text, word_of(k).0.max(s) as usize, end, tok).len();
+        if k < t.len() && straddles(t.word_span(k), e) {
+            n += fragment(text, t.word_span(k).0.max(s) as usize, end, tok).len();
         }
         n
     }

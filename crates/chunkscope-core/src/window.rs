@@ -16,21 +16,32 @@ pub enum WindowSpec {
     Tokens(usize),
 }
 
+/// Why a window setting was not understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WindowSpecError {
+    /// A number of tokens that the special tokens alone fill.
+    #[error("window {tokens} leaves no room for content: it must be > 2 ([CLS] and [SEP] count)")]
+    TooSmall { tokens: usize },
+    #[error(transparent)]
+    Unknown(#[from] crate::names::UnknownName),
+}
+
 impl FromStr for WindowSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = WindowSpecError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim() {
             "auto" => Ok(WindowSpec::Auto),
             "st" | "sentence-transformers" => Ok(WindowSpec::St),
             "max" => Ok(WindowSpec::Max),
             n => match n.parse::<usize>() {
-                Ok(0..=2) => Err(format!(
-                    "window {n} leaves no room for content: it must be > 2 ([CLS] and [SEP] count)"
-                )),
+                Ok(tokens @ 0..=2) => Err(WindowSpecError::TooSmall { tokens }),
                 Ok(v) => Ok(WindowSpec::Tokens(v)),
-                Err(_) => Err(format!(
-                    "unknown window '{n}' (expected auto, st, max or a number of tokens)"
-                )),
+                Err(_) => Err(crate::names::UnknownName::new(
+                    "window",
+                    n,
+                    "auto, st, max or a number of tokens",
+                )
+                .into()),
             },
         }
     }
@@ -234,7 +245,18 @@ mod tests {
     fn parse_specs() {
         assert_eq!("auto".parse::<WindowSpec>(), Ok(WindowSpec::Auto));
         assert_eq!("256".parse::<WindowSpec>(), Ok(WindowSpec::Tokens(256)));
-        assert!("2".parse::<WindowSpec>().is_err());
-        assert!("huge".parse::<WindowSpec>().unwrap_err().contains("huge"));
+        assert_eq!(
+            "2".parse::<WindowSpec>(),
+            Err(WindowSpecError::TooSmall { tokens: 2 })
+        );
+        assert!(matches!(
+            "huge".parse::<WindowSpec>(),
+            Err(WindowSpecError::Unknown(crate::names::UnknownName { what: "window", .. }))
+        ));
+        assert!("huge"
+            .parse::<WindowSpec>()
+            .unwrap_err()
+            .to_string()
+            .contains("huge"));
     }
 }

@@ -31,12 +31,7 @@ impl Chunker for Fixed {
                     })
                     .unzip()
             }
-            Unit::Embed => doc
-                .tokens
-                .embed
-                .iter()
-                .map(|t| (t.start as usize, t.end as usize))
-                .unzip(),
+            Unit::Embed => doc.tokens.embed.spans().unzip(),
         };
         let n = starts.len();
         let step = self.size.saturating_sub(self.overlap).max(1);

@@ -78,11 +78,26 @@ struct Counter<'a> {
 
 impl Counter<'_> {
     fn count(&self, s: &str) -> usize {
-        match self.unit {
-            Unit::Cl100k => cl100k_tokens(s),
-            Unit::Chars => s.chars().count(),
-            Unit::Embed => count(Unit::Embed, s, self.doc.tok),
+        // Most texts counted are slices of the document: count them from its tokens, which
+        // re-encodes only the slice's two ends. Text with `<|` is left to the full encoder, which
+        // reads special tokens there as LlamaIndex does.
+        let inside = self.offset_in_doc(s);
+        match (self.unit, inside) {
+            (Unit::Chars, _) => s.chars().count(),
+            (Unit::Cl100k, Some(at)) if !s.contains("<|") => {
+                self.doc.count(Unit::Cl100k, at, at + s.len())
+            }
+            (Unit::Cl100k, _) => cl100k_tokens(s),
+            (Unit::Embed, Some(at)) => self.doc.count(Unit::Embed, at, at + s.len()),
+            (Unit::Embed, None) => count(Unit::Embed, s, self.doc.tok),
         }
+    }
+
+    /// Where `s` starts in the document, when it is a slice of the document's text.
+    fn offset_in_doc(&self, s: &str) -> Option<usize> {
+        let base = self.doc.text.as_ptr() as usize;
+        let at = (s.as_ptr() as usize).checked_sub(base)?;
+        (at + s.len() <= self.doc.text.len()).then_some(at)
     }
 }
 
@@ -418,6 +433,9 @@ fn token_split(text: &str, size: usize, overlap: usize, counter: &Counter) -> Ve
 /// One section as MarkdownNodeParser builds it.
 struct MdSection {
     text: String,
+    /// Where `text` starts in the document if it was copied from there unchanged (it is not
+    /// when a heading was written with a tab: the parser rebuilds heading lines with a space).
+    start: usize,
     /// The `header_path` metadata: "/" or "/A/B/" (the enclosing headings).
     header_path: String,
     /// The heading path including the section's own heading, "A > B > C".
@@ -440,11 +458,14 @@ fn md_sections(text: &str) -> Vec<MdSection> {
     let mut current = String::new();
     let mut stack: Vec<(usize, String)> = Vec::new();
     let mut fence = false;
-    let push = |current: &str, stack: &[(usize, String)], out: &mut Vec<MdSection>| {
+    // Where `current` starts in `text`, and where the next line does.
+    let (mut current_at, mut line_at) = (0, 0);
+    let push = |current: &str, at: usize, stack: &[(usize, String)], out: &mut Vec<MdSection>| {
         let body = current.trim_matches(is_python_space);
         if body.is_empty() {
             return;
         }
+        let lead = current.len() - current.trim_start_matches(is_python_space).len();
         let parents = stack[..stack.len().saturating_sub(1)]
             .iter()
             .map(|h| h.1.as_str())
@@ -459,6 +480,7 @@ fn md_sections(text: &str) -> Vec<MdSection> {
         });
         out.push(MdSection {
             text: body.to_string(),
+            start: at + lead,
             header_path: if parents.is_empty() {
                 "/".to_string()
             } else {
@@ -468,6 +490,8 @@ fn md_sections(text: &str) -> Vec<MdSection> {
         });
     };
     for line in text.split('\n') {
+        let this_line = line_at;
+        line_at += line.len() + 1;
         if line.trim_start_matches(is_python_space).starts_with("```") {
             fence = !fence;
             current.push_str(line);
@@ -476,7 +500,8 @@ fn md_sections(text: &str) -> Vec<MdSection> {
         }
         if !fence {
             if let Some((level, title)) = heading_line(line) {
-                push(&current, &stack, &mut out);
+                push(&current, current_at, &stack, &mut out);
+                current_at = this_line;
                 while stack.last().is_some_and(|h| h.0 >= level) {
                     stack.pop();
                 }
@@ -488,7 +513,7 @@ fn md_sections(text: &str) -> Vec<MdSection> {
         current.push_str(line);
         current.push('\n');
     }
-    push(&current, &stack, &mut out);
+    push(&current, current_at, &stack, &mut out);
     out
 }
 
@@ -498,8 +523,14 @@ fn markdown(text: &str, size: usize, overlap: usize, counter: &Counter) -> Vec<C
     for sec in md_sections(text) {
         let meta = format!("header_path: {}", sec.header_path);
         let room = size.saturating_sub(counter.count(&meta)).max(1);
-        for (s, e) in sentence_split(&sec.text, room, overlap, counter) {
-            let mut c = place.chunk(text, &sec.text[s..e]);
+        // The section as a slice of the document where its text is one (its heading was written
+        // with a single space), so that counting can use the document's tokens.
+        let body = text
+            .get(sec.start..sec.start + sec.text.len())
+            .filter(|t| *t == sec.text)
+            .unwrap_or(&sec.text);
+        for (s, e) in sentence_split(body, room, overlap, counter) {
+            let mut c = place.chunk(text, &body[s..e]);
             c.heading = sec.heading.clone();
             out.push(c);
         }
@@ -554,5 +585,16 @@ mod tests {
             ]
         );
         assert_eq!(s[2].heading.as_deref(), Some("A > B"));
+    }
+
+    #[test]
+    fn markdown_sections_know_where_they_start() {
+        let t = "  intro\n# A\ntext\n##\tB\nmore\n";
+        let s = md_sections(t);
+        assert_eq!(&t[s[0].start..s[0].start + s[0].text.len()], "intro");
+        assert_eq!(&t[s[1].start..s[1].start + s[1].text.len()], "# A\ntext");
+        // The parser writes the tab heading back with a space: no longer the document's slice.
+        assert_eq!(s[2].text, "## B\nmore");
+        assert_ne!(&t[s[2].start..s[2].start + s[2].text.len()], s[2].text);
     }
 }

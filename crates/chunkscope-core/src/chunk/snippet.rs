@@ -13,12 +13,19 @@
 //! A framework reproduces one strategy; asking for it with another strategy is an error that
 //! names the strategy it needs.
 
+mod chonkie;
+mod haystack;
+mod langchain;
+mod llamaindex;
+mod python;
+mod semchunk;
+mod spring_ai;
+mod text_splitter;
+
 use std::fmt;
-use std::path::Path;
 use std::str::FromStr;
 
-use super::{ChunkSettings, SettingsError, Strategy, LANGCHAIN_SEPARATORS};
-use crate::tokenize::Unit;
+use super::{ChunkSettings, SettingsError, Strategy};
 use crate::window::WindowSpec;
 
 /// Where the snippet goes.
@@ -129,8 +136,8 @@ impl fmt::Display for Framework {
 }
 
 impl FromStr for Framework {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::names::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "langchain" => Ok(Framework::Langchain),
             "llamaindex" | "llama-index" | "llama_index" => Ok(Framework::LlamaIndex),
@@ -142,8 +149,10 @@ impl FromStr for Framework {
             }
             "spring-ai" | "spring_ai" | "springai" => Ok(Framework::SpringAi),
             "toml" | "workbench.toml" => Ok(Framework::Toml),
-            _ => Err(format!(
-                "unknown framework '{s}' (expected langchain, llamaindex, haystack, chonkie, semchunk, text-splitter, spring-ai or toml)"
+            _ => Err(crate::names::UnknownName::new(
+                "framework",
+                s,
+                "langchain, llamaindex, haystack, chonkie, semchunk, text-splitter, spring-ai or toml",
             )),
         }
     }
@@ -199,510 +208,14 @@ pub fn snippet(
                 .map_err(|e| SnippetError::Toml(format!("{e:#}")))?;
             format!("# workbench.toml: chunkscope knobs {}\n{body}", s.label())
         }
-        Framework::SpringAi => spring_ai(s)?,
-        Framework::Langchain => langchain(s, model_id),
-        Framework::TextSplitter => text_splitter(s, model_id),
-        Framework::Semchunk => semchunk(s, model_id),
-        Framework::Haystack => haystack(s),
-        Framework::Chonkie => chonkie(s),
-        Framework::LlamaIndex => llamaindex(s, model_id),
+        Framework::SpringAi => spring_ai::snippet(s)?,
+        Framework::Langchain => langchain::snippet(s, model_id),
+        Framework::TextSplitter => text_splitter::snippet(s, model_id),
+        Framework::Semchunk => semchunk::snippet(s, model_id),
+        Framework::Haystack => haystack::snippet(s),
+        Framework::Chonkie => chonkie::snippet(s),
+        Framework::LlamaIndex => llamaindex::snippet(s, model_id),
     })
-}
-
-/// A Python string literal.
-fn py_str(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '\\' => o.push_str("\\\\"),
-            '"' => o.push_str("\\\""),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if c.is_control() => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-/// A Java char literal (octal escapes for control characters: `\u` escapes are read before the
-/// lexer, so `'\u000a'` would not compile).
-fn java_char(c: char) -> Result<String, SnippetError> {
-    Ok(match c {
-        '\n' => "'\\n'".into(),
-        '\r' => "'\\r'".into(),
-        '\t' => "'\\t'".into(),
-        '\u{8}' => "'\\b'".into(),
-        '\u{c}' => "'\\f'".into(),
-        '\'' => "'\\''".into(),
-        '\\' => "'\\\\'".into(),
-        c if (c as u32) < 0x100 && c.is_control() => format!("'\\{:o}'", c as u32),
-        c if (c as u32) > 0xFFFF => return Err(SnippetError::JavaChar(c)),
-        c if c.is_control() => format!("'\\u{:04x}'", c as u32),
-        c => format!("'{c}'"),
-    })
-}
-
-/// How the embedder's tokenizer is loaded: from its folder when `model_id` is one (as chunkscope
-/// looks a model up), else from the hub.
-fn local_folder(model_id: &str) -> Option<String> {
-    let p = Path::new(model_id);
-    p.is_dir().then(|| {
-        std::fs::canonicalize(p)
-            .unwrap_or_else(|_| p.to_path_buf())
-            .display()
-            .to_string()
-    })
-}
-
-/// `MODEL = ...`: the embedder's hub id, or its folder (absolute) when `model_id` is one.
-fn model_line(model_id: &str) -> String {
-    let id = local_folder(model_id).unwrap_or_else(|| model_id.to_string());
-    format!("MODEL = {}", py_str(&id))
-}
-
-/// The embedder's tokenizer (after `model_line`), counting as chunkscope's embed unit does.
-fn tokenizer_lines(model_id: &str) -> Vec<String> {
-    let load = if local_folder(model_id).is_some() {
-        "tokenizer = Tokenizer.from_file(MODEL + \"/tokenizer.json\")"
-    } else {
-        "tokenizer = Tokenizer.from_pretrained(MODEL)"
-    };
-    vec![
-        model_line(model_id),
-        load.into(),
-        "# Content tokens only, never truncated or padded: what chunkscope's embed unit counts."
-            .into(),
-        "tokenizer.no_truncation()".into(),
-        "tokenizer.no_padding()".into(),
-    ]
-}
-
-const COUNT_TOKENS: &str = "def count_tokens(text: str) -> int:\n    return len(tokenizer.encode(text, add_special_tokens=False).ids)";
-
-/// One Python program: header comments, imports, setup, `split`, and the `__main__` block.
-struct Py {
-    about: Vec<String>,
-    stdlib: Vec<&'static str>,
-    imports: Vec<String>,
-    setup: Vec<String>,
-    split: String,
-    markdown: bool,
-}
-
-impl Py {
-    fn render(mut self, s: &ChunkSettings) -> String {
-        let mut out = format!("# chunkscope knobs: {}\n", s.label());
-        for l in &self.about {
-            out.push_str(&format!("# {l}\n"));
-        }
-        self.stdlib.extend(["json", "sys"]);
-        self.stdlib.sort();
-        self.stdlib.dedup();
-        for m in &self.stdlib {
-            out.push_str(&format!("import {m}\n"));
-        }
-        out.push('\n');
-        // isort's order: `import x` before `from x import y`, each alphabetical.
-        self.imports
-            .sort_by(|a, b| (a.starts_with("from "), a).cmp(&(b.starts_with("from "), b)));
-        self.imports.dedup();
-        for l in &self.imports {
-            out.push_str(l);
-            out.push('\n');
-        }
-        out.push('\n');
-        for l in &self.setup {
-            out.push_str(l);
-            out.push('\n');
-        }
-        out.push_str("\n\n");
-        out.push_str(&self.split);
-        out.push_str("\n\n\n");
-        out.push_str("if __name__ == \"__main__\":\n");
-        out.push_str("    # The file's text as chunkscope reads a .md or .txt file (a BOM dropped, line ends kept).\n");
-        out.push_str("    path = sys.argv[1]\n");
-        out.push_str("    with open(path, encoding=\"utf-8-sig\", newline=\"\") as f:\n");
-        out.push_str("        text = f.read()\n");
-        if self.markdown {
-            out.push_str(
-                "    markdown = path.lower().endswith((\".md\", \".markdown\", \".mdx\"))\n",
-            );
-            out.push_str("    print(json.dumps(split(text, markdown), ensure_ascii=False))\n");
-        } else {
-            out.push_str("    print(json.dumps(split(text), ensure_ascii=False))\n");
-        }
-        out
-    }
-}
-
-fn langchain(s: &ChunkSettings, model_id: &str) -> String {
-    let mut py = Py {
-        about: vec![
-            "LangChain's RecursiveCharacterTextSplitter (chunkscope's langchain strategy).".into(),
-            match s.unit {
-                Unit::Chars => "pip install langchain-text-splitters==1.1.3",
-                Unit::Cl100k => "pip install langchain-text-splitters==1.1.3 tiktoken",
-                Unit::Embed => "pip install langchain-text-splitters==1.1.3 tokenizers",
-            }
-            .into(),
-        ],
-        stdlib: vec![],
-        imports: vec!["from langchain_text_splitters import RecursiveCharacterTextSplitter".into()],
-        setup: vec![],
-        split: "def split(text: str) -> list[str]:\n    return splitter.split_text(text)".into(),
-        markdown: false,
-    };
-    let separators = LANGCHAIN_SEPARATORS
-        .iter()
-        .map(|x| py_str(x))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut args = vec![
-        format!("chunk_size={}", s.size),
-        format!("chunk_overlap={}", s.overlap),
-        format!("separators=[{separators}]"),
-    ];
-    let ctor = match s.unit {
-        Unit::Chars => "RecursiveCharacterTextSplitter(",
-        Unit::Cl100k => {
-            // Special-token text ("<|endoftext|>") counts as ordinary text, as in chunkscope.
-            args.insert(0, "encoding_name=\"cl100k_base\"".into());
-            args.insert(1, "disallowed_special=()".into());
-            "RecursiveCharacterTextSplitter.from_tiktoken_encoder("
-        }
-        Unit::Embed => {
-            py.imports.push("from tokenizers import Tokenizer".into());
-            py.setup.extend(tokenizer_lines(model_id));
-            py.setup.push("\n".into());
-            py.setup.push(COUNT_TOKENS.into());
-            py.setup.push("\n".into());
-            args.push("length_function=count_tokens".into());
-            "RecursiveCharacterTextSplitter("
-        }
-    };
-    py.setup.push(format!("splitter = {ctor}"));
-    for a in args {
-        py.setup.push(format!("    {a},"));
-    }
-    py.setup.push(")".into());
-    py.render(s)
-}
-
-fn text_splitter(s: &ChunkSettings, model_id: &str) -> String {
-    let mut py = Py {
-        about: vec![
-            "semantic-text-splitter, the Python binding of the text-splitter crate chunkscope links:"
-                .into(),
-            "TextSplitter, and MarkdownSplitter for Markdown files.".into(),
-            match s.unit {
-                Unit::Embed => "pip install semantic-text-splitter==0.33.1 tokenizers",
-                _ => "pip install semantic-text-splitter==0.33.1",
-            }
-            .into(),
-        ],
-        stdlib: vec![],
-        imports: vec!["from semantic_text_splitter import MarkdownSplitter, TextSplitter".into()],
-        setup: vec![],
-        split: "def split(text: str, markdown: bool = False) -> list[str]:\n    return (markdown_splitter if markdown else text_splitter).chunks(text)".into(),
-        markdown: true,
-    };
-    let (ctor, first) = match s.unit {
-        Unit::Chars => ("", String::new()),
-        Unit::Cl100k => (".from_tiktoken_model", "\"gpt-4\", ".to_string()),
-        Unit::Embed => {
-            py.imports.push("from tokenizers import Tokenizer".into());
-            py.setup.extend(tokenizer_lines(model_id));
-            py.setup.push(String::new());
-            (".from_huggingface_tokenizer", "tokenizer, ".to_string())
-        }
-    };
-    for (var, class) in [
-        ("text_splitter", "TextSplitter"),
-        ("markdown_splitter", "MarkdownSplitter"),
-    ] {
-        py.setup.push(format!(
-            "{var} = {class}{ctor}({first}{}, overlap={})",
-            s.size, s.overlap
-        ));
-    }
-    py.render(s)
-}
-
-fn semchunk(s: &ChunkSettings, model_id: &str) -> String {
-    let mut py = Py {
-        about: vec![
-            "semchunk's chunker (chunkscope's semchunk strategy).".into(),
-            match (s.unit, s.size) {
-                (Unit::Embed, 0) => "pip install semchunk==4.1.1 tokenizers transformers",
-                (Unit::Embed, _) => "pip install semchunk==4.1.1 tokenizers",
-                (Unit::Cl100k, _) => "pip install semchunk==4.1.1 tiktoken",
-                (Unit::Chars, _) => "pip install semchunk==4.1.1",
-            }
-            .into(),
-        ],
-        stdlib: vec![],
-        imports: vec!["import semchunk".into()],
-        setup: vec![],
-        split: if s.overlap > 0 {
-            format!(
-                "def split(text: str) -> list[str]:\n    return chunker(text, overlap={})",
-                s.overlap
-            )
-        } else {
-            "def split(text: str) -> list[str]:\n    return chunker(text)".into()
-        },
-        markdown: false,
-    };
-    let counter = match s.unit {
-        Unit::Chars => "len",
-        Unit::Cl100k => {
-            py.imports.push("import tiktoken".into());
-            py.setup
-                .push("encoding = tiktoken.get_encoding(\"cl100k_base\")".into());
-            py.setup.push("\n".into());
-            py.setup.push(
-                "def count_tokens(text: str) -> int:\n    return len(encoding.encode_ordinary(text))"
-                    .into(),
-            );
-            py.setup.push("\n".into());
-            "count_tokens"
-        }
-        Unit::Embed => {
-            py.imports.push("from tokenizers import Tokenizer".into());
-            py.setup.extend(tokenizer_lines(model_id));
-            py.setup.push("\n".into());
-            py.setup.push(COUNT_TOKENS.into());
-            py.setup.push("\n".into());
-            "count_tokens"
-        }
-    };
-    let size = if s.size == 0 {
-        // validate() allows size 0 only with the embed unit.
-        py.imports
-            .push("from transformers import AutoTokenizer".into());
-        py.setup.push(
-            "# chunkerify's own size for the model: model_max_length less the special tokens."
-                .into(),
-        );
-        py.setup.push(
-            "chunk_size = semchunk.chunkerify(AutoTokenizer.from_pretrained(MODEL)).chunk_size"
-                .into(),
-        );
-        "chunk_size".to_string()
-    } else {
-        s.size.to_string()
-    };
-    py.setup
-        .push(format!("chunker = semchunk.chunkerify({counter}, {size})"));
-    py.render(s)
-}
-
-fn haystack(s: &ChunkSettings) -> String {
-    if s.strategy == Strategy::HaystackRecursive {
-        return haystack_recursive(s);
-    }
-    Py {
-        about: vec![
-            "Haystack's DocumentSplitter by word (chunkscope's haystack strategy).".into(),
-            "pip install haystack-ai==3.4.1".into(),
-        ],
-        stdlib: vec![],
-        imports: vec![
-            "from haystack import Document".into(),
-            "from haystack.components.preprocessors import DocumentSplitter".into(),
-        ],
-        setup: vec![
-            "splitter = DocumentSplitter(".into(),
-            "    split_by=\"word\",".into(),
-            format!("    split_length={},", s.size),
-            format!("    split_overlap={},", s.overlap),
-            "    split_threshold=0,".into(),
-            ")".into(),
-        ],
-        split: "def split(text: str) -> list[str]:\n    documents = splitter.run(documents=[Document(content=text)])[\"documents\"]\n    return [d.content for d in documents]".into(),
-        markdown: false,
-    }
-    .render(s)
-}
-
-fn haystack_recursive(s: &ChunkSettings) -> String {
-    Py {
-        about: vec![
-            "Haystack's RecursiveDocumentSplitter by word (chunkscope's haystack-recursive strategy).".into(),
-            "pip install haystack-ai==3.4.1 nltk==3.10.4".into(),
-            "Its sentence level needs NLTK's punkt_tab data (python -m nltk.downloader punkt_tab).".into(),
-        ],
-        stdlib: vec![],
-        imports: vec![
-            "from haystack import Document".into(),
-            "from haystack.components.preprocessors import RecursiveDocumentSplitter".into(),
-        ],
-        setup: vec![
-            "splitter = RecursiveDocumentSplitter(".into(),
-            format!("    split_length={},", s.size),
-            format!("    split_overlap={},", s.overlap),
-            "    split_unit=\"word\",".into(),
-            "    separators=[\"\\n\\n\", \"sentence\", \"\\n\", \" \"],".into(),
-            ")".into(),
-            "splitter.warm_up()".into(),
-        ],
-        split: "def split(text: str) -> list[str]:\n    documents = splitter.run(documents=[Document(content=text)])[\"documents\"]\n    return [d.content for d in documents]".into(),
-        markdown: false,
-    }
-    .render(s)
-}
-
-fn chonkie(s: &ChunkSettings) -> String {
-    let (about, class, args) = if s.strategy == Strategy::ChonkieTokens {
-        (
-            "chonkie's TokenChunker with its character tokenizer (chunkscope's chonkie-tokens strategy).",
-            "TokenChunker",
-            vec![
-                format!("    chunk_size={},", s.size),
-                format!("    chunk_overlap={},", s.overlap),
-            ],
-        )
-    } else {
-        (
-            "chonkie's RecursiveChunker with its default rules and character tokenizer (chunkscope's chonkie strategy).",
-            "RecursiveChunker",
-            vec![
-                format!("    chunk_size={},", s.size),
-                format!(
-                    "    min_characters_per_chunk={},",
-                    super::CHONKIE_MIN_CHARS
-                ),
-            ],
-        )
-    };
-    let mut setup = vec![
-        format!("chunker = {class}("),
-        "    tokenizer=\"character\",".into(),
-    ];
-    setup.extend(args);
-    setup.push(")".into());
-    Py {
-        about: vec![about.into(), "pip install chonkie==1.7.0".into()],
-        stdlib: vec![],
-        imports: vec![format!("from chonkie import {class}")],
-        setup,
-        split: "def split(text: str) -> list[str]:\n    return [chunk.text for chunk in chunker.chunk(text)]".into(),
-        markdown: false,
-    }
-    .render(s)
-}
-
-fn llamaindex(s: &ChunkSettings, model_id: &str) -> String {
-    let (about, class) = match s.strategy {
-        Strategy::LlamaIndexTokens => (
-            "LlamaIndex's TokenTextSplitter (chunkscope's llamaindex-tokens strategy).",
-            "TokenTextSplitter",
-        ),
-        Strategy::LlamaIndexMarkdown => (
-            "LlamaIndex's MarkdownNodeParser, then SentenceSplitter in each section (chunkscope's llamaindex-markdown strategy).",
-            "SentenceSplitter",
-        ),
-        _ => (
-            "LlamaIndex's SentenceSplitter (chunkscope's llamaindex strategy).",
-            "SentenceSplitter",
-        ),
-    };
-    let mut py = Py {
-        about: vec![
-            about.into(),
-            "Documents without metadata: metadata a reader attaches (file_path) comes off the size."
-                .into(),
-            match s.unit {
-                Unit::Embed => "pip install llama-index-core==0.14.25 tokenizers",
-                _ => "pip install llama-index-core==0.14.25",
-            }
-            .into(),
-        ],
-        stdlib: vec![],
-        imports: vec![
-            "from llama_index.core import Document".into(),
-            format!("from llama_index.core.node_parser import {class}"),
-        ],
-        setup: vec![],
-        split: String::new(),
-        markdown: false,
-    };
-    let mut args = vec![
-        format!("chunk_size={}", s.size),
-        format!("chunk_overlap={}", s.overlap),
-    ];
-    match s.unit {
-        // LlamaIndex's default tokenizer: tiktoken's gpt-3.5-turbo encoding, cl100k_base.
-        Unit::Cl100k => {}
-        Unit::Chars => args.push("tokenizer=list".into()),
-        Unit::Embed => {
-            py.imports.push("from tokenizers import Tokenizer".into());
-            py.setup.extend(tokenizer_lines(model_id));
-            py.setup.push("\n".into());
-            py.setup.push("def tokens(text: str) -> list[int]:\n    return tokenizer.encode(text, add_special_tokens=False).ids".into());
-            py.setup.push("\n".into());
-            args.push("tokenizer=tokens".into());
-        }
-    }
-    let splitter = format!("{class}({})", args.join(", "));
-    if s.strategy == Strategy::LlamaIndexMarkdown {
-        py.imports.push(
-            "from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter".into(),
-        );
-        py.imports
-            .retain(|l| l != "from llama_index.core.node_parser import SentenceSplitter");
-        py.imports
-            .push("from llama_index.core.ingestion import IngestionPipeline".into());
-        py.setup.push(format!(
-            "pipeline = IngestionPipeline(transformations=[MarkdownNodeParser(), {splitter}])"
-        ));
-        py.split = "def split(text: str) -> list[str]:\n    nodes = pipeline.run(documents=[Document(text=text)])\n    return [node.get_content() for node in nodes]".into();
-    } else {
-        py.setup.push(format!("splitter = {splitter}"));
-        py.split = "def split(text: str) -> list[str]:\n    nodes = splitter.get_nodes_from_documents([Document(text=text)])\n    return [node.get_content() for node in nodes]".into();
-    }
-    py.render(s)
-}
-
-fn spring_ai(s: &ChunkSettings) -> Result<String, SnippetError> {
-    let p = &s.spring_ai;
-    let marks = p
-        .punctuation
-        .iter()
-        .map(|&c| java_char(c))
-        .collect::<Result<Vec<_>, _>>()?
-        .join(", ");
-    Ok(format!(
-        "// chunkscope knobs: {label}
-// Spring AI 2.0's TokenTextSplitter (spring-ai-commons), counting cl100k_base tokens.
-import java.util.List;
-
-import com.knuddels.jtokkit.api.EncodingType;
-import org.springframework.ai.document.Document;
-import org.springframework.ai.transformer.splitter.TokenTextSplitter;
-
-TokenTextSplitter splitter = TokenTextSplitter.builder()
-        .withEncodingType(EncodingType.CL100K_BASE)
-        .withChunkSize({size})
-        .withMinChunkSizeChars({min_chars})
-        .withMinChunkLengthToEmbed({min_embed})
-        .withMaxNumChunks({max_chunks})
-        .withKeepSeparator({keep})
-        .withPunctuationMarks(List.of({marks}))
-        .build();
-
-List<Document> chunks = splitter.apply(documents);
-",
-        label = s.label(),
-        size = s.size,
-        min_chars = p.min_chunk_size_chars,
-        min_embed = p.min_chunk_length_to_embed,
-        max_chunks = p.max_num_chunks,
-        keep = p.keep_separator,
-    ))
 }
 
 #[cfg(test)]
@@ -710,6 +223,7 @@ mod tests {
     use super::*;
     use crate::chunk::Preset;
     use crate::config::Config;
+    use crate::tokenize::Unit;
 
     fn preset(p: Preset) -> ChunkSettings {
         let mut s = ChunkSettings::default();
@@ -724,7 +238,7 @@ mod tests {
         for f in Framework::ALL {
             assert_eq!(f.name().parse::<Framework>(), Ok(f));
         }
-        let e = "crewai".parse::<Framework>().unwrap_err();
+        let e = "crewai".parse::<Framework>().unwrap_err().to_string();
         assert!(e.contains("crewai") && e.contains("langchain"), "{e}");
     }
 
@@ -975,10 +489,5 @@ List<Document> chunks = splitter.apply(documents);
             "{py}"
         );
         assert!(!py.contains(&format!("MODEL = \"{MODEL}\"")), "{py}");
-    }
-
-    #[test]
-    fn python_literals_escape() {
-        assert_eq!(py_str("a\"b\\c\n\u{1}é"), r#""a\"b\\c\n\u0001é""#);
     }
 }

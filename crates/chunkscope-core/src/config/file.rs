@@ -117,13 +117,16 @@ pub(super) struct RawUi {
 impl RawFile {
     /// The knobs this file sets, read into the one overrides type.
     pub(super) fn overrides(&self) -> Result<Overrides, ConfigProblem> {
-        fn parsed<T: std::str::FromStr<Err = String>>(
+        fn parsed<T: std::str::FromStr<Err: std::fmt::Display>>(
             v: &Option<String>,
             section: &'static str,
             key: &str,
         ) -> Result<Option<T>, ConfigProblem> {
             v.as_deref()
-                .map(|s| s.parse().map_err(|m| ConfigProblem::value(section, key, m)))
+                .map(|s| {
+                    s.parse()
+                        .map_err(|m: T::Err| ConfigProblem::value(section, key, m.to_string()))
+                })
                 .transpose()
         }
         let mut o = Overrides::default();
@@ -200,8 +203,8 @@ impl RawFile {
                 }
             }
             for (k, v) in m.keys.iter().flatten() {
-                let u: Use = v.parse().map_err(|e: String| {
-                    ConfigProblem::value("metadata", format!("keys.{k}"), e)
+                let u: Use = v.parse().map_err(|e: crate::names::UnknownName| {
+                    ConfigProblem::value("metadata", format!("keys.{k}"), e.to_string())
                 })?;
                 o.metadata.push((k.clone(), u));
             }

@@ -361,7 +361,9 @@ impl Config {
                 other => Some(
                     other
                         .parse()
-                        .map_err(|e| ConfigProblem::value("model", "overflow", e))?,
+                        .map_err(|e: crate::names::UnknownName| {
+                            ConfigProblem::value("model", "overflow", e.to_string())
+                        })?,
                 ),
             };
         }

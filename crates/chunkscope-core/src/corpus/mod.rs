@@ -2,17 +2,21 @@
 //! that is skipped or decoded lossily.
 
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub mod convert;
 mod decode;
+mod names;
+mod read;
+mod read_error;
+mod walk;
 
-use decode::utf16_units;
 pub use decode::{decode, FileOffsets};
-use globset::{Glob, GlobSet, GlobSetBuilder};
-use ignore::WalkBuilder;
+pub use names::{name_bytes, name_of};
+pub use read::read_document;
+pub use read_error::ReadError;
 use serde::Serialize;
+pub use walk::own_dirs_under;
 
 /// Default include globs: prose and markup, common source and config files.
 pub const DEFAULT_INCLUDE: &[&str] = &[
@@ -60,95 +64,6 @@ pub const DEFAULT_INCLUDE: &[&str] = &[
     "*.pdf",
     "*.docx",
 ];
-
-/// Extensions of formats that are never plain text and not converted (images, archives, office
-/// documents other than DOCX, media, fonts, compiled code, model weights): listed as skipped
-/// without being read.
-const BINARY_EXTENSIONS: &[&str] = &[
-    "png",
-    "jpg",
-    "jpeg",
-    "gif",
-    "bmp",
-    "ico",
-    "webp",
-    "tif",
-    "tiff",
-    "heic",
-    "doc",
-    "xls",
-    "xlsx",
-    "ppt",
-    "pptx",
-    "odt",
-    "ods",
-    "odp",
-    "epub",
-    "zip",
-    "gz",
-    "tgz",
-    "bz2",
-    "xz",
-    "zst",
-    "7z",
-    "rar",
-    "tar",
-    "jar",
-    "war",
-    "class",
-    "so",
-    "dll",
-    "dylib",
-    "exe",
-    "bin",
-    "o",
-    "a",
-    "obj",
-    "wasm",
-    "pyc",
-    "woff",
-    "woff2",
-    "ttf",
-    "otf",
-    "eot",
-    "mp3",
-    "mp4",
-    "wav",
-    "ogg",
-    "flac",
-    "mov",
-    "avi",
-    "mkv",
-    "webm",
-    "sqlite",
-    "db",
-    "parquet",
-    "npy",
-    "npz",
-    "pt",
-    "safetensors",
-    "onnx",
-    "gguf",
-];
-
-/// Bytes sniffed to tell text from binary.
-const SNIFF_BYTES: usize = 8192;
-
-/// The folders chunkscope itself writes (its cache: embeddings, models, sentence vectors, the
-/// log) that lie inside `root`, as paths under `root` as given: never read as corpus files, and
-/// their changes are not corpus changes.
-pub fn own_dirs_under(root: &Path) -> Vec<PathBuf> {
-    let (Ok(root_c), Ok(cache)) = (
-        std::fs::canonicalize(root),
-        std::fs::canonicalize(crate::model::cache_root()),
-    ) else {
-        return Vec::new();
-    };
-    cache
-        .strip_prefix(&root_c)
-        .map(|rel| vec![root.join(rel)])
-        .unwrap_or_default()
-}
 
 /// How to walk a corpus.
 #[derive(Debug, Clone, PartialEq)]
@@ -294,99 +209,22 @@ impl Corpus {
         rules: &CorpusRules,
         progress: &mut dyn FnMut(ReadProgress),
     ) -> Result<Corpus, CorpusError> {
-        let path = root.to_path_buf();
-        let meta = match fs::metadata(root) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(CorpusError::Missing { path })
-            }
-            Err(cause) => return Err(CorpusError::Unreadable { path, cause }),
-        };
-        if !meta.is_file() && !meta.is_dir() {
-            return Err(CorpusError::NotAFileOrFolder { path });
+        let meta = root_metadata(root)?;
+        if meta.is_dir() && crate::judgments::is_beir_folder(root) {
+            return Corpus::load_beir(root, progress);
         }
         let mut corpus = Corpus {
             root: root.to_path_buf(),
             ..Corpus::default()
         };
-        if meta.is_dir() && crate::judgments::is_beir_folder(root) {
-            return Corpus::load_beir(root, progress);
-        }
         if meta.is_file() {
             let name = root
                 .file_name()
                 .map(name_of)
                 .unwrap_or_else(|| root.display().to_string());
             corpus.read_one(root, name, rules);
-            return Ok(corpus);
-        }
-        let include = glob_set(&rules.include, "corpus.include")?;
-        let exclude = glob_set(&rules.exclude, "corpus.exclude")?;
-        // Include/exclude are checked per file, after .gitignore: overrides in the walker would
-        // take precedence over ignore files.
-        let own = own_dirs_under(root);
-        let walker = WalkBuilder::new(root)
-            .filter_entry(move |e| !own.iter().any(|o| e.path().starts_with(o)))
-            .git_ignore(rules.gitignore)
-            .git_exclude(rules.gitignore)
-            .git_global(false)
-            .ignore(rules.gitignore)
-            .require_git(false)
-            .hidden(true)
-            // Symlinks to files and folders are followed (inside or outside the root); a link
-            // back up the tree is reported as a loop, not followed again.
-            .follow_links(true)
-            .sort_by_file_path(|a, b| a.cmp(b))
-            .build();
-        let mut converted = 0;
-        let mut seen_docs = 0;
-        for entry in walker {
-            // Documents converted so far, tallied as they are read.
-            converted += corpus.docs[seen_docs..]
-                .iter()
-                .filter(|d| d.source_format != "text")
-                .count();
-            seen_docs = corpus.docs.len();
-            progress(ReadProgress {
-                files: corpus.docs.len() + corpus.skipped.len(),
-                converted,
-            });
-            match entry {
-                Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => {
-                    let rel = relative(root, e.path());
-                    if exclude.is_match(&rel) {
-                        continue;
-                    }
-                    if include.is_match(&rel) {
-                        corpus.read_one(e.path(), rel, rules);
-                    } else if rel == "cases.tsv" {
-                        corpus.skip(rel, "evaluation cases (read by eval, not a document)");
-                    } else {
-                        // Not named by an include glob: read when its content is text
-                        // (README, Makefile, LICENSE, ...), else say what it is.
-                        match sniff(e.path()) {
-                            Ok(()) => corpus.read_one(e.path(), rel, rules),
-                            Err(reason) => corpus.skip(rel, &reason),
-                        }
-                    }
-                }
-                Ok(e) if e.file_type().is_some_and(|t| !t.is_dir()) => {
-                    let rel = relative(root, e.path());
-                    corpus.skip(rel, "special file (FIFO, socket or device): not read");
-                }
-                Ok(_) => {}
-                Err(err) => {
-                    let path = err_path(&err)
-                        .map(|p| relative(root, &p))
-                        .unwrap_or_default();
-                    let reason = if is_loop(&err) {
-                        format!("symlink loop, not followed again: {err}")
-                    } else {
-                        format!("unreadable: {err}")
-                    };
-                    corpus.skip(path, &reason);
-                }
-            }
+        } else {
+            corpus.walk(root, rules, progress)?;
         }
         Ok(corpus)
     }
@@ -423,45 +261,12 @@ impl Corpus {
     }
 
     fn read_one(&mut self, path: &Path, rel: String, rules: &CorpusRules) {
-        let document = |format: convert::Format, bytes: Vec<u8>| {
-            // A converted document's offsets index its converted text.
-            convert::convert(format, &bytes).map(|c| Document {
-                path: rel.clone(),
-                text: c.text.clone(),
-                lossy: c.lossy,
-                offsets: FileOffsets::default(),
-                source_format: format.name(),
-                pages: c.pages.clone(),
-            })
-        };
-        let from_disk = |format: convert::Format| {
-            read_bytes(path, rules.max_document_bytes, "max_document_bytes")
-                .and_then(|bytes| document(format, bytes))
-        };
-        // The format by extension; else the file is read once and its first bytes say whether
-        // it is a document after all (a PDF or DOCX without an extension).
-        let read = match convert::format_of(path, &[]) {
-            Some(format) => from_disk(format),
-            None => match read_bytes(path, rules.max_file_bytes, "max_file_bytes") {
-                Ok(bytes) => match convert::format_of(path, &bytes[..bytes.len().min(SNIFF_BYTES)])
-                {
-                    Some(format) => document(format, bytes),
-                    None => text_document(&bytes).map(|(text, offsets, lossy)| Document {
-                        offsets,
-                        lossy,
-                        ..Document::plain(rel.clone(), text)
-                    }),
-                },
-                // Over the text limit: a document may still be within its own.
-                Err(too_large) => match convert::format_of(path, &head_bytes(path)) {
-                    Some(format) => from_disk(format),
-                    None => Err(too_large),
-                },
-            },
-        };
-        match read {
+        match read::read_file(path, &rel, rules) {
             Ok(doc) => self.docs.push(doc),
-            Err(reason) => self.skipped.push(Skipped { path: rel, reason }),
+            Err(reason) => self.skipped.push(Skipped {
+                path: rel,
+                reason: reason.to_string(),
+            }),
         }
     }
 
@@ -482,152 +287,21 @@ impl Corpus {
     }
 }
 
-/// Read a file, refusing binary and oversized ones with a reason a user can act on.
-pub fn read_document(path: &Path, max_bytes: u64) -> Result<(String, FileOffsets, bool), String> {
-    text_document(&read_bytes(path, max_bytes, "max_file_bytes")?)
-}
-
-/// A file's bytes as text, refused as binary when its first bytes hold a NUL (UTF-16 aside).
-fn text_document(bytes: &[u8]) -> Result<(String, FileOffsets, bool), String> {
-    if utf16_units(bytes).is_none() && bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
-        return Err("binary: contains NUL bytes".into());
-    }
-    Ok(decode(bytes))
-}
-
-/// A file's bytes, up to `max_bytes` (the `corpus.KEY` limit named in the reason).
-fn read_bytes(path: &Path, max_bytes: u64, key: &str) -> Result<Vec<u8>, String> {
-    let mut file = fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if len > max_bytes {
-        return Err(format!("too large: {len} bytes > corpus.{key} {max_bytes}"));
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.by_ref()
-        .take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("unreadable: {e}"))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(format!("too large: over corpus.{key} {max_bytes}"));
-    }
-    Ok(bytes)
-}
-
-/// The first bytes of a file (empty when it cannot be read; reading it later says why).
-fn head_bytes(path: &Path) -> Vec<u8> {
-    let mut head = Vec::with_capacity(SNIFF_BYTES);
-    let _ = fs::File::open(path).and_then(|f| f.take(SNIFF_BYTES as u64).read_to_end(&mut head));
-    head
-}
-
-/// Ok when a file not named by the include globs is a document format (by content) or looks
-/// like text: not a known binary format and no NUL byte in its first bytes. Else the reason it
-/// is skipped.
-fn sniff(path: &Path) -> Result<(), String> {
-    let ext = path
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase());
-    let head = head_bytes(path);
-    if convert::format_of(path, &head).is_some() {
-        return Ok(());
-    }
-    if let Some(ext) = ext.filter(|e| BINARY_EXTENSIONS.contains(&e.as_str())) {
-        return Err(format!("binary format (.{ext}): not read"));
-    }
-    fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
-    if utf16_units(&head).is_none() && head.contains(&0) {
-        return Err("binary: contains NUL bytes".into());
-    }
-    Ok(())
-}
-
-fn is_loop(err: &ignore::Error) -> bool {
-    match err {
-        ignore::Error::Loop { .. } => true,
-        ignore::Error::WithPath { err, .. }
-        | ignore::Error::WithDepth { err, .. }
-        | ignore::Error::WithLineNumber { err, .. } => is_loop(err),
-        _ => false,
-    }
-}
-
-fn glob_set(globs: &[String], key: &'static str) -> Result<GlobSet, CorpusError> {
-    let mut b = GlobSetBuilder::new();
-    for g in globs {
-        b.add(Glob::new(g).map_err(|cause| CorpusError::Glob {
-            key,
-            glob: g.clone(),
-            cause,
-        })?);
-    }
-    b.build().map_err(|cause| CorpusError::Globs { key, cause })
-}
-
-fn relative(root: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(root).unwrap_or(path);
-    rel.components()
-        .map(|c| name_of(c.as_os_str()))
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
-/// A file name as text. A name that is not UTF-8 is written with each byte that is not part of
-/// a UTF-8 character as `\xNN` and each backslash doubled, so the text maps back to the bytes
-/// ([`name_bytes`]); UTF-8 names are kept as they are.
-pub fn name_of(name: &std::ffi::OsStr) -> String {
-    if let Some(s) = name.to_str() {
-        return s.to_string();
-    }
-    use std::os::unix::ffi::OsStrExt;
-    let mut out = String::new();
-    for chunk in name.as_bytes().utf8_chunks() {
-        out.push_str(&chunk.valid().replace('\\', "\\\\"));
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02X}"));
+/// The corpus root's metadata: an error when it is missing, unreadable, or neither a file nor
+/// a folder.
+fn root_metadata(root: &Path) -> Result<fs::Metadata, CorpusError> {
+    let path = root.to_path_buf();
+    let meta = match fs::metadata(root) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CorpusError::Missing { path })
         }
+        Err(cause) => return Err(CorpusError::Unreadable { path, cause }),
+    };
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(CorpusError::NotAFileOrFolder { path });
     }
-    out
-}
-
-/// The bytes of a name written by [`name_of`] (escapes undone when it has any `\x`).
-pub fn name_bytes(text: &str) -> Vec<u8> {
-    if !text.contains("\\x") {
-        return text.as_bytes().to_vec();
-    }
-    let b = text.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match (b[i], b.get(i + 1)) {
-            (b'\\', Some(b'\\')) => {
-                out.push(b'\\');
-                i += 2;
-            }
-            (b'\\', Some(b'x')) if i + 4 <= b.len() => {
-                match u8::from_str_radix(&text[i + 2..i + 4], 16) {
-                    Ok(v) => out.push(v),
-                    Err(_) => out.extend_from_slice(&b[i..i + 4]),
-                }
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
-fn err_path(err: &ignore::Error) -> Option<PathBuf> {
-    match err {
-        ignore::Error::WithPath { path, .. } => Some(path.clone()),
-        ignore::Error::Loop { child, .. } => Some(child.clone()),
-        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
-            err_path(err)
-        }
-        _ => None,
-    }
+    Ok(meta)
 }
 
 #[cfg(test)]

@@ -28,7 +28,45 @@ pub enum HfConfigError {
     /// A size that would break the forward pass (0 heads, a width the heads do not split), or a
     /// layout no backend runs (scaled rope, a layer pattern the network does not follow).
     #[error("{}: {why}", path.display())]
-    Refused { path: PathBuf, why: String },
+    Refused { path: PathBuf, why: Refusal },
+}
+
+/// What in a config.json no backend runs; [`HfConfigError::Refused`] adds the file. Keys are
+/// named as the file spells them.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    /// A size a forward pass divides by or loops over is 0 or negative.
+    #[error("{key} is {value}; it must be at least 1")]
+    NotPositive { key: &'static str, value: i128 },
+    /// The width does not split evenly into the heads.
+    #[error("{hidden_key} {hidden} is not a multiple of {heads_key} {heads}")]
+    HeadsSplit {
+        hidden_key: &'static str,
+        hidden: i128,
+        heads_key: &'static str,
+        heads: i128,
+    },
+    /// Scaled rope (`rope_type` other than default); `key` is the `rope_parameters` entry.
+    #[error("{key}.rope_type {rope_type} is not supported (default is)")]
+    RopeType { key: String, rope_type: String },
+    #[error("{key} has no rope_theta")]
+    NoRopeTheta { key: String },
+    #[error("layer_types must be a list of names")]
+    LayerTypesNotNames,
+    /// A model other than ModernBERT with layers that are not all full attention.
+    #[error("{model_type} with layer_types other than full_attention ({}) is not supported", layer_types.join(", "))]
+    LayerTypes {
+        model_type: String,
+        layer_types: Vec<String>,
+    },
+    #[error("layer_types: unknown attention kind {kind}")]
+    UnknownAttention { kind: String },
+    /// ModernBERT's layers not following full attention every `every` layers.
+    #[error("layer_types ({}) is not full attention every {every} layers, which is what ModernBERT runs", layer_types.join(", "))]
+    ModernBertPattern {
+        layer_types: Vec<String>,
+        every: usize,
+    },
 }
 
 /// Read and normalise `path` (a config.json).
@@ -59,7 +97,7 @@ pub fn read(path: &Path) -> Result<Value, HfConfigError> {
 
 /// The sizes a forward pass divides by or loops over, under any of their names: none may be 0,
 /// and the width must split evenly into the heads.
-fn check_sizes(v: &Value) -> Result<(), String> {
+fn check_sizes(v: &Value) -> Result<(), Refusal> {
     // Any integer, past i64 too (a head count of 2^64-1 is no more absent than one of 0).
     let int = |n: &Value| n.as_i64().map(i128::from).or(n.as_u64().map(i128::from));
     let size = |names: &[&'static str]| -> Option<(&'static str, i128)> {
@@ -75,36 +113,44 @@ fn check_sizes(v: &Value) -> Result<(), String> {
     ];
     for (key, n) in [hidden, heads].into_iter().chain(others).flatten() {
         if n <= 0 {
-            return Err(format!("{key} is {n}; it must be at least 1"));
+            return Err(Refusal::NotPositive { key, value: n });
         }
     }
     if let (Some((hk, h)), Some((nk, n))) = (hidden, heads) {
         if h % n != 0 {
-            return Err(format!("{hk} {h} is not a multiple of {nk} {n}"));
+            return Err(Refusal::HeadsSplit {
+                hidden_key: hk,
+                hidden: h,
+                heads_key: nk,
+                heads: n,
+            });
         }
     }
     Ok(())
 }
 
 /// The rope base of one `rope_parameters` entry; only unscaled ("default") rope is run.
-fn rope_theta(entry: &Value, key: &str) -> Result<f64, String> {
+fn rope_theta(entry: &Value, key: &str) -> Result<f64, Refusal> {
     match entry.get("rope_type").and_then(Value::as_str) {
         None | Some("default") => {}
         Some(kind) => {
-            return Err(format!(
-                "{key}.rope_type {kind} is not supported (default is)"
-            ))
+            return Err(Refusal::RopeType {
+                key: key.to_string(),
+                rope_type: kind.to_string(),
+            })
         }
     }
     entry
         .get("rope_theta")
         .and_then(Value::as_f64)
-        .ok_or_else(|| format!("{key} has no rope_theta"))
+        .ok_or_else(|| Refusal::NoRopeTheta {
+            key: key.to_string(),
+        })
 }
 
 /// Fill the 4.x keys from the 5.x ones where the 4.x keys are missing, and refuse what the
 /// backends cannot run (scaled rope, a layer pattern the network does not follow).
-fn normalise(v: &mut Value) -> Result<(), String> {
+fn normalise(v: &mut Value) -> Result<(), Refusal> {
     let kind = v.get("model_type").and_then(Value::as_str).unwrap_or("");
     let kind = kind.to_string();
     if let Some(rope) = v.get("rope_parameters").cloned().filter(|r| !r.is_null()) {
@@ -136,9 +182,9 @@ fn normalise(v: &mut Value) -> Result<(), String> {
             a.iter()
                 .map(|t| t.as_str().map(str::to_string))
                 .collect::<Option<_>>()
-                .ok_or("layer_types must be a list of names")?,
+                .ok_or(Refusal::LayerTypesNotNames)?,
         ),
-        Some(_) => return Err("layer_types must be a list of names".into()),
+        Some(_) => return Err(Refusal::LayerTypesNotNames),
     };
     let Some(types) = layer_types else {
         return Ok(());
@@ -146,22 +192,22 @@ fn normalise(v: &mut Value) -> Result<(), String> {
     match kind.as_str() {
         "modernbert" => modernbert_layers(v, &types),
         _ if types.iter().all(|t| t == "full_attention") => Ok(()),
-        _ => Err(format!(
-            "{kind} with layer_types other than full_attention ({}) is not supported",
-            types.join(", ")
-        )),
+        _ => Err(Refusal::LayerTypes {
+            model_type: kind,
+            layer_types: types,
+        }),
     }
 }
 
 /// ModernBERT runs full attention every `global_attn_every_n_layers` layers (from the first) and
 /// sliding attention between: `layer_types` must follow that pattern, and gives `n` when the 4.x
 /// key is missing.
-fn modernbert_layers(v: &mut Value, types: &[String]) -> Result<(), String> {
+fn modernbert_layers(v: &mut Value, types: &[String]) -> Result<(), Refusal> {
     if let Some(t) = types
         .iter()
         .find(|t| !matches!(t.as_str(), "full_attention" | "sliding_attention"))
     {
-        return Err(format!("layer_types: unknown attention kind {t}"));
+        return Err(Refusal::UnknownAttention { kind: t.clone() });
     }
     let every = match v.get("global_attn_every_n_layers").and_then(Value::as_u64) {
         Some(n) => n as usize,
@@ -181,10 +227,10 @@ fn modernbert_layers(v: &mut Value, types: &[String]) -> Result<(), String> {
             .enumerate()
             .all(|(i, t)| (t == "full_attention") == (i % every == 0));
     if !follows {
-        return Err(format!(
-            "layer_types ({}) is not full attention every {every} layers, which is what ModernBERT runs",
-            types.join(", ")
-        ));
+        return Err(Refusal::ModernBertPattern {
+            layer_types: types.to_vec(),
+            every,
+        });
     }
     Ok(())
 }
@@ -252,7 +298,10 @@ mod tests {
                 "not a multiple",
             ),
         ] {
-            assert!(check_sizes(&bad).unwrap_err().contains(says), "{bad}");
+            assert!(
+                check_sizes(&bad).unwrap_err().to_string().contains(says),
+                "{bad}"
+            );
         }
         assert!(check_sizes(&json!({"hidden_size": 32, "num_attention_heads": 2})).is_ok());
     }
@@ -261,15 +310,27 @@ mod tests {
     fn what_is_not_run_is_refused_by_name() {
         let mut scaled = json!({"model_type": "qwen3",
                                 "rope_parameters": {"rope_theta": 1.0, "rope_type": "yarn"}});
-        assert!(normalise(&mut scaled).unwrap_err().contains("yarn"));
+        assert!(matches!(
+            normalise(&mut scaled),
+            Err(Refusal::RopeType { key, rope_type }) if key == "rope_parameters" && rope_type == "yarn"
+        ));
         let mut odd = json!({"model_type": "modernbert", "global_attn_every_n_layers": 3,
                              "layer_types": ["full_attention", "sliding_attention", "full_attention"]});
-        assert!(normalise(&mut odd).unwrap_err().contains("every 3"));
+        assert!(normalise(&mut odd)
+            .unwrap_err()
+            .to_string()
+            .contains("every 3"));
         let mut sliding = json!({"model_type": "qwen3",
                                  "layer_types": ["sliding_attention", "full_attention"]});
-        assert!(normalise(&mut sliding).unwrap_err().contains("layer_types"));
+        assert!(normalise(&mut sliding)
+            .unwrap_err()
+            .to_string()
+            .contains("layer_types"));
         let mut bad = json!({"model_type": "qwen3", "rope_parameters": {"rope_type": "default"}});
-        assert!(normalise(&mut bad).unwrap_err().contains("rope_theta"));
+        assert!(normalise(&mut bad)
+            .unwrap_err()
+            .to_string()
+            .contains("rope_theta"));
     }
 
     #[test]
@@ -290,7 +351,17 @@ mod tests {
         std::fs::write(&path, r#"{"hidden_size": 32, "num_attention_heads": 0}"#).unwrap();
         let e = read(&path).unwrap_err();
         assert!(
-            matches!(&e, HfConfigError::Refused { why, .. } if why.contains("num_attention_heads is 0"))
+            matches!(
+                &e,
+                HfConfigError::Refused {
+                    why: Refusal::NotPositive {
+                        key: "num_attention_heads",
+                        value: 0
+                    },
+                    ..
+                }
+            ),
+            "{e:?}"
         );
         assert!(
             e.to_string()

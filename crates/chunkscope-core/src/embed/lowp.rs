@@ -9,6 +9,9 @@ use rayon::prelude::*;
 
 #[cfg(target_arch = "x86_64")]
 mod amx;
+mod portable;
+
+use portable::{bf16_tile_portable, int8_tile_portable};
 
 /// The arithmetic of the dense layers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -94,14 +97,16 @@ impl std::fmt::Display for Precision {
 }
 
 impl std::str::FromStr for Precision {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::names::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "f32" | "fp32" => Ok(Precision::F32),
             "bf16" => Ok(Precision::Bf16),
             "int8" => Ok(Precision::Int8),
-            other => Err(format!(
-                "unknown precision '{other}' (expected f32, bf16 or int8)"
+            other => Err(crate::names::UnknownName::new(
+                "precision",
+                other,
+                "f32, bf16 or int8",
             )),
         }
     }
@@ -553,75 +558,6 @@ pub fn quantize_rows(src: &[f32], k: usize, dst: &mut [u8], stride: usize, scale
 }
 }
 
-/// The bf16 tile by plain loops: the same sums in the same layout.
-///
-/// # Safety
-/// `dst` must hold `r` rows of the tile's columns at stride `n`, valid for writes and written by
-/// no one else meanwhile.
-#[allow(clippy::too_many_arguments)]
-unsafe fn bf16_tile_portable(
-    r: usize,
-    x: &[u16],
-    xs: usize,
-    w: &[u16],
-    steps: usize,
-    dst: *mut f32,
-    n: usize,
-    cols: usize,
-    bias: Option<&[f32]>,
-) {
-    let mut acc = [0.0f32; NR];
-    for i in 0..r {
-        acc.fill(0.0);
-        let xr = &x[i * xs..];
-        for s in 0..steps {
-            let (a0, a1) = (bf16_value(xr[2 * s]), bf16_value(xr[2 * s + 1]));
-            let ws = &w[s * NR * 2..(s + 1) * NR * 2];
-            for (c, a) in acc.iter_mut().enumerate() {
-                *a += a0 * bf16_value(ws[2 * c]) + a1 * bf16_value(ws[2 * c + 1]);
-            }
-        }
-        for (c, &a) in acc.iter().enumerate().take(cols) {
-            *dst.add(i * n + c) = a + bias.map_or(0.0, |b| b[c]);
-        }
-    }
-}
-
-/// The int8 tile by plain loops.
-///
-/// # Safety
-/// `dst` must hold `r` rows of the tile's columns at stride `n`, valid for writes and written by
-/// no one else meanwhile.
-#[allow(clippy::too_many_arguments)]
-unsafe fn int8_tile_portable(
-    r: usize,
-    x: &[u8],
-    xs: usize,
-    w: &[i8],
-    steps: usize,
-    dst: *mut f32,
-    n: usize,
-    d: &Dequant,
-) {
-    let mut acc = [0i32; NR];
-    for i in 0..r {
-        acc.fill(0);
-        let xr = &x[i * xs..];
-        for s in 0..steps {
-            let a = &xr[4 * s..4 * s + 4];
-            let ws = &w[s * NR * 4..(s + 1) * NR * 4];
-            for (c, sum) in acc.iter_mut().enumerate() {
-                for g in 0..4 {
-                    *sum += a[g] as i32 * ws[4 * c + g] as i32;
-                }
-            }
-        }
-        for (c, &a) in acc.iter().enumerate().take(d.scale.len()) {
-            *dst.add(i * n + c) = d.value(i, c, a);
-        }
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 
@@ -830,6 +766,7 @@ mod tests {
         assert!("fp8"
             .parse::<Precision>()
             .unwrap_err()
+            .to_string()
             .contains("f32, bf16 or int8"));
     }
 }

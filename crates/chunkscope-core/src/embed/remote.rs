@@ -23,13 +23,15 @@ pub enum Overflow {
 }
 
 impl std::str::FromStr for Overflow {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::names::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "truncate" => Ok(Overflow::Truncate),
             "reject" => Ok(Overflow::Reject),
-            other => Err(format!(
-                "unknown overflow '{other}' (expected truncate or reject)"
+            other => Err(crate::names::UnknownName::new(
+                "overflow",
+                other,
+                "truncate or reject",
             )),
         }
     }

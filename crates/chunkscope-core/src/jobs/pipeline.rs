@@ -62,7 +62,7 @@ impl Pipeline {
                     log::error!("the chunking worker panicked: {why}");
                     report.emit(Event::Failed(JobError::WorkerDied {
                         worker: "chunking",
-                        why,
+                        why: why.message,
                     }));
                 }
             })
@@ -134,91 +134,111 @@ fn worker<M: From<Event> + Send>(
         stored: None,
     };
     while let Wait::Job(job) = jobs.wait() {
+        if !st.answer(job, &out) {
+            return;
+        }
+    }
+}
+
+impl State {
+    /// One job: read the corpus again if asked, then chunk it if asked. False once nobody
+    /// listens (the worker may stop).
+    fn answer<M: From<Event> + Send>(&mut self, job: Stamped<Work>, out: &Emitter<M>) -> bool {
         let Stamped {
             generation,
             cancel,
             job: work,
         } = job;
         if work.reload {
-            let (result, tokenized) = st.reload(generation, &out);
+            let (result, tokenized) = self.reload(generation, out);
             if !out.emit(Event::Loaded {
                 generation,
                 result,
                 tokenized,
             }) {
-                return;
+                return false;
             }
         }
-        let (Some(settings), Some(engine)) = (work.settings, st.engine.clone()) else {
-            continue;
+        let (Some(settings), Some(engine)) = (work.settings, self.engine.clone()) else {
+            return true;
         };
-        if let Some(stored) = &st.stored {
+        if let Some(stored) = &self.stored {
             let mut c = (**stored).clone();
             c.settings = settings;
-            if !out.emit(Event::Chunked {
+            return out.emit(Event::Chunked {
                 generation,
                 engine,
                 result: Ok(Arc::new(c)),
                 millis: 0,
-            }) {
-                return;
-            }
-            continue;
+            });
         }
-        let mut started = Instant::now();
-        let result = match settings.validate() {
-            Err(e) => Err(JobError::Chunk(e.to_string())),
-            Ok(()) => {
-                let vectors = if settings.strategy == Strategy::MaxMin {
-                    match st.sentences_for(&engine, &settings, generation, &cancel, &out) {
-                        Err(e) => {
-                            out.emit(Event::Chunked {
-                                generation,
-                                engine,
-                                result: Err(JobError::Chunk(e)),
-                                millis: 0,
-                            });
-                            continue;
-                        }
-                        Ok(false) => continue, // cancelled: a newer job is waiting
-                        Ok(true) => {
-                            // The time shown excludes embedding sentences (it has its progress).
-                            started = Instant::now();
-                            st.sentences.as_ref()
-                        }
-                    }
-                } else {
-                    None
-                };
-                let prev = st.last.as_ref().map(|(e, c)| (e.as_ref(), c.as_ref()));
-                let vectors = vectors.map(|v| v as &dyn crate::chunk::SentenceVectors);
-                let job = Rechunk {
-                    generation,
-                    engine: &engine,
-                    settings: &settings,
-                    vectors,
-                    prev,
-                    cancel: &cancel,
-                };
-                let Some((c, reused)) = job.run(&work.focus, &out) else {
-                    continue; // cancelled, or nobody listens
-                };
-                log::debug!("{reused} files kept their chunks");
-                let c = Arc::new(c);
-                st.last = Some((Arc::clone(&engine), Arc::clone(&c)));
-                Ok(c)
-            }
+        let Some((result, started)) =
+            self.chunk(generation, &cancel, (&engine, &settings), &work.focus, out)
+        else {
+            return true;
         };
         let millis = started.elapsed().as_millis() as u64;
         log::debug!("chunked generation {generation} in {millis} ms");
-        if !out.emit(Event::Chunked {
+        out.emit(Event::Chunked {
             generation,
             engine,
             result,
             millis,
-        }) {
-            return;
+        })
+    }
+
+    /// Chunk `engine` with `settings`, `focus` first: the chunking (or why not) and when its
+    /// timing started (after Max-Min's sentences, which have their own progress). None when
+    /// there is nothing more to send: cancelled, nobody listens, or the failure already sent.
+    fn chunk<M: From<Event> + Send>(
+        &mut self,
+        generation: u64,
+        cancel: &super::CancelToken,
+        (engine, settings): (&Arc<Engine>, &ChunkSettings),
+        focus: &[usize],
+        out: &Emitter<M>,
+    ) -> Option<(Result<Arc<Chunking>, JobError>, Instant)> {
+        let mut started = Instant::now();
+        if let Err(e) = settings.validate() {
+            return Some((Err(JobError::Chunk(e.to_string())), started));
         }
+        let vectors = if settings.strategy == Strategy::MaxMin {
+            match self.sentences_for(engine, settings, generation, cancel, out) {
+                Err(e) => {
+                    out.emit(Event::Chunked {
+                        generation,
+                        engine: Arc::clone(engine),
+                        result: Err(e),
+                        millis: 0,
+                    });
+                    return None;
+                }
+                Ok(false) => return None, // cancelled: a newer job is waiting
+                Ok(true) => {
+                    // The time shown excludes embedding sentences (it has its progress).
+                    started = Instant::now();
+                    self.sentences.as_ref()
+                }
+            }
+        } else {
+            None
+        };
+        let prev = self.last.as_ref().map(|(e, c)| (e.as_ref(), c.as_ref()));
+        let vectors = vectors.map(|v| v as &dyn crate::chunk::SentenceVectors);
+        let job = Rechunk {
+            generation,
+            engine,
+            settings,
+            vectors,
+            prev,
+            cancel,
+        };
+        // None: cancelled, or nobody listens.
+        let (c, reused) = job.run(focus, out)?;
+        log::debug!("{reused} files kept their chunks");
+        let c = Arc::new(c);
+        self.last = Some((Arc::clone(engine), Arc::clone(&c)));
+        Some((Ok(c), started))
     }
 }
 
@@ -430,11 +450,11 @@ impl State {
         generation: u64,
         cancel: &super::CancelToken,
         out: &Emitter<M>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, JobError> {
         let embedder = self
             .embedder
             .get()
-            .map_err(|e| format!("maxmin needs the embedding model: {e}"))?;
+            .map_err(|e| JobError::Chunk(format!("maxmin needs the embedding model: {e}")))?;
         let store = self
             .sentences
             .get_or_insert_with(|| SentenceStore::on_disk(engine, embedder.dim()));
@@ -448,7 +468,7 @@ impl State {
                 });
                 !cancel.is_cancelled()
             })
-            .map_err(|e| format!("maxmin could not embed its sentences: {e}"))?;
+            .map_err(|e| JobError::Chunk(format!("maxmin could not embed its sentences: {e}")))?;
         if missing > 0 {
             log::info!(
                 "embedded {done} of {missing} sentences in {:.2} s",

@@ -2,7 +2,7 @@
 //! fallback to polling when native watching cannot start. Every burst of changes (an editor's
 //! atomic save, a branch switch touching hundreds of files) becomes one `FilesChanged` message.
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -14,6 +14,20 @@ use super::{Emitter, Event as JobEvent};
 /// Quiet time that ends a burst, and the longest a burst may be held back.
 const QUIET: Duration = Duration::from_millis(200);
 const MAX_HOLD: Duration = Duration::from_millis(1500);
+
+/// Why the corpus cannot be watched (the workbench goes on without reloading on changes).
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// Neither notify's native watcher nor polling could watch the folder.
+    #[error("cannot watch {}: {cause}", root.display())]
+    Watch { root: PathBuf, cause: notify::Error },
+    /// The thread that gathers bursts of changes could not be started.
+    #[error("cannot watch {}: no watcher thread: {cause}", root.display())]
+    Thread {
+        root: PathBuf,
+        cause: std::io::Error,
+    },
+}
 
 /// Keeps the watcher alive; dropping it stops watching.
 pub enum CorpusWatcher {
@@ -49,7 +63,7 @@ fn relevant(ev: &Event, root: &Path) -> bool {
 pub fn watch<M: From<JobEvent> + Send + 'static>(
     root: &Path,
     out: Sender<M>,
-) -> Result<CorpusWatcher, String> {
+) -> Result<CorpusWatcher, WatchError> {
     let out = Emitter::new(out);
     let (tx, rx) = channel::<Event>();
     let root_owned = root.to_path_buf();
@@ -109,15 +123,34 @@ pub fn watch<M: From<JobEvent> + Send + 'static>(
                 }
             }
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|cause| WatchError::Thread {
+            root: root.to_path_buf(),
+            cause,
+        })?;
     Ok(watcher)
 }
 
-fn poll(root: &Path, handler: impl notify::EventHandler) -> Result<CorpusWatcher, String> {
+fn poll(root: &Path, handler: impl notify::EventHandler) -> Result<CorpusWatcher, WatchError> {
     let config = notify::Config::default().with_poll_interval(Duration::from_secs(1));
-    let mut w = PollWatcher::new(handler, config)
-        .map_err(|e| format!("cannot watch {}: {e}", root.display()))?;
-    w.watch(root, RecursiveMode::Recursive)
-        .map_err(|e| format!("cannot watch {}: {e}", root.display()))?;
+    let cannot = |cause| WatchError::Watch {
+        root: root.to_path_buf(),
+        cause,
+    };
+    let mut w = PollWatcher::new(handler, config).map_err(cannot)?;
+    w.watch(root, RecursiveMode::Recursive).map_err(cannot)?;
     Ok(CorpusWatcher::Polling(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_folder_is_a_watch_error_naming_it() {
+        let root = std::env::temp_dir().join(format!("chunkscope-nowatch-{}", std::process::id()));
+        let (tx, _rx) = channel::<JobEvent>();
+        let err = watch(&root, tx).map(|w| w.mode()).unwrap_err();
+        assert!(matches!(&err, WatchError::Watch { root: r, .. } if r == &root), "{err:?}");
+        assert!(err.to_string().starts_with("cannot watch "), "{err}");
+    }
 }

@@ -41,7 +41,7 @@ pub fn read(
         let Value::Object(obj) = v else {
             return Err(at("not a JSON object".into()));
         };
-        out.push(chunk(&obj, opts, i + 1).map_err(at)?);
+        out.push(chunk(&obj, opts, path, i + 1)?);
         if out.len() % 10_000 == 0 {
             progress(out.len(), None);
         }
@@ -65,11 +65,18 @@ fn field<'a>(
     }
 }
 
+/// Line `line` of `path` as a chunk, or an error naming the file, the line and the field.
 fn chunk(
     obj: &Map<String, Value>,
     opts: &StoreOptions,
+    path: &Path,
     line: usize,
-) -> Result<StoredChunk, String> {
+) -> Result<StoredChunk, StoreError> {
+    let at = |what: String| StoreError::Line {
+        file: path.to_path_buf(),
+        line,
+        what,
+    };
     let wanted = |configured: &Option<String>, names: &[&str]| match configured {
         Some(n) => n.clone(),
         None => names.join(", "),
@@ -77,26 +84,31 @@ fn chunk(
     let text = match field(obj, opts.text.as_deref(), TEXT) {
         Some((_, Value::String(s))) => s.clone(),
         Some((k, Value::Null)) => {
-            return Err(format!("{k} is null"));
+            return Err(at(format!("{k} is null")));
         }
-        Some((k, _)) => return Err(format!("{k} is not a string")),
-        None => return Err(format!("no text (looked for {})", wanted(&opts.text, TEXT))),
+        Some((k, _)) => return Err(at(format!("{k} is not a string"))),
+        None => {
+            return Err(at(format!(
+                "no text (looked for {})",
+                wanted(&opts.text, TEXT)
+            )))
+        }
     };
     let id = match field(obj, opts.id.as_deref(), ID) {
         Some((_, Value::String(s))) => s.clone(),
         Some((_, Value::Number(n))) => n.to_string(),
-        Some((k, _)) => return Err(format!("{k} is neither a string nor a number")),
-        None if opts.id.is_some() => return Err(format!("no {}", wanted(&opts.id, ID))),
+        Some((k, _)) => return Err(at(format!("{k} is neither a string nor a number"))),
+        None if opts.id.is_some() => return Err(at(format!("no {}", wanted(&opts.id, ID)))),
         None => format!("line {line}"),
     };
     let metadata = match field(obj, opts.metadata.as_deref(), METADATA) {
         Some((_, v @ Value::Object(_))) => Meta::from_object(v),
         Some((_, Value::Null)) | None => Meta::default(),
-        Some((k, _)) => return Err(format!("{k} is not an object")),
+        Some((k, _)) => return Err(at(format!("{k} is not an object"))),
     };
     let vector = match field(obj, opts.vector.as_deref(), VECTOR) {
         Some((_, Value::Null)) | None => None,
-        Some((k, v)) => Some(floats(v).map_err(|e| format!("{k}: {e}"))?),
+        Some((k, v)) => Some(floats(v).map_err(|e| at(format!("{k}: {e}")))?),
     };
     let mut c = StoredChunk::plain(id, text).with_metadata(metadata, opts.source.as_deref());
     c.vector = vector;

@@ -72,6 +72,18 @@ struct VectorStore {
     embedding_dict: HashMap<String, Value>,
 }
 
+/// Why a LlamaIndex node cannot be read as a chunk (the store's error names the folder and the
+/// node).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NodeError {
+    /// Neither `text` nor `text_resource.text` is set.
+    #[error("no text")]
+    NoText,
+    /// The node's `text_template` has nowhere to put the content.
+    #[error("text_template has no {{content}}")]
+    NoContentSlot { text_template: String },
+}
+
 /// The node types that carry text (TextNode "1"; Document "4" only when an index stores it).
 const TEXT_TYPES: &[&str] = &["1", "4"];
 
@@ -174,11 +186,11 @@ fn index_nodes(text: &str) -> Result<HashSet<String>, serde_json::Error> {
     Ok(out)
 }
 
-fn chunk_of(id: &str, node: Node) -> Result<StoredChunk, String> {
+fn chunk_of(id: &str, node: Node) -> Result<StoredChunk, NodeError> {
     let text = node
         .text
         .or_else(|| node.text_resource.and_then(|r| r.text))
-        .ok_or("no text")?;
+        .ok_or(NodeError::NoText)?;
     let header = embed_header(
         &node.metadata,
         &node.excluded_embed_metadata_keys,
@@ -220,7 +232,7 @@ pub fn embed_header(
     metadata_template: &str,
     separator: &str,
     text_template: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, NodeError> {
     let lines: Vec<String> = meta
         .0
         .iter()
@@ -236,9 +248,12 @@ pub fn embed_header(
     if metadata_str.is_empty() {
         return Ok(None);
     }
-    let (before, _) = text_template
-        .split_once("{content}")
-        .ok_or("text_template has no {content}")?;
+    let (before, _) =
+        text_template
+            .split_once("{content}")
+            .ok_or_else(|| NodeError::NoContentSlot {
+                text_template: text_template.to_string(),
+            })?;
     let header = before.replace("{metadata_str}", metadata_str);
     Ok(Some(header.trim_start().to_string()))
 }
@@ -270,5 +285,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(none, None);
+        let e = embed_header(&meta, &[], "{key}: {value}", "\n", "{metadata_str}").unwrap_err();
+        assert!(matches!(e, NodeError::NoContentSlot { .. }), "{e:?}");
+        assert_eq!(e.to_string(), "text_template has no {content}");
     }
 }

@@ -31,11 +31,13 @@ struct Target {
     password: Option<String>,
 }
 
-fn parse(uri: &str, opts: &StoreOptions) -> Result<Target, String> {
+/// The URI read, or why not (the error names the URI without its password).
+fn parse(uri: &str, opts: &StoreOptions) -> Result<Target, StoreError> {
+    let bad = |what: String| StoreError::read(&super::redact(uri), what);
     let rest = uri
         .strip_prefix("postgres://")
         .or_else(|| uri.strip_prefix("postgresql://"))
-        .ok_or("not a postgres:// URI")?;
+        .ok_or_else(|| bad("not a postgres:// URI".into()))?;
     let (main, query) = rest.split_once('?').unwrap_or((rest, ""));
     let (auth, hostdb) = main.rsplit_once('@').unwrap_or(("", main));
     let (user, password) = match auth.split_once(':') {
@@ -46,12 +48,13 @@ fn parse(uri: &str, opts: &StoreOptions) -> Result<Target, String> {
     let (host, port) = match hostport.rsplit_once(':') {
         Some((h, p)) => (
             h,
-            p.parse().map_err(|_| format!("port {p} is not a number"))?,
+            p.parse()
+                .map_err(|_| bad(format!("port {p} is not a number")))?,
         ),
         None => (hostport, 5432),
     };
     if host.is_empty() || db.is_empty() {
-        return Err("expected postgres://USER@HOST:PORT/DB?table=T".into());
+        return Err(bad("expected postgres://USER@HOST:PORT/DB?table=T".into()));
     }
     let param = |k: &str| super::query_param(query, k);
     let pick = |k: &str, o: &Option<String>| param(k).or_else(|| o.clone());
@@ -107,7 +110,7 @@ pub fn read(
     progress: Progress,
 ) -> Result<Vec<StoredChunk>, StoreError> {
     let shown = super::redact(uri);
-    let t = parse(uri, opts).map_err(|e| StoreError::read(&shown, e))?;
+    let t = parse(uri, opts)?;
     let mut client = postgres::Config::new()
         .user(&t.user)
         .host(&t.host)
@@ -157,7 +160,7 @@ pub fn read(
             break;
         }
         for row in page {
-            out.push(chunk_of(row, opts).map_err(|e| StoreError::read(&shown, e))?);
+            out.push(chunk_of(row, opts, &shown)?);
         }
         progress(out.len(), Some(expected));
     }
@@ -277,21 +280,30 @@ fn select_for(client: &mut Client, t: &Target) -> Result<String, Fault> {
     Ok(sql)
 }
 
-fn chunk_of(row: Vec<Option<String>>, opts: &StoreOptions) -> Result<StoredChunk, String> {
+/// One row as a chunk; `shown` is the store's URI without its password, for the error.
+fn chunk_of(
+    row: Vec<Option<String>>,
+    opts: &StoreOptions,
+    shown: &str,
+) -> Result<StoredChunk, StoreError> {
+    let bad = |what: String| StoreError::read(shown, what);
     let mut it = row.into_iter();
-    let id = it.next().flatten().ok_or("a row with a NULL id")?;
+    let id = it
+        .next()
+        .flatten()
+        .ok_or_else(|| bad("a row with a NULL id".into()))?;
     let text = it
         .next()
         .flatten()
-        .ok_or_else(|| format!("row {id}: the text is NULL"))?;
+        .ok_or_else(|| bad(format!("row {id}: the text is NULL")))?;
     let vector = match it.next().flatten() {
-        Some(v) => Some(parse_vector(&v).map_err(|e| format!("row {id}: {e}"))?),
+        Some(v) => Some(parse_vector(&v).map_err(|e| bad(format!("row {id}: {e}")))?),
         None => None,
     };
     let metadata = match it.next().flatten() {
         Some(m) => {
             let v: Value = serde_json::from_str(&m)
-                .map_err(|e| format!("row {id}: metadata is not JSON: {e}"))?;
+                .map_err(|e| bad(format!("row {id}: metadata is not JSON: {e}")))?;
             Meta::from_object(&v)
         }
         None => Meta::default(),
@@ -344,6 +356,13 @@ mod tests {
         assert_eq!(t.vector.as_deref(), Some("emb"));
         assert_eq!(t.password.as_deref(), Some("pw"));
         assert!(parse("postgres://app@/rag", &StoreOptions::default()).is_err());
+        let e = parse("postgres://app:pw@h:x/rag", &StoreOptions::default()).unwrap_err();
+        assert!(
+            matches!(&e, StoreError::Read { uri, what } if uri == "postgres://app@h:x/rag" && what == "port x is not a number"),
+            "{e:?}"
+        );
+        let e = chunk_of(vec![None], &StoreOptions::default(), "postgres://app@h/db").unwrap_err();
+        assert_eq!(e.to_string(), "postgres://app@h/db: a row with a NULL id");
         assert_eq!(ident("public.x\"y"), "\"public\".\"x\"\"y\"");
         assert_eq!(literal("it's"), "'it''s'");
         assert_eq!(

@@ -7,7 +7,7 @@ use std::io::{Cursor, Read};
 
 use roxmltree::{Document, Node};
 
-use super::{escape_line_start, Converted};
+use super::{escape_line_start, ConvertError, Converted};
 
 const W: &str = "http://schemas.openxmlformats.org/wordprocessingml/2006/main";
 
@@ -19,20 +19,20 @@ const MAX_PART_BYTES: u64 = 256 * 1024 * 1024;
 /// Word's own documents stay within a few dozen.
 const MAX_DEPTH: usize = 1024;
 
-pub(super) fn to_markdown(bytes: &[u8]) -> Result<Converted, String> {
-    let mut zip =
-        zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| format!("not a DOCX file: {e}"))?;
-    let body = part(&mut zip, "word/document.xml")?
-        .ok_or("not a DOCX file: no word/document.xml in the archive")?;
+pub(super) fn to_markdown(bytes: &[u8]) -> Result<Converted, ConvertError> {
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes))
+        .map_err(|cause| ConvertError::NotDocx { cause })?;
+    let body = part(&mut zip, "word/document.xml")?.ok_or(ConvertError::NoDocxBody)?;
     let styles = part(&mut zip, "word/styles.xml")?;
     let numbering = part(&mut zip, "word/numbering.xml")?;
     let styles = styles.as_deref().map(Styles::parse).transpose()?;
     let lists = numbering.as_deref().map(bullets).transpose()?;
     let doc = parse(&body, "word/document.xml")?;
     if nested_deeper(&doc, MAX_DEPTH) {
-        return Err(format!(
-            "DOCX part word/document.xml: elements nested more than {MAX_DEPTH} deep: not converted"
-        ));
+        return Err(ConvertError::DocxTooDeep {
+            part: "word/document.xml",
+            limit: MAX_DEPTH,
+        });
     }
     let ctx = Ctx {
         styles: styles.unwrap_or_default(),
@@ -65,26 +65,26 @@ pub(super) fn to_markdown(bytes: &[u8]) -> Result<Converted, String> {
 
 fn part<R: Read + std::io::Seek>(
     zip: &mut zip::ZipArchive<R>,
-    name: &str,
-) -> Result<Option<String>, String> {
-    let file = match zip.by_name(name) {
+    part: &'static str,
+) -> Result<Option<String>, ConvertError> {
+    let file = match zip.by_name(part) {
         Ok(f) => f,
         Err(zip::result::ZipError::FileNotFound) => return Ok(None),
-        Err(e) => return Err(format!("DOCX part {name}: {e}")),
+        Err(cause) => return Err(ConvertError::DocxZip { part, cause }),
     };
     let mut s = String::new();
     file.take(MAX_PART_BYTES)
         .read_to_string(&mut s)
-        .map_err(|e| format!("DOCX part {name}: {e}"))?;
+        .map_err(|cause| ConvertError::DocxRead { part, cause })?;
     Ok(Some(s))
 }
 
-fn parse<'a>(xml: &'a str, name: &str) -> Result<Document<'a>, String> {
+fn parse<'a>(xml: &'a str, part: &'static str) -> Result<Document<'a>, ConvertError> {
     let opts = roxmltree::ParsingOptions {
         allow_dtd: true,
         ..Default::default()
     };
-    Document::parse_with_options(xml, opts).map_err(|e| format!("DOCX part {name}: {e}"))
+    Document::parse_with_options(xml, opts).map_err(|cause| ConvertError::DocxXml { part, cause })
 }
 
 /// True when some node lies deeper than `limit` (found without recursion: nodes come in
@@ -130,7 +130,7 @@ struct Style {
 struct Styles(HashMap<String, Style>);
 
 impl Styles {
-    fn parse(xml: &str) -> Result<Styles, String> {
+    fn parse(xml: &str) -> Result<Styles, ConvertError> {
         let doc = parse(xml, "word/styles.xml")?;
         let mut map = HashMap::new();
         for s in doc.descendants().filter(|n| is(n, "style")) {
@@ -200,7 +200,7 @@ impl Styles {
 }
 
 /// For each list (numId) and level: true when it is bulleted, false when numbered.
-fn bullets(xml: &str) -> Result<HashMap<(String, usize), bool>, String> {
+fn bullets(xml: &str) -> Result<HashMap<(String, usize), bool>, ConvertError> {
     let doc = parse(xml, "word/numbering.xml")?;
     let mut abstracts: HashMap<&str, HashMap<usize, bool>> = HashMap::new();
     for a in doc.descendants().filter(|n| is(n, "abstractNum")) {
@@ -436,7 +436,11 @@ mod tests {
             .join()
             .unwrap();
         let e = deep.err().unwrap();
-        assert!(e.contains("nested more than 1024 deep"), "{e}");
+        assert!(
+            matches!(e, ConvertError::DocxTooDeep { limit: 1024, .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("nested more than 1024 deep"), "{e}");
         assert_eq!(shallow.unwrap().text, "deep\n");
     }
 }

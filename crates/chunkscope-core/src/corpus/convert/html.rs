@@ -4,6 +4,8 @@ use std::rc::Rc;
 
 use htmd::{HtmlToMarkdown, Node};
 
+use super::ConvertError;
+
 /// The deepest nesting converted: the Markdown writer recurses once per level (a page nested
 /// a few thousand deep overflowed a 2 MB thread stack, which aborts the process). Browsers
 /// stop nesting at 512; real pages stay far below either.
@@ -11,7 +13,7 @@ const MAX_DEPTH: usize = 256;
 
 /// HTML to Markdown: headings, paragraphs, lists, tables and code blocks kept; scripts, styles
 /// and navigation chrome dropped; the page's `main` (else `article`) when it has one.
-pub fn html_to_markdown(html: &str) -> Result<String, String> {
+pub fn html_to_markdown(html: &str) -> Result<String, ConvertError> {
     let converter = HtmlToMarkdown::builder()
         .skip_tags(vec![
             "head", "script", "style", "noscript", "template", "nav", "footer", "aside", "svg",
@@ -20,11 +22,9 @@ pub fn html_to_markdown(html: &str) -> Result<String, String> {
         .build();
     let tree = converter
         .html_to_tree(main_part(html))
-        .map_err(|e| format!("HTML conversion failed: {e}"))?;
+        .map_err(|cause| ConvertError::Html { cause })?;
     if nested_deeper(&tree, MAX_DEPTH) {
-        return Err(format!(
-            "HTML nested more than {MAX_DEPTH} elements deep: not converted"
-        ));
+        return Err(ConvertError::HtmlTooDeep { limit: MAX_DEPTH });
     }
     Ok(converter.tree_to_markdown(&tree).trim().to_string() + "\n")
 }
@@ -113,7 +113,11 @@ mod tests {
             .join()
             .unwrap();
         let e = deep.unwrap_err();
-        assert!(e.contains("nested more than 256"), "{e}");
+        assert!(
+            matches!(e, super::ConvertError::HtmlTooDeep { limit: 256 }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("nested more than 256"), "{e}");
         assert!(shallow.unwrap().contains("w199"));
     }
 }

@@ -11,9 +11,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 mod docx;
+mod error;
 mod html;
 mod pdf;
 
+pub use error::ConvertError;
 pub use html::html_to_markdown;
 
 /// A document format read by conversion.
@@ -84,7 +86,7 @@ static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
 
 /// Convert a document's bytes, or return the conversion of identical bytes made earlier in this
 /// process. A failure is the converter's reason, for the skipped list.
-pub fn convert(format: Format, bytes: &[u8]) -> Result<Arc<Converted>, String> {
+pub fn convert(format: Format, bytes: &[u8]) -> Result<Arc<Converted>, ConvertError> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     bytes.hash(&mut h);
     let key = (format, h.finish(), bytes.len());
@@ -116,7 +118,7 @@ pub fn convert(format: Format, bytes: &[u8]) -> Result<Arc<Converted>, String> {
 }
 
 /// Convert a document's bytes without the cache (what the conversion benchmark times).
-pub fn convert_uncached(format: Format, bytes: &[u8]) -> Result<Converted, String> {
+pub fn convert_uncached(format: Format, bytes: &[u8]) -> Result<Converted, ConvertError> {
     contained(|| match format {
         Format::Html => {
             let (text, _, lossy) = super::decode(bytes);
@@ -134,9 +136,10 @@ pub fn convert_uncached(format: Format, bytes: &[u8]) -> Result<Converted, Strin
 /// Run a converter, turning a panic inside a third-party parser (malformed PDFs can trigger
 /// them) into a skip reason. The panic is not printed, so the terminal of a running workbench
 /// is left alone.
-fn contained(f: impl FnOnce() -> Result<Converted, String>) -> Result<Converted, String> {
-    crate::panics::contain(f)
-        .unwrap_or_else(|why| Err(format!("the converter failed on this file: {why}")))
+fn contained(
+    f: impl FnOnce() -> Result<Converted, ConvertError>,
+) -> Result<Converted, ConvertError> {
+    crate::panics::contain(f).unwrap_or_else(|why| Err(ConvertError::Panicked(why)))
 }
 
 /// Ligatures and other presentation forms that PDFs carry as single glyphs, spelled out.
@@ -212,9 +215,20 @@ mod tests {
     #[test]
     fn a_broken_document_is_a_reason_not_a_panic() {
         let e = convert(Format::Pdf, b"%PDF-1.4\nnot really a pdf").unwrap_err();
-        assert!(!e.is_empty());
+        assert!(matches!(e, ConvertError::NotPdf { .. }), "{e:?}");
+        assert!(!e.to_string().is_empty());
         let e = convert(Format::Docx, b"PK\x03\x04 truncated").unwrap_err();
-        assert!(e.contains("DOCX"), "{e}");
+        assert!(matches!(e, ConvertError::NotDocx { .. }), "{e:?}");
+        assert!(e.to_string().contains("DOCX"), "{e}");
+        let e = contained(|| panic!("broken table")).unwrap_err();
+        assert!(
+            matches!(&e, ConvertError::Panicked(p) if p.message == "broken table"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "the converter failed on this file: broken table"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use pdf_extract::{MediaBox, OutputDev, OutputError, Transform};
 
-use super::{escape_line_start, expand_ligature, Converted};
+use super::{escape_line_start, expand_ligature, ConvertError, Converted};
 
 /// One glyph as placed on the page (y grows downwards).
 struct Glyph {
@@ -84,21 +84,21 @@ struct Line {
     size: f64,
 }
 
-pub(super) fn to_markdown(bytes: &[u8]) -> Result<Converted, String> {
+pub(super) fn to_markdown(bytes: &[u8]) -> Result<Converted, ConvertError> {
     let mut doc =
-        pdf_extract::Document::load_mem(bytes).map_err(|e| format!("not a readable PDF: {e}"))?;
+        pdf_extract::Document::load_mem(bytes).map_err(|cause| ConvertError::NotPdf { cause })?;
     if doc.is_encrypted() && doc.decrypt("").is_err() {
-        return Err("encrypted PDF: it needs a password".into());
+        return Err(ConvertError::PdfEncrypted);
     }
     let mut collector = Collector::default();
     pdf_extract::output_doc(&doc, &mut collector)
-        .map_err(|e| format!("PDF text extraction failed: {e}"))?;
+        .map_err(|cause| ConvertError::PdfExtraction { cause })?;
     let pages: Vec<Vec<Line>> = collector.pages.iter().map(|g| lines(g)).collect();
     if pages
         .iter()
         .all(|p| p.iter().all(|l| l.text.trim().is_empty()))
     {
-        return Err("PDF without extractable text (scanned pages need OCR)".into());
+        return Err(ConvertError::PdfNoText);
     }
     let body = body_size(&pages);
     let levels = heading_sizes(&pages, body);

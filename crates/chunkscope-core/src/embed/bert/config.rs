@@ -142,119 +142,12 @@ impl BertConfig {
     fn read(path: &Path) -> Result<BertConfig, BertError> {
         let v = crate::embed::hf_config::read(path)?;
         let model_type = crate::embed::architecture_of(&v).unwrap_or("bert");
-        let family = match model_type {
-            "bert" => Family::Bert,
-            "roberta" | "xlm-roberta" | "camembert" => Family::Roberta,
-            "distilbert" => Family::DistilBert,
-            "mpnet" => Family::MpNet,
-            "nomic_bert" => Family::Nomic,
-            "jina_bert" => Family::Jina,
-            other => refuse_at!(
-                path,
-                "model_type {other} is not supported by the native embedder (supported: {})",
-                NATIVE_TYPES.join(", ")
-            ),
-        };
-        let refuse = |why: &str| -> Result<BertConfig, BertError> {
-            refuse_at!(path, "{model_type} with {why} is not supported",)
-        };
-        // Relative positions other than JinaBERT's ALiBi: said by name, not by a missing tensor.
-        if let Some(kind) = v.get("position_embedding_type").and_then(|t| t.as_str()) {
-            if kind != "absolute" && kind != "alibi" {
-                return refuse(&format!("position_embedding_type {kind}"));
-            }
-        }
+        let family = family_of(path, model_type)?;
+        check_variant(path, family, model_type, &v)?;
         if family == Family::Nomic {
-            if let Some(why) = nomic_unsupported(&v) {
-                return refuse(&why);
-            }
-            if v.get("rotary_emb_interleaved").and_then(|b| b.as_bool()) == Some(true) {
-                return refuse("rotary_emb_interleaved (the candle backend runs it)");
-            }
+            return nomic(path, &v);
         }
-        if family == Family::Jina {
-            let ff = v.get("feed_forward_type").and_then(|f| f.as_str());
-            if ff != Some("geglu") {
-                return refuse(&format!(
-                    "feed_forward_type {} (geglu is run)",
-                    ff.unwrap_or("unset")
-                ));
-            }
-        }
-        let num = |k: &str| -> Result<usize, BertError> {
-            v.get(k)
-                .and_then(|n| n.as_u64())
-                .map(|n| n as usize)
-                .ok_or_else(|| BertError::refused(path, format!("no {k}")))
-        };
-        if family == Family::Nomic {
-            let flag = |k: &str| v.get(k).and_then(|b| b.as_bool()).unwrap_or(false);
-            return Ok(BertConfig {
-                family,
-                hidden: num("n_embd")?,
-                heads: num("n_head")?,
-                layers: num("n_layer")?,
-                intermediate: num("n_inner")?,
-                eps: v
-                    .get("layer_norm_epsilon")
-                    .and_then(|e| e.as_f64())
-                    .unwrap_or(1e-12) as f32,
-                max_positions: crate::model::positions_of(&v).unwrap_or(2048),
-                position_offset: 0,
-                vocab: 0,
-                rotary_base: v
-                    .get("rotary_emb_base")
-                    .and_then(|b| b.as_f64())
-                    .unwrap_or(10_000.0) as f32,
-                biases: [
-                    flag("qkv_proj_bias"),
-                    flag("mlp_fc1_bias"),
-                    flag("mlp_fc2_bias"),
-                ],
-                act: Activation::Silu,
-            });
-        }
-        let distil = family == Family::DistilBert;
-        // DistilBERT's config names its sizes its own way.
-        let key = |k: &'static str, distil_key: &'static str| if distil { distil_key } else { k };
-        let act_key = if distil { "activation" } else { "hidden_act" };
-        let act_name = v.get(act_key).and_then(|a| a.as_str()).unwrap_or("gelu");
-        let act = match (family, Activation::from_name(act_name)) {
-            // JinaBERT's GEGLU is gated GELU whatever its config names.
-            (Family::Jina, _) => Activation::Gelu,
-            (_, Some(a)) => a,
-            (_, None) => refuse_at!(
-                path,
-                "{act_key} {act_name} is not supported (native: {})",
-                Activation::NAMES
-            ),
-        };
-        let position_offset = match family {
-            // transformers' MPNet counts positions from its padding index 1 whatever the
-            // config says.
-            Family::MpNet => 2,
-            Family::Roberta => (v.get("pad_token_id").and_then(|n| n.as_u64()).unwrap_or(1)
-                as usize)
-                .saturating_add(1),
-            _ => 0,
-        };
-        Ok(BertConfig {
-            family,
-            hidden: num(key("hidden_size", "dim"))?,
-            heads: num(key("num_attention_heads", "n_heads"))?,
-            layers: num(key("num_hidden_layers", "n_layers"))?,
-            intermediate: num(key("intermediate_size", "hidden_dim"))?,
-            eps: v
-                .get("layer_norm_eps")
-                .and_then(|e| e.as_f64())
-                .unwrap_or(1e-12) as f32,
-            max_positions: num("max_position_embeddings")?,
-            position_offset,
-            vocab: 0,
-            rotary_base: 0.0,
-            biases: [true, true, true],
-            act,
-        })
+        bert_layout(path, family, &v)
     }
 
     /// Tokens a sequence may hold: the position table less RoBERTa's offset.
@@ -266,4 +159,145 @@ impl BertConfig {
     pub fn gated(&self) -> bool {
         matches!(self.family, Family::Nomic | Family::Jina)
     }
+}
+
+/// The family of a config.json's `model_type`; refused when the native embedder runs none.
+fn family_of(path: &Path, model_type: &str) -> Result<Family, BertError> {
+    Ok(match model_type {
+        "bert" => Family::Bert,
+        "roberta" | "xlm-roberta" | "camembert" => Family::Roberta,
+        "distilbert" => Family::DistilBert,
+        "mpnet" => Family::MpNet,
+        "nomic_bert" => Family::Nomic,
+        "jina_bert" => Family::Jina,
+        other => refuse_at!(
+            path,
+            "model_type {other} is not supported by the native embedder (supported: {})",
+            NATIVE_TYPES.join(", ")
+        ),
+    })
+}
+
+/// Refuse the variants of a family that the native encoder does not run, by name.
+fn check_variant(
+    path: &Path,
+    family: Family,
+    model_type: &str,
+    v: &serde_json::Value,
+) -> Result<(), BertError> {
+    let refuse = |why: &str| -> Result<(), BertError> {
+        refuse_at!(path, "{model_type} with {why} is not supported",)
+    };
+    // Relative positions other than JinaBERT's ALiBi: said by name, not by a missing tensor.
+    if let Some(kind) = v.get("position_embedding_type").and_then(|t| t.as_str()) {
+        if kind != "absolute" && kind != "alibi" {
+            return refuse(&format!("position_embedding_type {kind}"));
+        }
+    }
+    if family == Family::Nomic {
+        if let Some(why) = nomic_unsupported(v) {
+            return refuse(&why);
+        }
+        if v.get("rotary_emb_interleaved").and_then(|b| b.as_bool()) == Some(true) {
+            return refuse("rotary_emb_interleaved (the candle backend runs it)");
+        }
+    }
+    if family == Family::Jina {
+        let ff = v.get("feed_forward_type").and_then(|f| f.as_str());
+        if ff != Some("geglu") {
+            return refuse(&format!(
+                "feed_forward_type {} (geglu is run)",
+                ff.unwrap_or("unset")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The size `k` of a config.json; refused when it is missing.
+fn num(path: &Path, v: &serde_json::Value, k: &str) -> Result<usize, BertError> {
+    v.get(k)
+        .and_then(|n| n.as_u64())
+        .map(|n| n as usize)
+        .ok_or_else(|| BertError::refused(path, format!("no {k}")))
+}
+
+/// A NomicBERT config, which names its sizes GPT-2's way.
+fn nomic(path: &Path, v: &serde_json::Value) -> Result<BertConfig, BertError> {
+    let num = |k: &str| num(path, v, k);
+    let flag = |k: &str| v.get(k).and_then(|b| b.as_bool()).unwrap_or(false);
+    Ok(BertConfig {
+        family: Family::Nomic,
+        hidden: num("n_embd")?,
+        heads: num("n_head")?,
+        layers: num("n_layer")?,
+        intermediate: num("n_inner")?,
+        eps: v
+            .get("layer_norm_epsilon")
+            .and_then(|e| e.as_f64())
+            .unwrap_or(1e-12) as f32,
+        max_positions: crate::model::positions_of(v).unwrap_or(2048),
+        position_offset: 0,
+        vocab: 0,
+        rotary_base: v
+            .get("rotary_emb_base")
+            .and_then(|b| b.as_f64())
+            .unwrap_or(10_000.0) as f32,
+        biases: [
+            flag("qkv_proj_bias"),
+            flag("mlp_fc1_bias"),
+            flag("mlp_fc2_bias"),
+        ],
+        act: Activation::Silu,
+    })
+}
+
+/// A config of the families laid out as BERT is (BERT, RoBERTa, DistilBERT, MPNet, JinaBERT).
+fn bert_layout(
+    path: &Path,
+    family: Family,
+    v: &serde_json::Value,
+) -> Result<BertConfig, BertError> {
+    let num = |k: &str| num(path, v, k);
+    let distil = family == Family::DistilBert;
+    // DistilBERT's config names its sizes its own way.
+    let key = |k: &'static str, distil_key: &'static str| if distil { distil_key } else { k };
+    let act_key = if distil { "activation" } else { "hidden_act" };
+    let act_name = v.get(act_key).and_then(|a| a.as_str()).unwrap_or("gelu");
+    let act = match (family, Activation::from_name(act_name)) {
+        // JinaBERT's GEGLU is gated GELU whatever its config names.
+        (Family::Jina, _) => Activation::Gelu,
+        (_, Some(a)) => a,
+        (_, None) => refuse_at!(
+            path,
+            "{act_key} {act_name} is not supported (native: {})",
+            Activation::NAMES
+        ),
+    };
+    let position_offset = match family {
+        // transformers' MPNet counts positions from its padding index 1 whatever the
+        // config says.
+        Family::MpNet => 2,
+        Family::Roberta => {
+            (v.get("pad_token_id").and_then(|n| n.as_u64()).unwrap_or(1) as usize).saturating_add(1)
+        }
+        _ => 0,
+    };
+    Ok(BertConfig {
+        family,
+        hidden: num(key("hidden_size", "dim"))?,
+        heads: num(key("num_attention_heads", "n_heads"))?,
+        layers: num(key("num_hidden_layers", "n_layers"))?,
+        intermediate: num(key("intermediate_size", "hidden_dim"))?,
+        eps: v
+            .get("layer_norm_eps")
+            .and_then(|e| e.as_f64())
+            .unwrap_or(1e-12) as f32,
+        max_positions: num("max_position_embeddings")?,
+        position_offset,
+        vocab: 0,
+        rotary_base: 0.0,
+        biases: [true, true, true],
+        act,
+    })
 }

@@ -1,0 +1,221 @@
+//! A document's embed tokens, held compactly: the workbench keeps them for every file of the
+//! corpus for the whole session, so they cost about 5 bytes a token instead of 20 (a start, an
+//! end and a word id each, plus a span per word).
+//!
+//! Each token is its start byte and its length (one byte; longer tokens, such as an `[UNK]` over
+//! a long word, are listed aside), and one bit says whether it begins a new pre-tokenizer word.
+//! When words come in order (BERT's always do), a word is a run of consecutive tokens and its
+//! span is the run's: words need not be stored.
+
+use super::TokenSpan;
+
+/// Lengths at or above this are kept in `EmbedTokens::long`.
+const LONG: u8 = u8::MAX;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EmbedTokens {
+    /// Byte where each token starts.
+    starts: Vec<u32>,
+    /// Each token's length in bytes, or `LONG`.
+    lens: Vec<u8>,
+    /// (token, end byte) of each token whose length is `LONG` or more, by token.
+    long: Vec<(u32, u32)>,
+    /// Bit `i` is set when token `i` begins a word.
+    word_starts: Vec<u64>,
+    /// True when every word covers at least one byte and, token after token, words start and end
+    /// in order: word spans are then runs of tokens, and counts can skip whole words.
+    words_in_order: bool,
+}
+
+impl EmbedTokens {
+    /// From the tokenizer's tokens.
+    pub(super) fn new(tokens: &[TokenSpan]) -> EmbedTokens {
+        let n = tokens.len();
+        let mut t = EmbedTokens {
+            starts: Vec::with_capacity(n),
+            lens: Vec::with_capacity(n),
+            long: Vec::new(),
+            word_starts: vec![0; n.div_ceil(64)],
+            words_in_order: true,
+        };
+        let word_id = |i: usize| tokens[i].word;
+        for (
+            i,
+            &TokenSpan {
+                start: s, end: e, ..
+            },
+        ) in tokens.iter().enumerate()
+        {
+            t.starts.push(s);
+            let len = e.saturating_sub(s);
+            if len >= u32::from(LONG) {
+                t.lens.push(LONG);
+                t.long.push((i as u32, e));
+            } else {
+                t.lens.push(len as u8);
+            }
+            match i.checked_sub(1).map(word_id) {
+                Some(prev) if prev == word_id(i) => {}
+                Some(prev) if prev > word_id(i) => {
+                    t.words_in_order = false;
+                    t.word_starts[i / 64] |= 1 << (i % 64);
+                }
+                _ => t.word_starts[i / 64] |= 1 << (i % 64),
+            }
+        }
+        t.long.shrink_to_fit();
+        t.words_in_order = t.words_in_order && t.word_spans_in_order(tokens);
+        t
+    }
+
+    /// Every word's span (its tokens' least start, greatest end) covers a byte, and word spans
+    /// start and end in order. Word ids were checked to never decrease.
+    fn word_spans_in_order(&self, tokens: &[TokenSpan]) -> bool {
+        let mut prev: Option<(u32, u32)> = None;
+        let mut i = 0;
+        while i < tokens.len() {
+            let j = self.word_end(i);
+            let w = tokens[i..j]
+                .iter()
+                .fold((u32::MAX, 0), |w, t| (w.0.min(t.start), w.1.max(t.end)));
+            if w.0 >= w.1 || prev.is_some_and(|p| p.0 > w.0 || p.1 > w.1) {
+                return false;
+            }
+            // Within a word, the bounds used by searches must be its first and last token's.
+            if tokens[i].start != w.0 || tokens[j - 1].end != w.1 {
+                return false;
+            }
+            prev = Some(w);
+            i = j;
+        }
+        true
+    }
+
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    pub fn words_in_order(&self) -> bool {
+        self.words_in_order
+    }
+
+    pub fn start(&self, i: usize) -> u32 {
+        self.starts[i]
+    }
+
+    pub fn end(&self, i: usize) -> u32 {
+        match self.lens[i] {
+            LONG => {
+                let k = self.long.partition_point(|&(t, _)| (t as usize) < i);
+                self.long[k].1
+            }
+            len => self.starts[i] + u32::from(len),
+        }
+    }
+
+    /// Token `i`'s byte span.
+    pub fn span(&self, i: usize) -> (usize, usize) {
+        (self.start(i) as usize, self.end(i) as usize)
+    }
+
+    /// Every token's byte span, in order.
+    pub fn spans(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..self.len()).map(|i| self.span(i))
+    }
+
+    fn begins_word(&self, i: usize) -> bool {
+        self.word_starts[i / 64] >> (i % 64) & 1 == 1
+    }
+
+    /// The token past the last one of token `i`'s word.
+    pub fn word_end(&self, i: usize) -> usize {
+        let mut j = i + 1;
+        while j < self.len() && !self.begins_word(j) {
+            j += 1;
+        }
+        j
+    }
+
+    /// The first token of token `i`'s word.
+    fn word_first(&self, i: usize) -> usize {
+        let mut j = i;
+        while j > 0 && !self.begins_word(j) {
+            j -= 1;
+        }
+        j
+    }
+
+    /// The byte span of token `i`'s word (words in order: its first token's start, its last
+    /// token's end).
+    pub fn word_span(&self, i: usize) -> (u32, u32) {
+        (
+            self.start(self.word_first(i)),
+            self.end(self.word_end(i) - 1),
+        )
+    }
+
+    /// The first token in `from..` for which `pred` fails (`pred` holds for a prefix).
+    pub fn partition_from(&self, from: usize, pred: impl Fn(usize) -> bool) -> usize {
+        let (mut lo, mut hi) = (from, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.starts.capacity() * 4
+            + self.lens.capacity()
+            + self.long.capacity() * 8
+            + self.word_starts.capacity() * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(spans: &[(u32, u32)], words: &[u32]) -> EmbedTokens {
+        let t: Vec<TokenSpan> = spans
+            .iter()
+            .zip(words)
+            .map(|(&(start, end), &word)| TokenSpan { start, end, word })
+            .collect();
+        EmbedTokens::new(&t)
+    }
+
+    #[test]
+    fn spans_and_words_come_back() {
+        // "ab cd": word 0 = "ab" as two tokens, word 1 = "cd"; one token 300 bytes long.
+        let t = tokens(&[(0, 1), (1, 2), (3, 5), (6, 306)], &[0, 0, 1, 2]);
+        let back: Vec<_> = t.spans().collect();
+        assert_eq!(back, [(0, 1), (1, 2), (3, 5), (6, 306)]);
+        assert!(t.words_in_order());
+        assert_eq!(t.word_span(1), (0, 2));
+        assert_eq!(t.word_end(0), 2);
+        assert_eq!(t.word_span(3), (6, 306));
+        assert_eq!(t.partition_from(0, |i| t.end(i) <= 3), 2);
+    }
+
+    #[test]
+    fn words_out_of_order_are_noticed() {
+        let t = tokens(&[(0, 1), (2, 3)], &[1, 0]);
+        assert!(!t.words_in_order());
+        // A word covering no byte.
+        let t = tokens(&[(0, 0), (1, 2)], &[0, 1]);
+        assert!(!t.words_in_order());
+        // A word whose tokens go back.
+        let t = tokens(&[(2, 3), (0, 1)], &[0, 0]);
+        assert!(!t.words_in_order());
+    }
+}

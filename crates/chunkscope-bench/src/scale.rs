@@ -407,7 +407,7 @@ pub fn scale(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<
 /// memory is made of, beside the allocator's share.
 fn held_after_load(engine: &Engine, corpus_bytes: usize, out: &mut dyn Write) -> Result<()> {
     let text: usize = engine.corpus.docs.iter().map(|d| d.text.capacity()).sum();
-    let mut parts = [0usize; 3];
+    let mut parts = [0usize; 2];
     for t in &engine.tokens {
         for (sum, b) in parts.iter_mut().zip(t.heap_bytes()) {
             *sum += b;
@@ -417,12 +417,11 @@ fn held_after_load(engine: &Engine, corpus_bytes: usize, out: &mut dyn Write) ->
     let total = text + parts.iter().sum::<usize>();
     writeln!(
         out,
-        "held after load: texts {:.2} B/B, embed tokens {:.2}, cl100k starts {:.2}, \
-         cl100k ids {:.2}; {:.2} B/B in all ({} MB)",
+        "held after load: texts {:.2} B/B, embed tokens {:.2}, cl100k tokens {:.2}; \
+         {:.2} B/B in all ({} MB)",
         per(text),
         per(parts[0]),
         per(parts[1]),
-        per(parts[2]),
         per(total),
         total / 1_000_000
     )?;

@@ -15,8 +15,10 @@ use tiktoken_rs::CoreBPE;
 use tokenizers::{PreTokenizerWrapper, Tokenizer};
 
 pub(crate) mod cl100k_pieces;
+mod cl100k_tokens;
 mod embed_tokens;
 
+pub use cl100k_tokens::Cl100kTokens;
 pub use embed_tokens::EmbedTokens;
 
 /// Why a tokenizer could not be opened or could not tokenize a text.
@@ -209,39 +211,21 @@ impl EmbedTokenizer {
 #[derive(Debug, Clone, Default)]
 pub struct DocTokens {
     pub embed: EmbedTokens,
-    /// Byte offset where each cl100k token starts (tokens may start inside a multi-byte char).
-    pub cl100k_starts: Vec<u32>,
-    /// The cl100k token ids of the whole document.
-    pub cl100k_ids: Vec<u32>,
+    /// The whole document's cl100k tokens (they may start inside a multi-byte char).
+    pub cl100k: Cl100kTokens,
 }
 
 impl DocTokens {
     pub fn new(text: &str, tok: &EmbedTokenizer) -> Result<Self, TokenizeError> {
-        let embed = EmbedTokens::new(&tok.spans(text)?);
-        let bpe = cl100k();
-        let mut cl100k_ids = bpe.encode_ordinary(text);
-        // Held for the whole session, one per document: no growth slack.
-        cl100k_ids.shrink_to_fit();
-        let mut cl100k_starts = Vec::with_capacity(cl100k_ids.len());
-        let mut at = 0u32;
-        for &id in &cl100k_ids {
-            cl100k_starts.push(at);
-            at += bpe.decode_bytes(&[id]).map(|b| b.len()).unwrap_or(0) as u32;
-        }
         Ok(DocTokens {
-            embed,
-            cl100k_starts,
-            cl100k_ids,
+            embed: EmbedTokens::new(&tok.spans(text)?),
+            cl100k: Cl100kTokens::new(text),
         })
     }
 
-    /// Heap bytes these tokens hold, by part: embed tokens, cl100k starts and ids.
-    pub fn heap_bytes(&self) -> [usize; 3] {
-        [
-            self.embed.heap_bytes(),
-            self.cl100k_starts.capacity() * 4,
-            self.cl100k_ids.capacity() * 4,
-        ]
+    /// Heap bytes these tokens hold, by part: embed tokens, cl100k tokens.
+    pub fn heap_bytes(&self) -> [usize; 2] {
+        [self.embed.heap_bytes(), self.cl100k.heap_bytes()]
     }
 
     /// Content embed tokens of `text[start..end]` as if that slice were tokenized on its own, as
@@ -296,7 +280,7 @@ impl DocTokens {
         if start >= end {
             return 0;
         }
-        cl100k_pieces::slice_count(text, &self.cl100k_starts, start, end)
+        cl100k_pieces::slice_count(text, &self.cl100k, start, end)
             .unwrap_or_else(|| cl100k_count(&text[start..end]))
     }
 

@@ -20,14 +20,11 @@ impl Chunker for Fixed {
                 .map(|(i, c)| (i, i + c.len_utf8()))
                 .unzip(),
             Unit::Cl100k => {
-                let s = &doc.tokens.cl100k_starts;
+                let s: Vec<usize> = doc.tokens.cl100k.starts().collect();
                 (0..s.len())
                     .map(|i| {
-                        let end = s.get(i + 1).map_or(doc.text.len(), |&e| e as usize);
-                        (
-                            floor_char(doc.text, s[i] as usize),
-                            ceil_char(doc.text, end),
-                        )
+                        let end = s.get(i + 1).copied().unwrap_or(doc.text.len());
+                        (floor_char(doc.text, s[i]), ceil_char(doc.text, end))
                     })
                     .unzip()
             }

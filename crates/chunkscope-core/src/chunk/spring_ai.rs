@@ -14,8 +14,8 @@ use std::borrow::Cow;
 
 use super::{Chunk, Chunker, DocView};
 use crate::text::{ceil_char, floor_char, is_java_trim, utf16_len};
-use crate::tokenize::cl100k;
-use crate::tokenize::cl100k_pieces::{forced_spots, token_at};
+use crate::tokenize::cl100k_pieces::forced_spots;
+use crate::tokenize::{cl100k, Cl100kTokens};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpringAiParams {
@@ -46,7 +46,7 @@ pub struct SpringAi {
 impl Chunker for SpringAi {
     fn chunk(&self, doc: &DocView) -> Vec<Chunk> {
         let t = doc.tokens;
-        self.split(doc.text, &t.cl100k_ids, &t.cl100k_starts, Advance::Fast)
+        self.split(doc.text, &t.cl100k, Advance::Fast)
     }
 }
 
@@ -61,10 +61,11 @@ enum Advance {
 }
 
 impl SpringAi {
-    /// The splitter over a document's cl100k ids and their byte starts.
-    fn split(&self, text: &str, ids: &[u32], starts: &[u32], how: Advance) -> Vec<Chunk> {
+    /// The splitter over a document's cl100k tokens.
+    fn split(&self, text: &str, tokens: &Cl100kTokens, how: Advance) -> Vec<Chunk> {
         let bpe = cl100k();
-        let byte_at = |i: usize| starts.get(i).map_or(text.len(), |&b| b as usize);
+        let ids = tokens.ids();
+        let byte_at = |i: usize| tokens.start(i).unwrap_or(text.len());
         // The tokens of a document spell it, so a window's bytes are a slice of the text.
         let window_of = |from: usize, to: usize| match how {
             Advance::Full => Cow::Owned(
@@ -99,7 +100,7 @@ impl SpringAi {
             }
             let advance = match how {
                 Advance::Full => bpe.encode_ordinary(cut_text).len(),
-                Advance::Fast => cut_tokens(text, starts, (cur, end), &window, cut),
+                Advance::Fast => cut_tokens(text, tokens, (cur, end), &window, cut),
             };
             cur += advance.max(1);
             made += 1;
@@ -164,24 +165,24 @@ impl SpringAi {
 /// `encode_ordinary(&window[..cut]).len()` for the window of tokens `cur..end` of `text`.
 fn cut_tokens(
     text: &str,
-    starts: &[u32],
+    tokens: &Cl100kTokens,
     (cur, end): (usize, usize),
     window: &str,
     cut: usize,
 ) -> usize {
-    fast_cut_tokens(text, starts, (cur, end), window, cut)
+    fast_cut_tokens(text, tokens, (cur, end), window, cut)
         .unwrap_or_else(|| cl100k().encode_ordinary(&window[..cut]).len())
 }
 
 /// The count of `cut_tokens` from the document's tokens, or None where it cannot be shown exact.
 fn fast_cut_tokens(
     text: &str,
-    starts: &[u32],
+    tokens: &Cl100kTokens,
     (cur, end): (usize, usize),
     window: &str,
     cut: usize,
 ) -> Option<usize> {
-    let byte_at = |i: usize| starts.get(i).map_or(text.len(), |&b| b as usize);
+    let byte_at = |i: usize| tokens.start(i).unwrap_or(text.len());
     let (b0, b1) = (byte_at(cur), byte_at(end));
     // The window is text[a..b] between the U+FFFDs that stray bytes at either end decode to: one
     // per continuation byte in front, one for a truncated character at the back.
@@ -200,7 +201,7 @@ fn fast_cut_tokens(
     // The cut text agrees with the document on text[a..agreed].
     let agreed = a + (cut.min(pre + (b - a)) - pre);
     let (g1, g2) = forced_spots(text, a, agreed)?;
-    let token_at = |g: usize| token_at(&starts[cur..end], g).map(|i| cur + i);
+    let token_at = |g: usize| tokens.token_at(g, cur, end);
     let (t1, t2) = (token_at(g1)?, token_at(g2)?);
     let bpe = cl100k();
     let (c1, c2) = (pre + (g1 - a), pre + (g2 - a));
@@ -214,17 +215,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// cl100k ids and byte starts of `text`, as `DocTokens` holds them.
-    fn tokens(text: &str) -> (Vec<u32>, Vec<u32>) {
-        let bpe = cl100k();
-        let ids = bpe.encode_ordinary(text);
-        let mut starts = Vec::with_capacity(ids.len());
-        let mut at = 0u32;
-        for &id in &ids {
-            starts.push(at);
-            at += bpe.decode_bytes(&[id]).unwrap().len() as u32;
-        }
-        (ids, starts)
+    /// cl100k tokens of `text`, as `DocTokens` holds them.
+    fn tokens(text: &str) -> Cl100kTokens {
+        Cl100kTokens::new(text)
     }
 
     /// Pieces where the regex, the cut and the window decoding disagree most easily.
@@ -369,10 +362,10 @@ mod tests {
             size in 1usize..64,
             params in params(),
         ) {
-            let (ids, starts) = tokens(&text);
+            let toks = tokens(&text);
             let s = SpringAi { size, params };
-            let full = s.split(&text, &ids, &starts, Advance::Full);
-            let fast = s.split(&text, &ids, &starts, Advance::Fast);
+            let full = s.split(&text, &toks, Advance::Full);
+            let fast = s.split(&text, &toks, Advance::Fast);
             prop_assert_eq!(fast, full);
         }
 
@@ -382,7 +375,8 @@ mod tests {
             size in 1usize..64,
             picks in prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>()), 1..12),
         ) {
-            let (ids, starts) = tokens(&text);
+            let toks = tokens(&text);
+            let ids = toks.ids();
             prop_assume!(!ids.is_empty());
             for (w, c) in picks {
                 let cur = w.index(ids.len());
@@ -392,7 +386,7 @@ mod tests {
                 let cuts: Vec<usize> = window.char_indices().map(|(i, ch)| i + ch.len_utf8()).collect();
                 let cut = cuts[c.index(cuts.len())];
                 prop_assert_eq!(
-                    cut_tokens(&text, &starts, (cur, end), &window, cut),
+                    cut_tokens(&text, &toks, (cur, end), &window, cut),
                     cl100k().encode_ordinary(&window[..cut]).len(),
                     "window {}..{} cut {} of {:?}", cur, end, cut, window
                 );
@@ -416,7 +410,8 @@ mod tests {
         let mut fast = 0usize;
         let mut total = 0usize;
         for text in texts {
-            let (ids, starts) = tokens(text);
+            let toks = tokens(text);
+            let ids = toks.ids();
             for size in [1, 2, 3, 5, 8, 13, 40] {
                 for cur in 0..ids.len() {
                     let end = (cur + size).min(ids.len());
@@ -425,10 +420,10 @@ mod tests {
                     for (i, ch) in window.char_indices() {
                         let cut = i + ch.len_utf8();
                         let want = bpe.encode_ordinary(&window[..cut]).len();
-                        let got = cut_tokens(text, &starts, (cur, end), &window, cut);
+                        let got = cut_tokens(text, &toks, (cur, end), &window, cut);
                         assert_eq!(got, want, "{text:?} window {cur}..{end} cut {cut}");
                         total += 1;
-                        fast += fast_cut_tokens(text, &starts, (cur, end), &window, cut).is_some()
+                        fast += fast_cut_tokens(text, &toks, (cur, end), &window, cut).is_some()
                             as usize;
                     }
                 }
@@ -447,7 +442,8 @@ mod tests {
         let text = "The cat's toy. It'll be fine!  Really?\n\n\
                     Numbers 12345 and \u{4E2D}\u{6587}\u{3002} and \u{1F600}\u{1F600}\u{1F600}.\r\n"
             .repeat(20);
-        let (ids, starts) = tokens(&text);
+        let toks = tokens(&text);
+        let ids = toks.ids();
         let bpe = cl100k();
         for size in [1, 4, 7, 16, 33, 64] {
             let s = SpringAi {
@@ -472,14 +468,14 @@ mod tests {
                     }
                 }
                 let want = bpe.encode_ordinary(&window[..cut]).len();
-                assert_eq!(cut_tokens(&text, &starts, (cur, end), &window, cut), want);
+                assert_eq!(cut_tokens(&text, &toks, (cur, end), &window, cut), want);
                 cur += want.max(1);
                 chunks += 1;
             }
             assert!(chunks > 0);
             assert_eq!(
-                s.split(&text, &ids, &starts, Advance::Fast),
-                s.split(&text, &ids, &starts, Advance::Full)
+                s.split(&text, &toks, Advance::Fast),
+                s.split(&text, &toks, Advance::Full)
             );
         }
     }
@@ -511,12 +507,9 @@ mod tests {
         assert!(one > 0, "no example files");
         let copies = (mb << 20).div_ceil(one);
         // One document per file copy, as a corpus would hold them.
-        let docs: Vec<(String, Vec<u32>, Vec<u32>)> = (0..copies)
+        let docs: Vec<(String, Cl100kTokens)> = (0..copies)
             .flat_map(|_| files.iter())
-            .map(|t| {
-                let (ids, starts) = tokens(t);
-                (t.clone(), ids, starts)
-            })
+            .map(|t| (t.clone(), tokens(t)))
             .collect();
         let bytes: usize = docs.iter().map(|d| d.0.len()).sum();
         for size in [800, 128] {
@@ -529,7 +522,7 @@ mod tests {
                 let t = std::time::Instant::now();
                 let n: usize = docs
                     .iter()
-                    .map(|(text, ids, starts)| s.split(text, ids, starts, how).len())
+                    .map(|(text, toks)| s.split(text, toks, how).len())
                     .sum();
                 runs.push((how, n, t.elapsed().as_secs_f64()));
             }

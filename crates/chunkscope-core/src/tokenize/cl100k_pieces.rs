@@ -22,7 +22,7 @@
 //!
 //! Where no such spots exist the caller encodes the text in full.
 
-use super::cl100k;
+use super::{cl100k, Cl100kTokens};
 
 /// Character classes of the cl100k regex, for characters whose class is certain; others are None.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,17 +110,17 @@ pub(crate) fn forced_spots(text: &str, a: usize, b: usize) -> Option<(usize, usi
     Some((g1, g2))
 }
 
-/// The index of the token of `starts` (byte starts of a document's cl100k tokens) that starts at
-/// byte `g`, if one does.
-pub(crate) fn token_at(starts: &[u32], g: usize) -> Option<usize> {
-    starts.binary_search(&u32::try_from(g).ok()?).ok()
-}
-
 /// `cl100k_count(&text[start..end])` from the document's token starts, or None where the slice
 /// has no two forced piece boundaries (the caller then encodes it).
-pub(crate) fn slice_count(text: &str, starts: &[u32], start: usize, end: usize) -> Option<usize> {
+pub(crate) fn slice_count(
+    text: &str,
+    tokens: &Cl100kTokens,
+    start: usize,
+    end: usize,
+) -> Option<usize> {
     let (g1, g2) = forced_spots(text, start, end)?;
-    let (t1, t2) = (token_at(starts, g1)?, token_at(starts, g2)?);
+    let n = tokens.len();
+    let (t1, t2) = (tokens.token_at(g1, 0, n)?, tokens.token_at(g2, 0, n)?);
     let bpe = cl100k();
     let head = bpe.encode_ordinary(&text[start..g1]).len();
     let tail = bpe.encode_ordinary(&text[g2..end]).len();
@@ -133,23 +133,9 @@ mod tests {
     use crate::tokenize::{cl100k_count, DocTokens};
     use proptest::prelude::*;
 
-    /// Byte starts of the cl100k tokens of `text`, as `DocTokens` holds them.
-    fn starts(text: &str) -> Vec<u32> {
-        let bpe = cl100k();
-        let mut at = 0u32;
-        bpe.encode_ordinary(text)
-            .into_iter()
-            .map(|id| {
-                let s = at;
-                at += bpe.decode_bytes(&[id]).unwrap().len() as u32;
-                s
-            })
-            .collect()
-    }
-
-    fn count_in(text: &str, starts: &[u32], s: usize, e: usize) -> usize {
+    fn count_in(text: &str, tokens: &Cl100kTokens, s: usize, e: usize) -> usize {
         DocTokens {
-            cl100k_starts: starts.to_vec(),
+            cl100k: tokens.clone(),
             ..DocTokens::default()
         }
         .cl100k_count_in(text, s, e)
@@ -169,7 +155,7 @@ mod tests {
         ];
         let (mut fast, mut total) = (0, 0);
         for text in texts {
-            let st = starts(text);
+            let st = Cl100kTokens::new(text);
             let bounds: Vec<usize> = (0..=text.len())
                 .filter(|&i| text.is_char_boundary(i))
                 .collect();
@@ -210,7 +196,7 @@ mod tests {
             text in text(),
             picks in prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>()), 1..16),
         ) {
-            let st = starts(&text);
+            let st = Cl100kTokens::new(&text);
             let bounds: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
             for (a, b) in picks {
                 let (mut s, mut e) = (bounds[a.index(bounds.len())], bounds[b.index(bounds.len())]);

@@ -188,7 +188,7 @@ fn generated() -> Vec<(String, String)> {
             let mut t = String::new();
             for _ in 0..n {
                 t.push_str(PIECES[next() % PIECES.len()]);
-                if next() % 3 == 0 {
+                if next().is_multiple_of(3) {
                     t.push(' ');
                 }
             }

@@ -200,7 +200,7 @@ fn generated() -> Vec<(String, String)> {
             let mut t = String::new();
             for _ in 0..n {
                 t.push_str(PIECES[next() % PIECES.len()]);
-                if next() % 3 == 0 {
+                if next().is_multiple_of(3) {
                     t.push(' ');
                 }
             }
@@ -370,7 +370,7 @@ fn punkt_texts() -> Vec<String> {
             let mut t = String::new();
             for _ in 0..(5 + i % 60) {
                 t.push_str(PIECES[next() % PIECES.len()]);
-                if next() % 2 == 0 {
+                if next().is_multiple_of(2) {
                     t.push(' ');
                 }
             }

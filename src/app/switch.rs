@@ -42,7 +42,10 @@ impl Model {
     /// Drop everything that came from the model in force and ask for `models[model_index]` at
     /// `precision`.
     fn switch_model(&mut self) -> Vec<Cmd> {
-        let model = self.models[self.model_index].clone();
+        // Before the session is configured there is no model to switch from.
+        let Some(model) = self.models.get(self.model_index).cloned() else {
+            return Vec::new();
+        };
         self.engine = None;
         self.chunking = None;
         self.partial = None;

@@ -327,6 +327,16 @@ fn next_model_switches_or_keeps_the_previous_one() {
         .is_some_and(|e| e.contains("the previous model stays")));
 }
 
+/// `B` pressed before the session is configured (no model list yet) asks for nothing and
+/// does not panic.
+#[test]
+fn precision_key_before_the_models_are_known() {
+    let mut m = model();
+    m.models.clear();
+    let cmds = update(&mut m, key('B'));
+    assert!(cmds.is_empty(), "{cmds:?}");
+}
+
 /// `B` cycles the native backend's precision on the same model (f32, bf16, int8, f32), through
 /// the same switch as `E`, so a pinned eval A compares precisions; a server has none to cycle.
 #[test]

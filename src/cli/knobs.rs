@@ -17,7 +17,10 @@ fn word<T: std::str::FromStr<Err: std::fmt::Display>>(
     v: &Option<String>,
 ) -> Result<Option<T>> {
     v.as_deref()
-        .map(|s| s.parse().map_err(|e: T::Err| anyhow::anyhow!("--{flag}: {e}")))
+        .map(|s| {
+            s.parse()
+                .map_err(|e: T::Err| anyhow::anyhow!("--{flag}: {e}"))
+        })
         .transpose()
 }
 

@@ -65,7 +65,9 @@ pub fn run(
     let mut session = Session::start(&mut m, &config, corpus, &first, &tx);
     let watched = match store {
         Some(_) => Err("a store is not watched (F5 reads it again)".to_string()),
-        None => chunkscope_core::jobs::watcher::watch(corpus, tx.clone()).map_err(|e| e.to_string()),
+        None => {
+            chunkscope_core::jobs::watcher::watch(corpus, tx.clone()).map_err(|e| e.to_string())
+        }
     };
     update(
         &mut m,

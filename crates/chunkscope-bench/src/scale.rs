@@ -305,7 +305,7 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
     let engine = Engine::new(info.clone(), tok, corpus)?;
     f.read_tokenize_s = t.elapsed().as_secs_f64();
     f.rss_loaded_mb = rss_mb();
-    held_after_load(&engine, made.bytes, out)?;
+    held_after_load(&engine, made.bytes, &f, out)?;
     let settings = ChunkSettings::default();
     f.first_chunking_label = settings.label();
     let (first, stats, ms) = chunk_whole(&engine, &settings, None, None, window)?;
@@ -405,7 +405,12 @@ pub fn scale(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<
 
 /// What the loaded corpus holds on the heap, by part, in bytes per corpus byte: what the resident
 /// memory is made of, beside the allocator's share.
-fn held_after_load(engine: &Engine, corpus_bytes: usize, out: &mut dyn Write) -> Result<()> {
+fn held_after_load(
+    engine: &Engine,
+    corpus_bytes: usize,
+    f: &ScaleFigures,
+    out: &mut dyn Write,
+) -> Result<()> {
     let text: usize = engine.corpus.docs.iter().map(|d| d.text.capacity()).sum();
     let mut parts = [0usize; 2];
     for t in &engine.tokens {
@@ -418,12 +423,15 @@ fn held_after_load(engine: &Engine, corpus_bytes: usize, out: &mut dyn Write) ->
     writeln!(
         out,
         "held after load: texts {:.2} B/B, embed tokens {:.2}, cl100k tokens {:.2}; \
-         {:.2} B/B in all ({} MB)",
+         {:.2} B/B in all ({} MB); resident {} MB more than before reading",
         per(text),
         per(parts[0]),
         per(parts[1]),
         per(total),
-        total / 1_000_000
+        total / 1_000_000,
+        f.rss_loaded_mb
+            .zip(f.rss_base_mb)
+            .map_or("?".into(), |(a, b)| a.saturating_sub(b).to_string())
     )?;
     Ok(())
 }

@@ -468,12 +468,11 @@ fn each_line(
             line: n,
             reason,
         };
-        let mut text = std::str::from_utf8(&buf)
-            .map_err(|e| {
-                at(LineFault::NotUtf8 {
-                    byte: e.valid_up_to() + 1,
-                })
-            })?;
+        let mut text = std::str::from_utf8(&buf).map_err(|e| {
+            at(LineFault::NotUtf8 {
+                byte: e.valid_up_to() + 1,
+            })
+        })?;
         text = text.trim_end_matches(['\n', '\r']);
         if n == 1 {
             text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -774,7 +773,13 @@ mod tests {
         let e = err_text(read_query_log(&d.join("absent.jsonl")).unwrap_err());
         assert!(e.contains("absent.jsonl: "), "{e}");
         // The fault is a value a caller can match, with the field it concerns.
-        write(&p, &format!("{ok}\n{}\n", r#"{"query": "q", "relevant": ["a"], "id": []}"#));
+        write(
+            &p,
+            &format!(
+                "{ok}\n{}\n",
+                r#"{"query": "q", "relevant": ["a"], "id": []}"#
+            ),
+        );
         let e = read_query_log(&p).unwrap_err();
         assert!(
             matches!(

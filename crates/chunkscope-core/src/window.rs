@@ -185,14 +185,14 @@ pub struct InvisibleTail {
 /// Where the tail of a chunk begins, given the start byte (relative to the chunk) of each content
 /// token, the window in force and the specials the model adds. `None` when the model reads it all.
 pub fn invisible_tail(
-    token_starts: &[u32],
+    token_starts: &crate::measure::TokenStarts,
     window: usize,
     specials: usize,
 ) -> Option<InvisibleTail> {
     let readable = window.saturating_sub(specials);
-    (token_starts.len() > readable).then(|| InvisibleTail {
+    Some(InvisibleTail {
         first_token: readable,
-        start_byte: token_starts[readable] as usize,
+        start_byte: token_starts.get(readable)? as usize,
         tokens: token_starts.len() - readable,
     })
 }
@@ -203,13 +203,17 @@ mod tests {
 
     #[test]
     fn specials_count_against_the_window() {
-        let starts: Vec<u32> = (0..130).map(|i| i * 2).collect();
-        let t = invisible_tail(&starts, 128, 2).unwrap();
+        let starts = |n: u32| {
+            (0..n)
+                .map(|i| i * 2)
+                .collect::<crate::measure::TokenStarts>()
+        };
+        let t = invisible_tail(&starts(130), 128, 2).unwrap();
         assert_eq!(t.first_token, 126);
         assert_eq!(t.start_byte, 252);
         assert_eq!(t.tokens, 4);
-        assert!(invisible_tail(&starts[..126], 128, 2).is_none());
-        assert!(invisible_tail(&starts[..127], 128, 2).is_some());
+        assert!(invisible_tail(&starts(126), 128, 2).is_none());
+        assert!(invisible_tail(&starts(127), 128, 2).is_some());
     }
 
     #[test]
@@ -251,7 +255,10 @@ mod tests {
         );
         assert!(matches!(
             "huge".parse::<WindowSpec>(),
-            Err(WindowSpecError::Unknown(crate::names::UnknownName { what: "window", .. }))
+            Err(WindowSpecError::Unknown(crate::names::UnknownName {
+                what: "window",
+                ..
+            }))
         ));
         assert!("huge"
             .parse::<WindowSpec>()

@@ -358,13 +358,9 @@ impl Config {
         if let Some(v) = &m.overflow {
             r.overflow = match v.as_str() {
                 "auto" => None,
-                other => Some(
-                    other
-                        .parse()
-                        .map_err(|e: crate::names::UnknownName| {
-                            ConfigProblem::value("model", "overflow", e.to_string())
-                        })?,
-                ),
+                other => Some(other.parse().map_err(|e: crate::names::UnknownName| {
+                    ConfigProblem::value("model", "overflow", e.to_string())
+                })?),
             };
         }
         Ok(())

@@ -69,14 +69,28 @@ mod tests {
         let bin = d.join("blob");
         std::fs::write(&bin, b"ab\0cd").unwrap();
         let e = super::super::read_document(&bin, 100).unwrap_err();
-        assert!(matches!(&e, ReadError::Binary { path } if path == &bin), "{e:?}");
+        assert!(
+            matches!(&e, ReadError::Binary { path } if path == &bin),
+            "{e:?}"
+        );
         assert_eq!(e.to_string(), "binary: contains NUL bytes");
         let e = super::super::read_document(&bin, 2).unwrap_err();
         assert!(
-            matches!(&e, ReadError::TooLarge { len: 5, key: "max_file_bytes", max_bytes: 2, .. }),
+            matches!(
+                &e,
+                ReadError::TooLarge {
+                    len: 5,
+                    key: "max_file_bytes",
+                    max_bytes: 2,
+                    ..
+                }
+            ),
             "{e:?}"
         );
-        assert_eq!(e.to_string(), "too large: 5 bytes > corpus.max_file_bytes 2");
+        assert_eq!(
+            e.to_string(),
+            "too large: 5 bytes > corpus.max_file_bytes 2"
+        );
         assert_eq!(e.path(), bin);
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -173,12 +173,7 @@ pub(super) fn place(
         }
         let rel_start = case.start - cs;
         let rel_end = case.end - cs;
-        let token = c.input_position(
-            c.token_starts
-                .partition_point(|&s| s as usize <= rel_start)
-                .saturating_sub(1),
-            specials,
-        );
+        let token = c.input_position(c.token_starts.token_at_byte(rel_start), specials);
         match c.tail(window, specials) {
             Some(t) if rel_end > t.start_byte => {
                 tail_holder.get_or_insert((c.index, token));

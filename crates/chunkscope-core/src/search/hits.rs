@@ -55,12 +55,7 @@ impl HitMaker<'_> {
         let specials = self.engine.specials();
         let &(fp, c) = self.index.refs.get(id as usize)?;
         let (path, chunk, _) = self.index.chunk(self.engine, self.chunking, id)?;
-        let token = match_byte.map(|b| {
-            chunk
-                .token_starts
-                .partition_point(|&s| s as usize <= b)
-                .saturating_sub(1)
-        });
+        let token = match_byte.map(|b| chunk.token_starts.token_at_byte(b));
         let readable = chunk.readable(self.window, specials);
         let doc = &self.engine.corpus.docs[self.chunking.files[fp].doc];
         let pages = doc.page_span(chunk.chunk.start, chunk.chunk.end);

@@ -1,6 +1,6 @@
 //! LangChain's RecursiveCharacterTextSplitter (the langchain strategy).
 
-use super::python::{py_str, tokenizer_lines, Py, COUNT_TOKENS};
+use super::python::{count_tokens_setup, py_str, Py};
 use crate::chunk::{ChunkSettings, LANGCHAIN_SEPARATORS};
 use crate::tokenize::Unit;
 
@@ -40,11 +40,7 @@ pub(super) fn snippet(s: &ChunkSettings, model_id: &str) -> String {
             "RecursiveCharacterTextSplitter.from_tiktoken_encoder("
         }
         Unit::Embed => {
-            py.imports.push("from tokenizers import Tokenizer".into());
-            py.setup.extend(tokenizer_lines(model_id));
-            py.setup.push("\n".into());
-            py.setup.push(COUNT_TOKENS.into());
-            py.setup.push("\n".into());
+            count_tokens_setup(&mut py, model_id);
             args.push("length_function=count_tokens".into());
             "RecursiveCharacterTextSplitter("
         }

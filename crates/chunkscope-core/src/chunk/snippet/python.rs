@@ -58,7 +58,17 @@ pub(super) fn tokenizer_lines(model_id: &str) -> Vec<String> {
     ]
 }
 
-pub(super) const COUNT_TOKENS: &str = "def count_tokens(text: str) -> int:\n    return len(tokenizer.encode(text, add_special_tokens=False).ids)";
+const COUNT_TOKENS: &str = "def count_tokens(text: str) -> int:\n    return len(tokenizer.encode(text, add_special_tokens=False).ids)";
+
+/// The embedder's tokenizer and a `count_tokens` over it, for splitters that take a length
+/// function.
+pub(super) fn count_tokens_setup(py: &mut Py, model_id: &str) {
+    py.imports.push("from tokenizers import Tokenizer".into());
+    py.setup.extend(tokenizer_lines(model_id));
+    py.setup.push("\n".into());
+    py.setup.push(COUNT_TOKENS.into());
+    py.setup.push("\n".into());
+}
 
 /// One Python program: header comments, imports, setup, `split`, and the `__main__` block.
 pub(super) struct Py {

@@ -1,6 +1,6 @@
 //! semchunk's chunkerify (the semchunk strategy).
 
-use super::python::{tokenizer_lines, Py, COUNT_TOKENS};
+use super::python::{count_tokens_setup, Py};
 use crate::chunk::ChunkSettings;
 use crate::tokenize::Unit;
 
@@ -44,11 +44,7 @@ pub(super) fn snippet(s: &ChunkSettings, model_id: &str) -> String {
             "count_tokens"
         }
         Unit::Embed => {
-            py.imports.push("from tokenizers import Tokenizer".into());
-            py.setup.extend(tokenizer_lines(model_id));
-            py.setup.push("\n".into());
-            py.setup.push(COUNT_TOKENS.into());
-            py.setup.push("\n".into());
+            count_tokens_setup(&mut py, model_id);
             "count_tokens"
         }
     };

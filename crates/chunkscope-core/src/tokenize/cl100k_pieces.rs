@@ -118,13 +118,41 @@ pub(crate) fn slice_count(
     start: usize,
     end: usize,
 ) -> Option<usize> {
+    if let Some(n) = word_piece(text, tokens, start, end) {
+        return Some(n);
+    }
     let (g1, g2) = forced_spots(text, start, end)?;
     let n = tokens.len();
     let (t1, t2) = (tokens.token_at(g1, 0, n)?, tokens.token_at(g2, 0, n)?);
     let bpe = cl100k();
-    let head = bpe.encode_ordinary(&text[start..g1]).len();
-    let tail = bpe.encode_ordinary(&text[g2..end]).len();
+    let head = word_piece(text, tokens, start, g1)
+        .unwrap_or_else(|| bpe.encode_ordinary(&text[start..g1]).len());
+    let tail = word_piece(text, tokens, g2, end)
+        .unwrap_or_else(|| bpe.encode_ordinary(&text[g2..end]).len());
     Some(head + (t2 - t1) + tail)
+}
+
+/// The tokens of `text[a..b]` when it is a space and a run of ASCII letters that the document
+/// ends where the slice does (a non-letter, or the end, follows): the regex makes one piece of
+/// it, alone or in the document (a space before a letter always begins a piece), so the
+/// document's tokens over it are its own. None otherwise.
+fn word_piece(text: &str, tokens: &Cl100kTokens, a: usize, b: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let word = bytes.get(a + 1..b)?;
+    let ends = bytes
+        .get(b)
+        .is_none_or(|c| c.is_ascii() && !c.is_ascii_alphabetic());
+    if bytes[a] != b' ' || word.is_empty() || !word.iter().all(u8::is_ascii_alphabetic) || !ends {
+        return None;
+    }
+    let n = tokens.len();
+    let t1 = tokens.token_at(a, 0, n)?;
+    let t2 = if b == text.len() {
+        n
+    } else {
+        tokens.token_at(b, 0, n)?
+    };
+    Some(t2 - t1)
 }
 
 #[cfg(test)]
@@ -141,6 +169,23 @@ mod tests {
         .cl100k_count_in(text, s, e)
     }
 
+    /// A space and a word the document ends there is counted from the document's tokens alone.
+    #[test]
+    fn word_pieces_come_from_the_document() {
+        let text = "plain words  here, unbelievably. And\nthen caf\u{E9}";
+        let t = Cl100kTokens::new(text);
+        let at = |w: &str| text.find(w).unwrap();
+        for w in [" words", " here", " unbelievably", " And"] {
+            let (a, b) = (at(w), at(w) + w.len());
+            assert_eq!(word_piece(text, &t, a, b), Some(cl100k_count(w)), "{w:?}");
+        }
+        // Not one piece in the document: the letters go on, or no space leads.
+        let a = at(" unbelievably");
+        assert_eq!(word_piece(text, &t, a, a + 4), None);
+        assert_eq!(word_piece(text, &t, at("then"), at("then") + 4), None);
+        assert_eq!(word_piece(text, &t, at(" caf"), at(" caf") + 4), None);
+    }
+
     /// Every slice of texts built around the hard cases counts as its own encoding.
     #[test]
     fn slice_count_equals_reencode_everywhere() {
@@ -151,6 +196,7 @@ mod tests {
              caf\u{E9} na\u{EF}ve \u{3A9}\u{3BC}\u{3AD}\u{3B3}\u{3B1} \u{43F}\u{440}\u{438} 3.14",
             "| Plan | Refund |\n|---|---|\n| Annual | pro rata |\n\n```sh\necho $HOME\n```\n",
             "end with spaces    ",
+            " plain words  and more, then Words\n  after a break\r\n word caf\u{E9} x1 y_ end",
             "x\u{FFFD}y 'sx 've1 're. 123abc abc123 _x_ $5.00 -> a->b <|endoftext|>",
         ];
         let (mut fast, mut total) = (0, 0);

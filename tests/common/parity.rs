@@ -270,3 +270,174 @@ pub fn sequence(seed: u64) -> impl FnMut() -> usize {
         (state >> 33) as usize
     }
 }
+
+/// The hard cases of the recursive splitters' parity tests (chonkie, haystack-recursive), on top
+/// of `varied_texts`, and generated texts.
+pub fn recursive_hard_cases() -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = Vec::new();
+    let mut add = |n: &str, t: String| v.push((n.to_string(), t));
+    add(
+        "abbreviations.txt",
+        "Dr. Smith paid $3.50 for 2.5 kg of apples, i.e. about 1.40 per kg. Mr. J. R. R. Tolkien \
+         wrote e.g. The Hobbit (1937), pp. 12-15; vol. 2. U.S.A. vs. U.K.: 3.14159 > 2.71828... \
+         Really?! Yes. Version 1.2.3 shipped at 10 a.m. on Jan. 5th, etc. \"Quoted.\" 'Single.' \
+         (Parenthetical.) [Bracketed.] Done.\n"
+            .repeat(25),
+    );
+    add(
+        "cjk punctuation.txt",
+        "你好，世界！这是一个测试。「引号」和『书名号』；还有：冒号、顿号……以及——破折号。\
+         日本語の文です。句読点、そして。한국어 문장입니다. 全角\u{3000}空格\u{3000}在这里。\n"
+            .repeat(30),
+    );
+    add(
+        "long words.txt",
+        format!(
+            "Supercalifragilisticexpialidocious {} pneumonoultramicroscopicsilicovolcanoconiosis \
+             https://example.com/a/very/long/path/with-many-segments_and_underscores?query=1&x=2 {}\n",
+            "a".repeat(1500),
+            "antidisestablishmentarianism".repeat(120)
+        )
+        .repeat(4),
+    );
+    add(
+        "empty lines.txt",
+        "para one line\n\n\n\npara two\n \n\t\n\npara three\r\n\r\nend of it\r\rmac\n\r\n\n\n\n\n"
+            .repeat(40),
+    );
+    add("no separators.txt", "x".repeat(6000));
+    add("no separators multibyte.txt", "é中😀".repeat(1500));
+    add(
+        "cjk no punctuation.txt",
+        "检索增强生成的质量在切分时就已决定".repeat(300),
+    );
+    add(
+        "pauses only.txt",
+        "alpha{beta}gamma\"delta[epsilon]zeta<eta>theta(iota)kappa:lambda;mu,nu—xi|omicron~pi-rho...sigma`tau'upsilon....phi"
+            .repeat(60),
+    );
+    add(
+        "sentence marks.txt",
+        "Short. Tiny! Why? A rather longer sentence that goes on for a while. Ok.Then!No?Yes. . ! ? "
+            .repeat(80),
+    );
+    add(
+        "spaces.txt",
+        "a\u{a0}b  c   d\u{2003}e f\u{a0}\u{a0}g. h i, j\u{3000}k; l ".repeat(200),
+    );
+    add(
+        "tabs.txt",
+        "col1\tcol2\t\tcol3\t\t\tcol4 and some words here\t".repeat(150),
+    );
+    add("empty.txt", String::new());
+    add("one space.txt", " ".to_string());
+    add("whitespace only.txt", " \n\n\t \r\n ".repeat(50));
+    let mut table =
+        String::from("# Plans\n\n| Plan | Price | Refund | Notes |\n| --- | ---: | --- | --- |\n");
+    for i in 0..120 {
+        table.push_str(&format!(
+            "| Plan {i} | {}.{:02} | pro rata after {} days | row {i} of the table, with words |\n",
+            i * 3,
+            i % 100,
+            i % 30
+        ));
+    }
+    table.push_str("\nAfter the table, a closing paragraph. It has two sentences.\n");
+    add("table.md", table);
+    let mut fences = String::from("# Code\n\nSome intro text before the fence.\n\n");
+    for i in 0..25 {
+        fences.push_str(&format!(
+            "## Step {i}\n\nRun this:\n\n```rust\nfn step_{i}() {{\n    let xs: Vec<u32> = (0..{i}).collect();\n    println!(\"{{:?}}\", xs); // a comment that is fairly long to push the size\n}}\n```\n\n- item one\n- item two with `inline code`\n  - nested item\n\n> A quote, with **bold** and _emphasis_.\n\n"
+        ));
+    }
+    add("fences.md", fences);
+    v.extend(generated());
+    v
+}
+
+/// Texts drawn from a fixed pseudo-random sequence of words, delimiters, whitespace runs and other
+/// scripts: every level of the rules gets exercised in odd combinations.
+fn generated() -> Vec<(String, String)> {
+    const PIECES: &[&str] = &[
+        "the",
+        "chunk",
+        "window",
+        "embedding",
+        "retrieval",
+        "model's",
+        "x",
+        "tokenizer",
+        "Ünïcödé",
+        "naïve",
+        "中文",
+        "検索",
+        "😀",
+        "👩‍🔬",
+        "3.14",
+        "e.g.",
+        "U.S.",
+        "co-op",
+        "and/or",
+        "supercalifragilisticexpialidociousness",
+        " ",
+        " ",
+        " ",
+        " ",
+        "  ",
+        "   ",
+        "\n",
+        "\n\n",
+        "\n\n\n",
+        "\r\n",
+        "\r",
+        "\t",
+        "\u{a0}",
+        "\u{3000}",
+        ". ",
+        ", ",
+        "; ",
+        ": ",
+        "! ",
+        "? ",
+        "...",
+        "… ",
+        "—",
+        "–",
+        "-",
+        "~",
+        "|",
+        "<",
+        ">",
+        "{",
+        "}",
+        "(",
+        ")",
+        "[",
+        "]",
+        "\"",
+        "'",
+        "“",
+        "”",
+        "`",
+        "。",
+        "，",
+        "# ",
+        "| a | b |\n",
+        "```\n",
+        "- ",
+    ];
+    let mut next = sequence(0x2545_f491_4f6c_dd1d);
+    (0..12)
+        .map(|i| {
+            let n = 300 + 250 * i;
+            let mut t = String::new();
+            for _ in 0..n {
+                t.push_str(PIECES[next() % PIECES.len()]);
+                if next().is_multiple_of(3) {
+                    t.push(' ');
+                }
+            }
+            (format!("generated {i}.txt"), t)
+        })
+        .collect()
+}

@@ -39,9 +39,7 @@ fn workbench_in_tmux() {
         |s| s.contains("re-read the corpus from disk"),
         "re-read the corpus from disk",
     );
-    common::tmux(&["send-keys", "-t", &session, "Escape"]);
-    // Escape and q sent together read as alt-q: wait for the help to close first.
-    common::wait_for_screen(
+    common::escape(
         &session,
         |s| !s.contains("re-read the corpus from disk"),
         "help closed",
@@ -283,8 +281,7 @@ fn next_model_in_tmux() {
     );
     assert!(screen.contains("|  A: n  BM25  vector"), "{screen}");
     assert!(screen.contains("flipped A -> B at k"), "{screen}");
-    common::tmux(&["send-keys", "-t", &session, "Escape"]);
-    let screen = common::wait_for_screen(
+    let screen = common::escape(
         &session,
         |s| {
             s.contains("model cls-normalized (native f32 · cls, normalized)")
@@ -385,7 +382,7 @@ fn store_in_tmux() {
     let (bm25, vector) = row.split_at(row.find("kb-").unwrap() + 6);
     assert!(bm25.contains("kb-1") && vector.contains("kb-3"), "{screen}");
     assert!(screen.contains("nothing embedded"), "{screen}");
-    common::tmux(&["send-keys", "-t", &session, "Escape"]);
+    common::escape(&session, |s| !s.contains("BM25 (tantivy)"), "query closed");
     // Why not this chunk: kb-3 marked as expected, then a query it does not answer.
     common::tmux(&["send-keys", "-t", &session, "j"]);
     common::tmux(&["send-keys", "-t", &session, "j"]);
@@ -423,7 +420,7 @@ fn store_in_tmux() {
         copied.contains("The incident commander owns the timeline."),
         "{copied}"
     );
-    common::tmux(&["send-keys", "-t", &session, "Escape"]);
+    common::escape(&session, |s| !s.contains("why not kb-3"), "query closed");
     common::tmux(&["send-keys", "-t", &session, "q"]);
     common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
     let _ = common::tmux(&["kill-session", "-t", &session]);
@@ -527,7 +524,11 @@ fn rerank_column_in_tmux() {
     );
     assert!(screen.contains("ms/query"), "{screen}");
     assert!(screen.contains("  rerank "), "{screen}");
-    common::tmux(&["send-keys", "-t", &session, "Escape"]);
+    common::escape(
+        &session,
+        |s| !s.contains("rerank bert-sigmoid (pair window"),
+        "eval closed",
+    );
     common::tmux(&["send-keys", "-t", &session, "q"]);
     common::wait_for_screen(&session, |s| s.contains("EXITED-0"), "EXITED-0");
     let _ = common::tmux(&["kill-session", "-t", &session]);

@@ -288,7 +288,7 @@ pub fn tmux(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Poll the pane of `session` until `pred` holds (30 s at most); returns the screen.
+/// Poll the pane of `session` until `pred` holds (60 s at most); returns the screen.
 pub fn wait_for_screen(session: &str, pred: impl Fn(&str) -> bool, what: &str) -> String {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
@@ -302,6 +302,13 @@ pub fn wait_for_screen(session: &str, pred: impl Fn(&str) -> bool, what: &str) -
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+}
+
+/// Send Escape and wait until `closed` holds: a key sent right after Escape arrives in the same
+/// read and is taken as Alt+key, so nothing may follow Escape before the app has seen it alone.
+pub fn escape(session: &str, closed: impl Fn(&str) -> bool, what: &str) -> String {
+    tmux(&["send-keys", "-t", session, "Escape"]);
+    wait_for_screen(session, closed, what)
 }
 
 /// Start a detached tmux session of `width` x `height` running `cmd` (replacing one of that name).

@@ -21,6 +21,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use chunkscope_core::chunk::Preset;
 use chunkscope_core::model::{self, ModelInfo, DEFAULT_MODEL};
 
 #[derive(Parser)]
@@ -189,6 +190,9 @@ struct ScaleOpts {
     /// Leave out the ANN benchmark.
     #[arg(long)]
     skip_ann: bool,
+    /// Presets whose knobs are turned, comma separated (default: every preset).
+    #[arg(long, value_delimiter = ',')]
+    presets: Vec<String>,
     /// Numbers of vectors for the ANN benchmark, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
     ann_sizes: Vec<usize>,
@@ -339,6 +343,14 @@ fn scale(o: ScaleOpts, out: &mut dyn Write) -> anyhow::Result<()> {
         reference,
         precisions: parse_precisions(&o.precisions)?,
         ann_sizes: if o.skip_ann { Vec::new() } else { o.ann_sizes },
+        presets: if o.presets.is_empty() {
+            Preset::ALL.to_vec()
+        } else {
+            o.presets
+                .iter()
+                .map(|n| n.parse::<Preset>())
+                .collect::<Result<_, _>>()?
+        },
     };
     scale::scale(&locate(o.model)?, &args, out).map(drop)
 }

@@ -46,6 +46,8 @@ pub struct ScaleArgs {
     pub precisions: Vec<Precision>,
     /// Vector counts for the ANN benchmark; empty skips it.
     pub ann_sizes: Vec<usize>,
+    /// The presets whose knobs are turned (`Preset::ALL` unless narrowed).
+    pub presets: Vec<Preset>,
 }
 
 /// One preset's knob: the size turned between its own value and one press up.
@@ -200,8 +202,8 @@ fn focus_files(engine: &Engine, n: usize, seed: u64) -> (Vec<usize>, usize) {
 }
 
 /// Turn every preset's size knob: `focus_presses` on one file alone each (`focus` in turn),
-/// `presses` on the whole corpus. Presets are taken from `Preset::ALL`, so new ones are measured
-/// too.
+/// `presses` on the whole corpus, for each of `args.presets` (every preset by default, so new
+/// ones are measured too).
 fn knobs(
     engine: &Engine,
     focus: &[usize],
@@ -212,7 +214,7 @@ fn knobs(
 ) -> Result<Vec<KnobRow>> {
     let vectors = HashedVectors::new(384, args.seed);
     let mut rows = Vec::new();
-    for preset in Preset::ALL {
+    for &preset in &args.presets {
         let mut s = ChunkSettings::default();
         preset.apply(&mut s);
         if let Err(e) = s.validate() {
@@ -456,6 +458,7 @@ mod tests {
             reference: None,
             precisions: Vec::new(),
             ann_sizes: Vec::new(),
+            presets: Preset::ALL.to_vec(),
         };
         let mut out = Vec::new();
         let f = scale(&info, &args, &mut out).expect("scale runs");

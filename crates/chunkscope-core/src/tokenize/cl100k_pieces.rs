@@ -81,37 +81,76 @@ fn splits(l: Class, r: Class) -> bool {
 /// both neighbours breaks a piece, and `g2`, the last such spot whatever the character before it
 /// (`g1` is one); None when there is none. Both lie strictly inside `a..b`.
 pub(crate) fn forced_spots(text: &str, a: usize, b: usize) -> Option<(usize, usize)> {
-    let shared = text.get(a..b)?;
-    let mut g1 = None;
+    let g1 = first_spot(text.get(a..b)?, a)?;
+    Some((g1, last_spot(text, g1, b).unwrap_or(g1)))
+}
+
+/// The first forced spot of `shared` (which starts at `a` in the document) after a non-space
+/// character, as an offset in the document.
+fn first_spot(shared: &str, a: usize) -> Option<usize> {
     let mut prev: Option<Class> = None;
     for (i, c) in shared.char_indices() {
         let now = class(c);
         if let (Some(l), Some(r)) = (prev, now) {
-            if l != Class::Blank && l != Class::Newline && splits(l, r) {
-                g1 = Some(a + i);
-                break;
+            if !is_space(l) && splits(l, r) {
+                return Some(a + i);
             }
         }
         prev = now;
     }
-    let g1 = g1?;
-    let mut g2 = g1;
+    None
+}
+
+/// The last forced spot strictly inside `from..b`, whatever the character before it.
+fn last_spot(text: &str, from: usize, b: usize) -> Option<usize> {
     let mut next: Option<(usize, Class)> = None;
-    for (i, c) in text[g1..b].char_indices().rev() {
+    for (i, c) in text[from..b].char_indices().rev() {
         let now = class(c);
         if let (Some(l), Some((at, r))) = (now, next) {
             if splits(l, r) {
-                g2 = at;
-                break;
+                return Some(at);
             }
         }
-        next = now.map(|k| (g1 + i, k));
+        next = now.map(|k| (from + i, k));
     }
-    Some((g1, g2))
+    None
+}
+
+fn is_space(c: Class) -> bool {
+    matches!(c, Class::Blank | Class::Newline)
+}
+
+/// The class of the character before `at` when no piece can hold it together with the character
+/// at `at`; None at either end of `text`, for uncertain classes, or where a piece may span `at`.
+fn forced_edge(text: &str, at: usize) -> Option<Class> {
+    let l = class(text[..at].chars().next_back()?)?;
+    let r = class(text[at..].chars().next()?)?;
+    splits(l, r).then_some(l)
+}
+
+/// `g1..g2` inside `text[a..b]` whose pieces are the document's. An end of the slice serves
+/// itself where the document's pieces break there anyway:
+/// - the start, when it is the document's start or a forced spot: the pieces after a piece
+///   boundary depend on the text after it alone;
+/// - the end, when it is the document's end, or a forced spot after a non-space character: the
+///   last piece before it is then a run of letters, digits or other characters that stops there
+///   in the document because the next character cannot join it, and stops there in the slice
+///   because the text ends; the pieces before it are decided inside the slice.
+///
+/// Elsewhere `g1` and `g2` are the forced spots of `forced_spots`. None when there is no spot.
+fn shared_part(text: &str, a: usize, b: usize) -> Option<(usize, usize)> {
+    let opens = a == 0 || forced_edge(text, a).is_some();
+    let closes = b == text.len() || forced_edge(text, b).is_some_and(|l| !is_space(l));
+    match (opens, closes) {
+        (true, true) => Some((a, b)),
+        (true, false) => last_spot(text, a, b).map(|g2| (a, g2)),
+        (false, true) => Some((first_spot(text.get(a..b)?, a)?, b)),
+        (false, false) => forced_spots(text, a, b),
+    }
 }
 
 /// `cl100k_count(&text[start..end])` from the document's token starts, or None where the slice
-/// has no two forced piece boundaries (the caller then encodes it).
+/// has no part whose pieces are surely the document's (the caller then encodes it).
 pub(crate) fn slice_count(
     text: &str,
     tokens: &Cl100kTokens,
@@ -121,15 +160,24 @@ pub(crate) fn slice_count(
     if let Some(n) = word_piece(text, tokens, start, end) {
         return Some(n);
     }
-    let (g1, g2) = forced_spots(text, start, end)?;
+    let (g1, g2) = shared_part(text, start, end)?;
     let n = tokens.len();
-    let (t1, t2) = (tokens.token_at(g1, 0, n)?, tokens.token_at(g2, 0, n)?);
+    let token = |g: usize| {
+        if g == text.len() {
+            Some(n)
+        } else {
+            tokens.token_at(g, 0, n)
+        }
+    };
+    let (t1, t2) = (token(g1)?, token(g2)?);
     let bpe = cl100k();
-    let head = word_piece(text, tokens, start, g1)
-        .unwrap_or_else(|| bpe.encode_ordinary(&text[start..g1]).len());
-    let tail = word_piece(text, tokens, g2, end)
-        .unwrap_or_else(|| bpe.encode_ordinary(&text[g2..end]).len());
-    Some(head + (t2 - t1) + tail)
+    let encoded = |a: usize, b: usize| match a == b {
+        true => 0,
+        false => {
+            word_piece(text, tokens, a, b).unwrap_or_else(|| bpe.encode_ordinary(&text[a..b]).len())
+        }
+    };
+    Some(encoded(start, g1) + (t2 - t1) + encoded(g2, end))
 }
 
 /// The tokens of `text[a..b]` when it is a space and a run of ASCII letters that the document

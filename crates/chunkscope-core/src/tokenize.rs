@@ -93,8 +93,31 @@ pub fn cl100k() -> &'static CoreBPE {
 }
 
 /// Number of cl100k_base tokens in `text` (special-token strings count as plain text).
+///
+/// Short texts (the ends of slices that the chunkers count, single words and spaces) repeat
+/// across a corpus, so their counts are remembered per thread; a table past its bound is
+/// emptied rather than grown.
 pub fn cl100k_count(text: &str) -> usize {
-    cl100k().encode_ordinary(text).len()
+    const SHORT: usize = 32;
+    const REMEMBERED: usize = 1 << 14;
+    thread_local! {
+        static SEEN: std::cell::RefCell<std::collections::HashMap<Box<str>, u32>> =
+            Default::default();
+    }
+    if text.len() > SHORT {
+        return cl100k().encode_ordinary(text).len();
+    }
+    SEEN.with_borrow_mut(|seen| {
+        if let Some(&n) = seen.get(text) {
+            return n as usize;
+        }
+        let n = cl100k().encode_ordinary(text).len();
+        if seen.len() >= REMEMBERED {
+            seen.clear();
+        }
+        seen.insert(text.into(), n as u32);
+        n
+    })
 }
 
 /// One embed token of a document: byte span in the document and the pre-tokenizer word it belongs to.

@@ -22,7 +22,7 @@
 //!
 //! Where no such spots exist the caller encodes the text in full.
 
-use super::{cl100k, Cl100kTokens};
+use super::{cl100k_count, Cl100kTokens};
 
 /// Character classes of the cl100k regex, for characters whose class is certain; others are None.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,12 +170,9 @@ pub(crate) fn slice_count(
         }
     };
     let (t1, t2) = (token(g1)?, token(g2)?);
-    let bpe = cl100k();
     let encoded = |a: usize, b: usize| match a == b {
         true => 0,
-        false => {
-            word_piece(text, tokens, a, b).unwrap_or_else(|| bpe.encode_ordinary(&text[a..b]).len())
-        }
+        false => word_piece(text, tokens, a, b).unwrap_or_else(|| cl100k_count(&text[a..b])),
     };
     Some(encoded(start, g1) + (t2 - t1) + encoded(g2, end))
 }

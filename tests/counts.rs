@@ -4,7 +4,7 @@
 
 mod common;
 
-use chunkscope_core::chunk::{ChunkSettings, DocView, Strategy};
+use chunkscope_core::chunk::{ChunkSettings, DocView, SentenceMemo, Strategy};
 use chunkscope_core::measure::MeasuredChunk;
 use chunkscope_core::tokenize::{DocTokens, Unit};
 use common::{tokenizer, varied_texts};
@@ -61,10 +61,12 @@ fn derived_counts_equal_the_tokenizers_own() {
     let mut with_tail = 0usize;
     for (name, text) in varied_texts() {
         let tokens = DocTokens::new(&text, &tok).unwrap();
+        let memo = SentenceMemo::default();
         let view = DocView {
             text: &text,
             tokens: &tokens,
             tok: &tok,
+            memo: Some(&memo),
         };
         for s in settings_grid() {
             // haystack-recursive reads NLTK's punkt_tab at run time (scripts/test.sh sets NLTK_DATA).

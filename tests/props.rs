@@ -4,7 +4,7 @@
 
 mod common;
 
-use chunkscope_core::chunk::{ChunkSettings, DocView, Strategy as Splitter};
+use chunkscope_core::chunk::{ChunkSettings, DocView, SentenceMemo, Strategy as Splitter};
 use chunkscope_core::tokenize::{DocTokens, Unit};
 use proptest::prelude::*;
 
@@ -63,7 +63,9 @@ proptest! {
     fn chunkers_hold_their_invariants(text in text_strategy(), s in settings_strategy()) {
         let tok = common::tokenizer();
         let tokens = DocTokens::new(&text, &tok).unwrap();
-        let view = DocView { text: &text, tokens: &tokens, tok: &tok };
+        // One memo across every setting, as the engine keeps it across knob turns.
+        let memo = SentenceMemo::default();
+        let view = DocView { text: &text, tokens: &tokens, tok: &tok, memo: Some(&memo) };
         // haystack-recursive reads NLTK's punkt_tab at run time (scripts/test.sh sets NLTK_DATA).
         if s.strategy == Splitter::HaystackRecursive {
             let valid = s.validate();
@@ -163,6 +165,7 @@ fn semchunk_keeps_a_character_over_the_size_whole() {
         text,
         tokens: &tokens,
         tok: &tok,
+        memo: None,
     };
     for overlap in [0, 1] {
         let s = ChunkSettings {

@@ -90,6 +90,7 @@ pub fn chunk_text(text: &str, settings: &ChunkSettings) -> Vec<(Chunk, String)> 
         text,
         tokens: &tokens,
         tok: &tok,
+        memo: None,
     };
     settings
         .chunker()

@@ -111,6 +111,7 @@ pub fn chunks(doc: &Doc, chunker: &dyn Chunker) -> Vec<Chunk> {
         text: &doc.text,
         tokens: &doc.tokens,
         tok: &tok,
+        memo: None,
     };
     chunker.chunk(&view)
 }

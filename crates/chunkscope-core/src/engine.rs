@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::chunk::maxmin::Spans;
-use super::chunk::{sections, ChunkSettings, DocView, Section, SentenceVectors, Strategy};
+use super::chunk::{
+    sections, ChunkSettings, DocView, Section, SentenceMemo, SentenceVectors, Strategy,
+};
 use super::corpus::Corpus;
 use super::measure::MeasuredChunk;
 use super::model::ModelInfo;
@@ -134,6 +136,8 @@ struct Derived {
     sections: std::sync::OnceLock<Arc<Vec<Section>>>,
     /// Max-Min's sentence spans for the last (unit, maximum size) asked.
     sentences: std::sync::Mutex<Option<(Unit, usize, Spans)>>,
+    /// Punkt's sentence spans, for the splitters that cut at Punkt's sentences.
+    punkt: SentenceMemo,
 }
 
 static NEXT_ENGINE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -281,6 +285,7 @@ impl Engine {
             text: &self.corpus.docs[doc].text,
             tokens: &self.tokens[doc],
             tok: &self.tok,
+            memo: Some(&self.derived[doc].punkt),
         }
     }
 

@@ -93,6 +93,20 @@ impl Counter<'_> {
         }
     }
 
+    /// Punkt's sentence spans of `slice`, kept with the document when it is a slice of it.
+    fn sentences(&self, slice: &str) -> std::sync::Arc<[(u32, u32)]> {
+        let fits = slice.len() <= u32::MAX as usize;
+        match (self.doc.memo, self.offset_in_doc(slice)) {
+            (Some(memo), Some(at)) if fits => {
+                memo.get_or(at, at + slice.len(), || punkt::spans(slice))
+            }
+            _ => punkt::spans(slice)
+                .into_iter()
+                .map(|(s, e)| (s as u32, e as u32))
+                .collect(),
+        }
+    }
+
     /// Where `s` starts in the document, when it is a slice of the document's text.
     fn offset_in_doc(&self, s: &str) -> Option<usize> {
         let base = self.doc.text.as_ptr() as usize;
@@ -136,8 +150,29 @@ fn locate_all(doc: &str, ranges: &[(usize, usize)]) -> Vec<Chunk> {
     let mut place = Locator::default();
     ranges
         .iter()
-        .map(|&(s, e)| place.chunk(doc, &doc[s..e]))
+        .map(|&(s, e)| place.slice(doc, s, e))
         .collect()
+}
+
+/// `find_from(doc, &doc[s..e], from)` for `from <= s`, which is at most `s`: an earlier match
+/// must begin with the text's first few characters, so only their matches are compared in full
+/// (a long text's searcher is not built for every chunk).
+fn find_slice(doc: &str, s: usize, e: usize, from: usize) -> usize {
+    let needle = &doc[s..e];
+    let mut head = needle.len().min(16);
+    while !needle.is_char_boundary(head) {
+        head += 1;
+    }
+    let (head, limit) = (&needle[..head], s + head);
+    let mut at = from;
+    while let Some(i) = doc[at..limit].find(head) {
+        let q = at + i;
+        if q == s || doc[q..].starts_with(needle) {
+            return q;
+        }
+        at = q + doc[q..].chars().next().map_or(1, char::len_utf8);
+    }
+    s
 }
 
 /// LlamaIndex's search for chunk texts in the document, in order.
@@ -150,6 +185,17 @@ struct Locator {
 }
 
 impl Locator {
+    /// The chunk for `doc[s..e]`, as `chunk` finds it.
+    fn slice(&mut self, doc: &str, s: usize, e: usize) -> Chunk {
+        if self.from > s || s == e {
+            return self.chunk(doc, &doc[s..e]);
+        }
+        let at = find_slice(doc, s, e, self.from);
+        self.from = at + doc[at..].chars().next().map_or(1, char::len_utf8);
+        self.last = at;
+        Chunk::slice(at, at + (e - s))
+    }
+
     /// The chunk for text `t`: where it is found, or (not found: LlamaIndex leaves it without an
     /// offset) its own text placed at the last chunk found.
     fn chunk(&mut self, doc: &str, t: &str) -> Chunk {
@@ -230,24 +276,29 @@ fn char_pieces(text: &str, s: usize, e: usize) -> Vec<(usize, usize)> {
 }
 
 /// Punkt's sentences of `text[s..e]`, each running to the next one's start.
-fn sentence_pieces(text: &str, s: usize, e: usize) -> Vec<(usize, usize)> {
-    let spans = punkt::spans(&text[s..e]);
+fn sentence_pieces(text: &str, s: usize, e: usize, counter: &Counter) -> Vec<(usize, usize)> {
+    let spans = counter.sentences(&text[s..e]);
+    let start = |i: usize| spans[i].0 as usize;
     (0..spans.len())
         .map(|i| {
-            let end = spans.get(i + 1).map_or(e - s, |n| n.0);
-            (s + spans[i].0, s + end.max(spans[i].0))
+            let end = if i + 1 < spans.len() {
+                start(i + 1)
+            } else {
+                e - s
+            };
+            (s + start(i), s + end.max(start(i)))
         })
         .collect()
 }
 
 /// `_get_splits_by_fns`: the first cut that gives more than one piece, and whether its pieces
 /// count as sentences.
-fn cut_sentence(text: &str, s: usize, e: usize) -> (Vec<(usize, usize)>, bool) {
+fn cut_sentence(text: &str, s: usize, e: usize, counter: &Counter) -> (Vec<(usize, usize)>, bool) {
     let p = keep_sep(text, s, e, "\n\n\n");
     if p.len() > 1 {
         return (p, true);
     }
-    let p = sentence_pieces(text, s, e);
+    let p = sentence_pieces(text, s, e, counter);
     if p.len() > 1 {
         return (p, true);
     }
@@ -279,7 +330,7 @@ fn sentence_pieces_of(
         });
         return;
     }
-    let (cut, sentence) = cut_sentence(text, s, e);
+    let (cut, sentence) = cut_sentence(text, s, e, counter);
     let single = cut.len() == 1;
     for (a, b) in cut {
         let tokens = counter.count(&text[a..b]);
@@ -541,6 +592,27 @@ fn markdown(text: &str, size: usize, overlap: usize, counter: &Counter) -> Vec<C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Searching a slice's text from before it finds what `str::find` finds, overlapping and
+    /// repeated occurrences included.
+    #[test]
+    fn slice_search_equals_find() {
+        for doc in [
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab",
+            "the cat. the cat. the cat sat. the cat sat on it. the cat",
+            "\u{e9}\u{e9}x \u{e9}\u{e9}x \u{e9}\u{e9}\u{e9}x \u{4E2D}\u{6587}\u{4E2D}\u{6587}\u{4E2D}",
+        ] {
+            let bounds: Vec<usize> = (0..=doc.len()).filter(|&i| doc.is_char_boundary(i)).collect();
+            for (k, &s) in bounds.iter().enumerate() {
+                for &e in &bounds[k + 1..] {
+                    for &from in bounds.iter().take_while(|&&f| f <= s) {
+                        let want = find_from(doc, &doc[s..e], from);
+                        assert_eq!(Some(find_slice(doc, s, e, from)), want, "{doc:?} {s}..{e} from {from}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn clause_regex_pieces() {

@@ -68,6 +68,36 @@ pub struct DocView<'a> {
     pub text: &'a str,
     pub tokens: &'a DocTokens,
     pub tok: &'a EmbedTokenizer,
+    /// Where sentence spans of this document outlive one chunking (None: computed each time).
+    pub memo: Option<&'a SentenceMemo>,
+}
+
+/// Punkt's sentence spans of slices of one document, kept across chunkings: no knob changes
+/// them. Keyed by the slice's place in the document; the spans are relative to the slice.
+#[derive(Default)]
+pub struct SentenceMemo(
+    std::sync::Mutex<std::collections::HashMap<(usize, usize), std::sync::Arc<[(u32, u32)]>>>,
+);
+
+impl SentenceMemo {
+    /// The spans of the slice `start..end`, from `split` the first time they are asked.
+    pub fn get_or(
+        &self,
+        start: usize,
+        end: usize,
+        split: impl FnOnce() -> Vec<(usize, usize)>,
+    ) -> std::sync::Arc<[(u32, u32)]> {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(spans) = kept.get(&(start, end)) {
+            return std::sync::Arc::clone(spans);
+        }
+        let spans: std::sync::Arc<[(u32, u32)]> = split()
+            .into_iter()
+            .map(|(s, e)| (s as u32, e as u32))
+            .collect();
+        kept.insert((start, end), std::sync::Arc::clone(&spans));
+        spans
+    }
 }
 
 impl DocView<'_> {

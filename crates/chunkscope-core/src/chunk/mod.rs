@@ -75,9 +75,10 @@ pub struct DocView<'a> {
 /// Punkt's sentence spans of slices of one document, kept across chunkings: no knob changes
 /// them. Keyed by the slice's place in the document; the spans are relative to the slice.
 #[derive(Default)]
-pub struct SentenceMemo(
-    std::sync::Mutex<std::collections::HashMap<(usize, usize), std::sync::Arc<[(u32, u32)]>>>,
-);
+pub struct SentenceMemo(std::sync::Mutex<std::collections::HashMap<(usize, usize), SpanList>>);
+
+/// Sentence spans as (start, end) byte offsets.
+pub type SpanList = std::sync::Arc<[(u32, u32)]>;
 
 impl SentenceMemo {
     /// The spans of the slice `start..end`, from `split` the first time they are asked.
@@ -86,12 +87,12 @@ impl SentenceMemo {
         start: usize,
         end: usize,
         split: impl FnOnce() -> Vec<(usize, usize)>,
-    ) -> std::sync::Arc<[(u32, u32)]> {
+    ) -> SpanList {
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(spans) = kept.get(&(start, end)) {
             return std::sync::Arc::clone(spans);
         }
-        let spans: std::sync::Arc<[(u32, u32)]> = split()
+        let spans: SpanList = split()
             .into_iter()
             .map(|(s, e)| (s as u32, e as u32))
             .collect();

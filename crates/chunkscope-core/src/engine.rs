@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::chunk::maxmin::Spans;
+use super::chunk::maxmin::{self, Spans};
 use super::chunk::{
     sections, ChunkSettings, DocView, Section, SentenceMemo, SentenceVectors, Strategy,
 };
@@ -136,6 +136,8 @@ struct Derived {
     sections: std::sync::OnceLock<Arc<Vec<Section>>>,
     /// Max-Min's sentence spans for the last (unit, maximum size) asked.
     sentences: std::sync::Mutex<Option<(Unit, usize, Spans)>>,
+    /// Max-Min's sentences before any maximum size (the segmenter runs once per file).
+    uax_sentences: std::sync::OnceLock<Box<[(u32, u32)]>>,
     /// Punkt's sentence spans, for the splitters that cut at Punkt's sentences.
     punkt: SentenceMemo,
 }
@@ -290,7 +292,8 @@ impl Engine {
     }
 
     /// Max-Min's sentence spans of a document for `unit` and maximum size `max` (0 = none),
-    /// kept until other values are asked, so threshold turns do not segment again.
+    /// kept until other values are asked, so threshold turns do not segment again; the
+    /// segmentation before any maximum is kept for the file's life, so size turns do not either.
     pub fn sentence_spans(&self, doc: usize, unit: Unit, max: usize) -> Spans {
         let mut slot = self.derived[doc]
             .sentences
@@ -301,7 +304,15 @@ impl Engine {
                 return Arc::clone(spans);
             }
         }
-        let spans = Arc::new(super::chunk::maxmin::sentences(&self.view(doc), unit, max));
+        let bounds = self.derived[doc].uax_sentences.get_or_init(|| {
+            let text = &self.corpus.docs[doc].text;
+            maxmin::bounds(text)
+                .into_iter()
+                .map(|(s, e)| (s as u32, e as u32))
+                .collect()
+        });
+        let bounds = bounds.iter().map(|&(s, e)| (s as usize, e as usize));
+        let spans = Arc::new(maxmin::fit(&self.view(doc), bounds, unit, max));
         *slot = Some((unit, max, Arc::clone(&spans)));
         spans
     }

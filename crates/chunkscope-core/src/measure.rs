@@ -9,7 +9,7 @@ use super::window::{invisible_tail, InvisibleTail};
 
 mod token_starts;
 
-pub use token_starts::TokenStarts;
+pub use token_starts::{StartsBuilder, TokenStarts};
 
 /// A chunk with everything the screens and exports need, independent of the window in force.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,12 +35,16 @@ pub struct MeasuredChunk {
 impl MeasuredChunk {
     pub fn measure(doc: &DocView, index: usize, chunk: Chunk, unit: Unit) -> MeasuredChunk {
         let token_starts: TokenStarts = match &chunk.text {
-            None => doc
-                .tokens
-                .embed_spans_in(doc.text, chunk.start, chunk.end, doc.tok)
-                .into_iter()
-                .map(|(s, _)| (s - chunk.start) as u32)
-                .collect(),
+            None => {
+                // About one token per four bytes of prose: room for a few more.
+                let mut starts = StartsBuilder::with_capacity((chunk.end - chunk.start) / 3 + 1);
+                let from = chunk.start;
+                doc.tokens
+                    .each_embed_span(doc.text, from, chunk.end, doc.tok, |s, _| {
+                        starts.push((s - from) as u32)
+                    });
+                starts.finish()
+            }
             Some(own) => doc
                 .tok
                 .spans(own)

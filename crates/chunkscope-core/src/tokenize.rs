@@ -262,22 +262,40 @@ impl DocTokens {
         end: usize,
         tok: &EmbedTokenizer,
     ) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        self.each_embed_span(text, start, end, tok, |s, e| out.push((s, e)));
+        out
+    }
+
+    /// `embed_spans_in`'s spans handed to `visit` in order, without gathering them.
+    pub fn each_embed_span(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        tok: &EmbedTokenizer,
+        mut visit: impl FnMut(usize, usize),
+    ) {
         if start >= end {
-            return Vec::new();
+            return;
         }
         let t = &self.embed;
+        let cut = |a: usize, b: usize, visit: &mut dyn FnMut(usize, usize)| {
+            fragment(text, a, b, tok)
+                .into_iter()
+                .for_each(|(s, e)| visit(s, e))
+        };
         if !tok.is_word_local() || !t.words_in_order() {
-            return fragment(text, start, end, tok);
+            return cut(start, end, &mut visit);
         }
         let (s, e) = (start as u32, end as u32);
         let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
         let mut i = t.partition_from(0, |i| t.end(i) <= s);
-        let mut out = Vec::new();
         // A word cut by the left boundary (and maybe the right one too).
         if i < t.len() {
             let w = t.word_span(i);
             if straddles(w, s) {
-                out.extend(fragment(text, start, w.1.min(e) as usize, tok));
+                cut(start, w.1.min(e) as usize, &mut visit);
                 i = t.word_end(i);
             }
         }
@@ -287,13 +305,13 @@ impl DocTokens {
                 break;
             }
             if straddles(w, e) {
-                out.extend(fragment(text, w.0.max(s) as usize, end, tok));
+                cut(w.0.max(s) as usize, end, &mut visit);
                 break;
             }
-            out.push(t.span(i));
+            let (a, b) = t.span(i);
+            visit(a, b);
             i += 1;
         }
-        out
     }
 
     /// Number of cl100k tokens in `text[start..end]` encoded alone (`text` is the document these

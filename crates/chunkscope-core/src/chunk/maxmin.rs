@@ -46,9 +46,15 @@ pub fn sentence_text(doc: &str, span: (usize, usize)) -> &str {
 /// whitespace are attached to the sentence before them). With `max > 0`, a sentence longer than
 /// `max` units is cut at spaces, or between characters, into pieces that fit.
 pub fn sentences(doc: &DocView, unit: Unit, max: usize) -> Vec<(usize, usize)> {
+    fit(doc, bounds(doc.text), unit, max)
+}
+
+/// Sentence spans covering `text` in order (UAX #29 sentence boundaries; runs of whitespace are
+/// attached to the sentence before them), whatever the maximum size.
+pub fn bounds(text: &str) -> Vec<(usize, usize)> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut carry: Option<usize> = None;
-    let soft = soften(doc.text);
+    let soft = soften(text);
     for (i, s) in soft.split_sentence_bound_indices() {
         let end = i + s.len();
         if s.trim().is_empty() {
@@ -62,8 +68,19 @@ pub fn sentences(doc: &DocView, unit: Unit, max: usize) -> Vec<(usize, usize)> {
         }
         spans.push((carry.take().unwrap_or(i), end));
     }
+    spans
+}
+
+/// `spans` (sentences of `doc` from `bounds`) with each one longer than `max` units (0 = no
+/// maximum) cut at spaces, or between characters, into pieces that fit.
+pub fn fit(
+    doc: &DocView,
+    spans: impl IntoIterator<Item = (usize, usize)>,
+    unit: Unit,
+    max: usize,
+) -> Vec<(usize, usize)> {
     if max == 0 {
-        return spans;
+        return spans.into_iter().collect();
     }
     let cutter = Recursive {
         unit,
@@ -72,7 +89,7 @@ pub fn sentences(doc: &DocView, unit: Unit, max: usize) -> Vec<(usize, usize)> {
         separators: vec![" ".into(), String::new()],
         keep_at_end: true,
     };
-    let mut out = Vec::with_capacity(spans.len());
+    let mut out = Vec::new();
     for (s, e) in spans {
         if doc.count(unit, s, e) <= max {
             out.push((s, e));

@@ -17,21 +17,45 @@ pub struct TokenStarts {
 
 impl FromIterator<u32> for TokenStarts {
     fn from_iter<I: IntoIterator<Item = u32>>(starts: I) -> Self {
-        let (mut steps, mut far) = (Vec::new(), Vec::new());
-        let mut prev = 0u32;
-        for (i, s) in starts.into_iter().enumerate() {
-            match s.checked_sub(prev) {
-                Some(d) if d < u32::from(FAR) => steps.push(d as u8),
-                _ => {
-                    steps.push(FAR);
-                    far.push((i as u32, s));
-                }
-            }
-            prev = s;
+        let starts = starts.into_iter();
+        let mut b = StartsBuilder::with_capacity(starts.size_hint().0);
+        starts.for_each(|s| b.push(s));
+        b.finish()
+    }
+}
+
+/// `TokenStarts` built one start at a time, in order.
+pub struct StartsBuilder {
+    steps: Vec<u8>,
+    far: Vec<(u32, u32)>,
+    prev: u32,
+}
+
+impl StartsBuilder {
+    /// A builder with room for `tokens` starts.
+    pub fn with_capacity(tokens: usize) -> StartsBuilder {
+        StartsBuilder {
+            steps: Vec::with_capacity(tokens),
+            far: Vec::new(),
+            prev: 0,
         }
+    }
+
+    pub fn push(&mut self, start: u32) {
+        match start.checked_sub(self.prev) {
+            Some(d) if d < u32::from(FAR) => self.steps.push(d as u8),
+            _ => {
+                self.far.push((self.steps.len() as u32, start));
+                self.steps.push(FAR);
+            }
+        }
+        self.prev = start;
+    }
+
+    pub fn finish(self) -> TokenStarts {
         TokenStarts {
-            steps: steps.into_boxed_slice(),
-            far: far.into_boxed_slice(),
+            steps: self.steps.into_boxed_slice(),
+            far: self.far.into_boxed_slice(),
         }
     }
 }

@@ -341,7 +341,8 @@ impl DocTokens {
             return self.embed_spans_in(text, start, end, tok).len();
         }
         // As `embed_spans_in`, without listing the tokens: the whole words inside the slice are
-        // a run of the document's tokens, found by two binary searches.
+        // a run of the document's tokens, found by a binary search for its first token and a
+        // galloping one from there for its end.
         let (s, e) = (start as u32, end as u32);
         let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
         let mut i = t.partition_from(0, |i| t.end(i) <= s);
@@ -353,7 +354,7 @@ impl DocTokens {
         }
         // With words in order, the walk of `embed_spans_in` stops at the first token whose word
         // ends past `e`: the one cut by the right boundary, or one wholly after it.
-        let k = t.partition_from(i, |j| t.end(t.word_end(j) - 1) <= e);
+        let k = t.gallop_from(i, |j| t.end(t.word_end(j) - 1) <= e);
         n += k - i;
         if k < t.len() && straddles(t.word_span(k), e) {
             n += fragment(text, t.word_span(k).0.max(s) as usize, end, tok).len();

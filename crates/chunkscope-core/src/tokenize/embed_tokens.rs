@@ -172,6 +172,28 @@ impl EmbedTokens {
         lo
     }
 
+    /// As `partition_from`, probing `from`, then steps that double, before the binary search:
+    /// a few probes when the answer is near `from`, as it is for a slice's end.
+    pub fn gallop_from(&self, from: usize, pred: impl Fn(usize) -> bool) -> usize {
+        let n = self.len();
+        // `pred` holds below `lo`; it fails at `hi` unless `hi == n`.
+        let (mut lo, mut hi, mut step) = (from, from, 1);
+        while hi < n && pred(hi) {
+            lo = hi + 1;
+            hi = (hi + step).min(n);
+            step *= 2;
+        }
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.starts.capacity() * 4
@@ -205,6 +227,22 @@ mod tests {
         assert_eq!(t.word_end(0), 2);
         assert_eq!(t.word_span(3), (6, 306));
         assert_eq!(t.partition_from(0, |i| t.end(i) <= 3), 2);
+    }
+
+    /// Galloping finds what the binary search finds, from every start, for every cut.
+    #[test]
+    fn gallop_equals_partition() {
+        let n = 70u32;
+        let spans: Vec<(u32, u32)> = (0..n).map(|i| (2 * i, 2 * i + 1)).collect();
+        let words: Vec<u32> = (0..n).collect();
+        let t = tokens(&spans, &words);
+        for cut in 0..=n as usize {
+            for from in 0..=cut {
+                let pred = |i: usize| i < cut;
+                assert_eq!(t.gallop_from(from, pred), t.partition_from(from, pred));
+                assert_eq!(t.gallop_from(from, pred), cut);
+            }
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! before it in the block, read from a table of every token's length. This costs about 4.1 bytes
 //! a token instead of 8 (an id and a start each).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use super::cl100k;
@@ -10,8 +11,15 @@ use super::cl100k;
 /// Tokens per stored start.
 const BLOCK: usize = 32;
 
+/// Bytes past the last token found within which `token_at` walks on without a search (about as
+/// many tokens as a block holds).
+const NEAR: u32 = 128;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cl100kTokens {
+    /// The last token found by `token_at`: chunkers ask for starts in order, so the next walk
+    /// usually begins there instead of at its block's start.
+    last: LastFound,
     ids: Vec<u32>,
     /// Byte where token `k * BLOCK` starts.
     block_starts: Vec<u32>,
@@ -32,9 +40,44 @@ fn token_lens() -> &'static [u8] {
     })
 }
 
-/// Byte length of token `id`.
-fn token_len(id: u32) -> u32 {
-    match token_lens().get(id as usize) {
+/// (start byte, token) of a token of the document, packed in one atomic so that threads sharing
+/// the document never read a torn pair. Not part of the value: clones start afresh, and
+/// equality ignores it.
+#[derive(Debug, Default)]
+struct LastFound(AtomicU64);
+
+impl LastFound {
+    fn get(&self) -> (u32, usize) {
+        let v = self.0.load(Ordering::Relaxed);
+        ((v >> 32) as u32, (v & u64::from(u32::MAX)) as usize)
+    }
+
+    fn set(&self, start: u32, token: usize) {
+        if let Ok(token) = u32::try_from(token) {
+            let v = u64::from(start) << 32 | u64::from(token);
+            self.0.store(v, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Clone for LastFound {
+    fn clone(&self) -> Self {
+        LastFound::default()
+    }
+}
+
+impl PartialEq for LastFound {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for LastFound {}
+
+/// Byte length of token `id`, from the table (looked up once per walk, not at every token).
+#[inline]
+fn len_in(lens: &[u8], id: u32) -> u32 {
+    match lens.get(id as usize) {
         Some(&n) if n < u8::MAX => u32::from(n),
         // Not in the table (a special token), or too long for it.
         _ => cl100k().decode_bytes(&[id]).map_or(0, |b| b.len() as u32),
@@ -48,14 +91,18 @@ impl Cl100kTokens {
         // Held for the whole session, one per document: no growth slack.
         ids.shrink_to_fit();
         let mut block_starts = Vec::with_capacity(ids.len().div_ceil(BLOCK));
-        let mut at = 0u32;
+        let (mut at, lens) = (0u32, token_lens());
         for (i, &id) in ids.iter().enumerate() {
             if i % BLOCK == 0 {
                 block_starts.push(at);
             }
-            at += token_len(id);
+            at += len_in(lens, id);
         }
-        Cl100kTokens { ids, block_starts }
+        Cl100kTokens {
+            last: LastFound::default(),
+            ids,
+            block_starts,
+        }
     }
 
     pub fn ids(&self) -> &[u32] {
@@ -76,15 +123,20 @@ impl Cl100kTokens {
             return None;
         }
         let k = i / BLOCK;
-        let before: u32 = self.ids[k * BLOCK..i].iter().map(|&id| token_len(id)).sum();
+        let lens = token_lens();
+        let before: u32 = self.ids[k * BLOCK..i]
+            .iter()
+            .map(|&id| len_in(lens, id))
+            .sum();
         Some((self.block_starts[k] + before) as usize)
     }
 
     /// Every token's start byte, in order.
     pub fn starts(&self) -> impl Iterator<Item = usize> + '_ {
-        self.ids.iter().scan(0usize, |at, &id| {
+        let lens = token_lens();
+        self.ids.iter().scan(0usize, move |at, &id| {
             let s = *at;
-            *at += token_len(id) as usize;
+            *at += len_in(lens, id) as usize;
             Some(s)
         })
     }
@@ -96,16 +148,29 @@ impl Cl100kTokens {
             return None;
         }
         let g = u32::try_from(g).ok()?;
-        // The last block starting at or before `g`, then a walk through it.
-        let k = self
-            .block_starts
-            .partition_point(|&s| s <= g)
-            .checked_sub(1)?;
-        let mut i = k * BLOCK;
-        let mut at = self.block_starts[k];
+        // Walk on from the last token found when it lies a little before `g`; otherwise from the
+        // last block starting at or before `g`, or from the last token found if that is nearer.
+        let (last_at, last) = self.last.get();
+        let after_last = last_at <= g && last < self.ids.len();
+        let (mut i, mut at) = if after_last && g - last_at <= NEAR {
+            (last, last_at)
+        } else {
+            let k = self
+                .block_starts
+                .partition_point(|&s| s <= g)
+                .checked_sub(1)?;
+            match after_last && last >= k * BLOCK {
+                true => (last, last_at),
+                false => (k * BLOCK, self.block_starts[k]),
+            }
+        };
+        let lens = token_lens();
         while at < g && i < self.ids.len() {
-            at += token_len(self.ids[i]);
+            at += len_in(lens, self.ids[i]);
             i += 1;
+        }
+        if at == g && i < self.ids.len() {
+            self.last.set(g, i);
         }
         // Tokens of no bytes do not occur; the first token starting at `g` is the one.
         (at == g && (from..to).contains(&i)).then_some(i)
@@ -145,5 +210,14 @@ mod tests {
         // A byte inside a token starts none.
         let inside = (1..text.len()).find(|b| !want.contains(b)).unwrap();
         assert_eq!(t.token_at(inside, 0, t.len()), None);
+        // Any order of questions, so the walk starts from every kind of last answer: forward,
+        // backward, in the same block and blocks apart, after a miss.
+        for stride in [1, 7, 31, 33, 97, 500] {
+            for k in 0..text.len() {
+                let b = (k * stride + k / 3) % (text.len() + 1);
+                let i = want.iter().position(|&s| s == b);
+                assert_eq!(t.token_at(b, 0, t.len()), i, "byte {b}, stride {stride}");
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use chunkscope_core::chunk::{ChunkSettings, DocView, SentenceMemo, Strategy};
+use chunkscope_core::chunk::{ChunkSettings, DocMemo, DocView, Strategy};
 use chunkscope_core::measure::MeasuredChunk;
 use chunkscope_core::tokenize::{DocTokens, Unit};
 use common::{tokenizer, varied_texts};
@@ -61,7 +61,7 @@ fn derived_counts_equal_the_tokenizers_own() {
     let mut with_tail = 0usize;
     for (name, text) in varied_texts() {
         let tokens = DocTokens::new(&text, &tok).unwrap();
-        let memo = SentenceMemo::default();
+        let memo = DocMemo::default();
         let view = DocView {
             text: &text,
             tokens: &tokens,
@@ -125,4 +125,28 @@ fn special_tokens_are_counted() {
         600,
         "truncation must be off"
     );
+}
+
+/// What a document's memo keeps (Punkt's sentences, Markdown blocks) changes no chunk: one memo
+/// shared by every setting of the grid, in order and again in reverse (so each setting finds it
+/// filled by others), gives the chunks a fresh chunking without a memo gives.
+#[test]
+fn a_shared_memo_changes_no_chunk() {
+    let tok = tokenizer();
+    let grid = settings_grid();
+    for (name, text) in varied_texts() {
+        let tokens = DocTokens::new(&text, &tok).unwrap();
+        let memo = DocMemo::default();
+        let view = |memo| DocView {
+            text: &text,
+            tokens: &tokens,
+            tok: &tok,
+            memo,
+        };
+        for s in grid.iter().chain(grid.iter().rev()) {
+            let kept = s.chunker().chunk(&view(Some(&memo)));
+            let fresh = s.chunker().chunk(&view(None));
+            assert_eq!(kept, fresh, "{name} {}", s.label());
+        }
+    }
 }

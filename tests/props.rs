@@ -4,7 +4,7 @@
 
 mod common;
 
-use chunkscope_core::chunk::{ChunkSettings, DocView, SentenceMemo, Strategy as Splitter};
+use chunkscope_core::chunk::{ChunkSettings, DocMemo, DocView, Strategy as Splitter};
 use chunkscope_core::tokenize::{DocTokens, Unit};
 use proptest::prelude::*;
 
@@ -64,7 +64,7 @@ proptest! {
         let tok = common::tokenizer();
         let tokens = DocTokens::new(&text, &tok).unwrap();
         // One memo across every setting, as the engine keeps it across knob turns.
-        let memo = SentenceMemo::default();
+        let memo = DocMemo::default();
         let view = DocView { text: &text, tokens: &tokens, tok: &tok, memo: Some(&memo) };
         // haystack-recursive reads NLTK's punkt_tab at run time (scripts/test.sh sets NLTK_DATA).
         if s.strategy == Splitter::HaystackRecursive {

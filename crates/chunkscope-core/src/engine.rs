@@ -4,9 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::chunk::maxmin::{self, Spans};
-use super::chunk::{
-    sections, ChunkSettings, DocView, Section, SentenceMemo, SentenceVectors, Strategy,
-};
+use super::chunk::{sections, ChunkSettings, DocMemo, DocView, Section, SentenceVectors, Strategy};
 use super::corpus::Corpus;
 use super::measure::MeasuredChunk;
 use super::model::ModelInfo;
@@ -138,8 +136,8 @@ struct Derived {
     sentences: std::sync::Mutex<Option<(Unit, usize, Spans)>>,
     /// Max-Min's sentences before any maximum size (the segmenter runs once per file).
     uax_sentences: std::sync::OnceLock<Box<[(u32, u32)]>>,
-    /// Punkt's sentence spans, for the splitters that cut at Punkt's sentences.
-    punkt: SentenceMemo,
+    /// What the chunkers find in the file that no knob changes (Punkt sentences, Markdown blocks).
+    memo: DocMemo,
 }
 
 static NEXT_ENGINE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -287,7 +285,7 @@ impl Engine {
             text: &self.corpus.docs[doc].text,
             tokens: &self.tokens[doc],
             tok: &self.tok,
-            memo: Some(&self.derived[doc].punkt),
+            memo: Some(&self.derived[doc].memo),
         }
     }
 

@@ -18,7 +18,7 @@ pub struct Markdown {
 }
 
 #[derive(Debug)]
-enum Kind {
+pub(crate) enum Kind {
     Heading {
         level: usize,
         text: String,
@@ -32,7 +32,7 @@ enum Kind {
 }
 
 #[derive(Debug)]
-struct Block {
+pub(crate) struct Block {
     start: usize,
     end: usize,
     kind: Kind,
@@ -413,7 +413,11 @@ impl Chunker for Markdown {
         };
         // True while `pending` holds nothing but the section's heading line.
         let mut heading_only = false;
-        for b in blocks(doc.text) {
+        let found = match doc.memo {
+            Some(memo) => memo.blocks(|| blocks(doc.text)),
+            None => blocks(doc.text).into(),
+        };
+        for b in found.iter() {
             if let Kind::Heading { level, text } = &b.kind {
                 // A heading starts a new section: nothing before it shares a chunk with it (a
                 // parent heading with no text of its own stays a chunk of its own, so that every
@@ -450,14 +454,14 @@ impl Chunker for Markdown {
                 // heading line opens the first piece instead of standing alone.
                 Some((s, _)) if heading_only => {
                     pending = None;
-                    self.split_after_heading(doc, s, &b, &heading, &mut out);
+                    self.split_after_heading(doc, s, b, &heading, &mut out);
                 }
                 _ => {
                     flush(&mut pending, &heading, &mut out);
                     if self.fits(doc, b.start, b.end) {
                         pending = Some((b.start, b.end));
                     } else {
-                        self.split_block(doc, &b, &heading, &mut out);
+                        self.split_block(doc, b, &heading, &mut out);
                     }
                 }
             }

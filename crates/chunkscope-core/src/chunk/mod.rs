@@ -68,19 +68,23 @@ pub struct DocView<'a> {
     pub text: &'a str,
     pub tokens: &'a DocTokens,
     pub tok: &'a EmbedTokenizer,
-    /// Where sentence spans of this document outlive one chunking (None: computed each time).
-    pub memo: Option<&'a SentenceMemo>,
+    /// Where this document's structure outlives one chunking (None: found again each time).
+    pub memo: Option<&'a DocMemo>,
 }
 
-/// Punkt's sentence spans of slices of one document, kept across chunkings: no knob changes
-/// them. Keyed by the slice's place in the document; the spans are relative to the slice.
+/// What the chunkers find in one document that no knob changes, kept across chunkings: Punkt's
+/// sentence spans of its slices (keyed by the slice's place in the document; the spans are
+/// relative to the slice) and its Markdown blocks.
 #[derive(Default)]
-pub struct SentenceMemo(std::sync::Mutex<std::collections::HashMap<(usize, usize), SpanList>>);
+pub struct DocMemo {
+    sentences: std::sync::Mutex<std::collections::HashMap<(usize, usize), SpanList>>,
+    blocks: std::sync::OnceLock<std::sync::Arc<[markdown::Block]>>,
+}
 
 /// Sentence spans as (start, end) byte offsets.
 pub type SpanList = std::sync::Arc<[(u32, u32)]>;
 
-impl SentenceMemo {
+impl DocMemo {
     /// The spans of the slice `start..end`, from `split` the first time they are asked.
     pub fn get_or(
         &self,
@@ -88,7 +92,7 @@ impl SentenceMemo {
         end: usize,
         split: impl FnOnce() -> Vec<(usize, usize)>,
     ) -> SpanList {
-        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut kept = self.sentences.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(spans) = kept.get(&(start, end)) {
             return std::sync::Arc::clone(spans);
         }
@@ -98,6 +102,14 @@ impl SentenceMemo {
             .collect();
         kept.insert((start, end), std::sync::Arc::clone(&spans));
         spans
+    }
+
+    /// The document's Markdown blocks, from `parse` the first time they are asked.
+    pub(crate) fn blocks(
+        &self,
+        parse: impl FnOnce() -> Vec<markdown::Block>,
+    ) -> std::sync::Arc<[markdown::Block]> {
+        std::sync::Arc::clone(self.blocks.get_or_init(|| parse().into()))
     }
 }
 

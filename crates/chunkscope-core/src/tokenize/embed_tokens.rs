@@ -160,16 +160,7 @@ impl EmbedTokens {
 
     /// The first token in `from..` for which `pred` fails (`pred` holds for a prefix).
     pub fn partition_from(&self, from: usize, pred: impl Fn(usize) -> bool) -> usize {
-        let (mut lo, mut hi) = (from, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if pred(mid) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        partition_in(from, self.len(), pred)
     }
 
     /// As `partition_from`, probing `from`, then steps that double, before the binary search:
@@ -183,15 +174,7 @@ impl EmbedTokens {
             hi = (hi + step).min(n);
             step *= 2;
         }
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if pred(mid) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        partition_in(lo, hi, pred)
     }
 
     /// Heap bytes held.
@@ -201,6 +184,19 @@ impl EmbedTokens {
             + self.long.capacity() * 8
             + self.word_starts.capacity() * 8
     }
+}
+
+/// The first index in `lo..hi` for which `pred` fails (`pred` holds for a prefix), or `hi`.
+fn partition_in(mut lo: usize, mut hi: usize, pred: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 #[cfg(test)]

@@ -93,7 +93,13 @@ impl Recursive {
                 .collect();
         }
         let shift = if self.keep_at_end { sep.len() } else { 0 };
-        let mut cuts: Vec<usize> = text.match_indices(sep).map(|(i, _)| i + shift).collect();
+        // A one-character separator (a space, a newline) is searched as a char, which the
+        // standard library does with memchr rather than the general substring search.
+        let mut chars = sep.chars();
+        let mut cuts: Vec<usize> = match (chars.next(), chars.next()) {
+            (Some(c), None) => text.match_indices(c).map(|(i, _)| i + shift).collect(),
+            _ => text.match_indices(sep).map(|(i, _)| i + shift).collect(),
+        };
         cuts.insert(0, 0);
         cuts.push(text.len());
         cuts.windows(2)

@@ -96,25 +96,9 @@ fn hard_cases() -> Vec<(String, String)> {
     );
     add("empty.txt", String::new());
     add("one space.txt", " ".to_string());
-    let mut table =
-        String::from("# Plans\n\n| Plan | Price | Refund | Notes |\n| --- | ---: | --- | --- |\n");
-    for i in 0..120 {
-        table.push_str(&format!(
-            "| Plan {i} | {}.{:02} | pro rata after {} days | row {i} of the table, with words |\n",
-            i * 3,
-            i % 100,
-            i % 30
-        ));
+    for (name, text) in parity::markdown_cases() {
+        add(name, text);
     }
-    table.push_str("\nAfter the table, a closing paragraph. It has two sentences.\n");
-    add("table.md", table);
-    let mut fences = String::from("# Code\n\nSome intro text before the fence.\n\n");
-    for i in 0..25 {
-        fences.push_str(&format!(
-            "## Step {i}\n\nRun this:\n\n```rust\nfn step_{i}() {{\n    let xs: Vec<u32> = (0..{i}).collect();\n    println!(\"{{:?}}\", xs); // a comment that is fairly long to push the size\n}}\n```\n\n- item one\n- item two with `inline code`\n  - nested item\n\n> A quote, with **bold** and _emphasis_.\n\n"
-        ));
-    }
-    add("fences.md", fences);
     v.extend(generated());
     v
 }

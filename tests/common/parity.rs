@@ -333,6 +333,16 @@ pub fn recursive_hard_cases() -> Vec<(String, String)> {
     add("empty.txt", String::new());
     add("one space.txt", " ".to_string());
     add("whitespace only.txt", " \n\n\t \r\n ".repeat(50));
+    for (name, text) in markdown_cases() {
+        add(name, text);
+    }
+    v.extend(generated());
+    v
+}
+
+/// A long Markdown table and a file of fenced code blocks, headings, lists and quotes: the
+/// structure-aware splitters' hard cases, shared by the recursive parity tests.
+pub fn markdown_cases() -> [(&'static str, String); 2] {
     let mut table =
         String::from("# Plans\n\n| Plan | Price | Refund | Notes |\n| --- | ---: | --- | --- |\n");
     for i in 0..120 {
@@ -344,16 +354,13 @@ pub fn recursive_hard_cases() -> Vec<(String, String)> {
         ));
     }
     table.push_str("\nAfter the table, a closing paragraph. It has two sentences.\n");
-    add("table.md", table);
     let mut fences = String::from("# Code\n\nSome intro text before the fence.\n\n");
     for i in 0..25 {
         fences.push_str(&format!(
             "## Step {i}\n\nRun this:\n\n```rust\nfn step_{i}() {{\n    let xs: Vec<u32> = (0..{i}).collect();\n    println!(\"{{:?}}\", xs); // a comment that is fairly long to push the size\n}}\n```\n\n- item one\n- item two with `inline code`\n  - nested item\n\n> A quote, with **bold** and _emphasis_.\n\n"
         ));
     }
-    add("fences.md", fences);
-    v.extend(generated());
-    v
+    [("table.md", table), ("fences.md", fences)]
 }
 
 /// Texts drawn from a fixed pseudo-random sequence of words, delimiters, whitespace runs and other

@@ -40,7 +40,7 @@
 //! the size is a chunk of its own; a size the metadata leaves no room in counts as 1), and it
 //! returns one empty node for an empty document, where these return no chunks.
 
-use super::{punkt, Chunk, Chunker, DocView};
+use super::{punkt, span_list, Chunk, Chunker, DocView};
 use crate::text::{is_python_space, strip_range};
 use crate::tokenize::{cl100k, count, Unit};
 
@@ -100,10 +100,7 @@ impl Counter<'_> {
             (Some(memo), Some(at)) if fits => {
                 memo.get_or(at, at + slice.len(), || punkt::spans(slice))
             }
-            _ => punkt::spans(slice)
-                .into_iter()
-                .map(|(s, e)| (s as u32, e as u32))
-                .collect(),
+            _ => span_list(punkt::spans(slice)),
         }
     }
 
@@ -191,20 +188,21 @@ impl Locator {
             return self.chunk(doc, &doc[s..e]);
         }
         let at = find_slice(doc, s, e, self.from);
+        self.found(doc, at, e - s)
+    }
+
+    /// The chunk of `len` bytes found at `at`; the next search starts one character later.
+    fn found(&mut self, doc: &str, at: usize, len: usize) -> Chunk {
         self.from = at + doc[at..].chars().next().map_or(1, char::len_utf8);
         self.last = at;
-        Chunk::slice(at, at + (e - s))
+        Chunk::slice(at, at + len)
     }
 
     /// The chunk for text `t`: where it is found, or (not found: LlamaIndex leaves it without an
     /// offset) its own text placed at the last chunk found.
     fn chunk(&mut self, doc: &str, t: &str) -> Chunk {
         match find_from(doc, t, self.from) {
-            Some(at) => {
-                self.from = at + doc[at..].chars().next().map_or(1, char::len_utf8);
-                self.last = at;
-                Chunk::slice(at, at + t.len())
-            }
+            Some(at) => self.found(doc, at, t.len()),
             None => Chunk {
                 start: self.last,
                 end: self.last,

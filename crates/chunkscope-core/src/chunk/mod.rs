@@ -84,6 +84,14 @@ pub struct DocMemo {
 /// Sentence spans as (start, end) byte offsets.
 pub type SpanList = std::sync::Arc<[(u32, u32)]>;
 
+/// `spans` held as a `SpanList` (offsets within a document, so they fit in u32).
+pub(crate) fn span_list(spans: Vec<(usize, usize)>) -> SpanList {
+    spans
+        .into_iter()
+        .map(|(s, e)| (s as u32, e as u32))
+        .collect()
+}
+
 impl DocMemo {
     /// The spans of the slice `start..end`, from `split` the first time they are asked.
     pub fn get_or(
@@ -96,10 +104,7 @@ impl DocMemo {
         if let Some(spans) = kept.get(&(start, end)) {
             return std::sync::Arc::clone(spans);
         }
-        let spans: SpanList = split()
-            .into_iter()
-            .map(|(s, e)| (s as u32, e as u32))
-            .collect();
+        let spans = span_list(split());
         kept.insert((start, end), std::sync::Arc::clone(&spans));
         spans
     }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use chunkscope_core::chunk::{ChunkSettings, DocMemo, DocView, Strategy as Splitter};
+use chunkscope_core::chunk::{ChunkSettings, Chunker, DocMemo, DocView, Strategy as Splitter};
 use chunkscope_core::tokenize::{DocTokens, Unit};
 use proptest::prelude::*;
 
@@ -151,6 +151,75 @@ proptest! {
             chunkscope_core::tokenize::cl100k_count(&text[s..e])
         );
         prop_assert_eq!(derived, own, "slice {:?}", &text[s..e]);
+    }
+}
+
+/// The crate as it is: trimming each candidate inside, sized by counting the candidate alone.
+fn text_splitter_as_is(
+    text: &str,
+    unit: Unit,
+    size: usize,
+    overlap: usize,
+    markdown: bool,
+) -> Vec<(usize, usize)> {
+    use text_splitter::{ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
+    struct Alone(Unit);
+    impl ChunkSizer for Alone {
+        fn size(&self, chunk: &str) -> usize {
+            chunkscope_core::tokenize::count(self.0, chunk, &common::tokenizer())
+        }
+    }
+    let config = ChunkConfig::new(size)
+        .with_sizer(Alone(unit))
+        .with_overlap(overlap)
+        .unwrap();
+    let ends = |(at, s): (usize, &str)| (at, at + s.len());
+    if markdown {
+        MarkdownSplitter::new(config)
+            .chunk_indices(text)
+            .map(ends)
+            .collect()
+    } else {
+        TextSplitter::new(config)
+            .chunk_indices(text)
+            .map(ends)
+            .collect()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// The text-splitter preset trims outside the crate (faster) and counts slices from the
+    /// document's tokens: its chunks equal the crate's own, trimming inside, in every unit.
+    #[test]
+    fn text_splitter_trims_as_the_crate_does(
+        text in prop_oneof![
+            text_strategy(),
+            "([ \t]{0,3}[a-z]{1,8}[ \t]{0,2}(\r?\n){0,3}){0,80}",
+            "(\n{0,2}    [a-z =();]{1,30}\n|- [a-z ]{1,20}\n|[a-z .]{1,60}\r\n){0,30}",
+        ],
+        unit in 0usize..3,
+        size in 1usize..80,
+        overlap in 0usize..40,
+        markdown in any::<bool>(),
+    ) {
+        let unit = Unit::ALL[unit];
+        let overlap = overlap % size;
+        let tok = common::tokenizer();
+        let tokens = DocTokens::new(&text, &tok).unwrap();
+        let view = DocView { text: &text, tokens: &tokens, tok: &tok, memo: None };
+        let ours: Vec<(usize, usize)> = chunkscope_core::chunk::TextSplitterChunker {
+            unit,
+            size,
+            overlap,
+            markdown,
+        }
+        .chunk(&view)
+        .iter()
+        .map(|c| (c.start, c.end))
+        .collect();
+        prop_assert_eq!(ours, text_splitter_as_is(&text, unit, size, overlap, markdown));
     }
 }
 

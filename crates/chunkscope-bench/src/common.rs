@@ -146,3 +146,64 @@ fn proc_status_kb(field: &str) -> Option<u64> {
 pub fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
+
+/// The system allocator, counting the bytes live on the heap and their peak, so that the
+/// benchmarks can tell what the program holds from what the allocator keeps (RSS).
+pub struct Counting;
+
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PEAK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn counted(grow: usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let now = LIVE.fetch_add(grow, Relaxed) + grow;
+    if now > PEAK.load(Relaxed) {
+        PEAK.fetch_max(now, Relaxed);
+    }
+}
+
+// SAFETY: every call is passed to the system allocator unchanged; only counters are updated.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let p = std::alloc::System.alloc(layout);
+        if !p.is_null() {
+            counted(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let p = std::alloc::System.alloc_zeroed(layout);
+        if !p.is_null() {
+            counted(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        std::alloc::System.dealloc(ptr, layout);
+        LIVE.fetch_sub(layout.size(), std::sync::atomic::Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        let p = std::alloc::System.realloc(ptr, layout, new);
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), std::sync::atomic::Ordering::Relaxed);
+            counted(new);
+        }
+        p
+    }
+}
+
+/// Heap bytes live now, in MB.
+pub fn heap_mb() -> u64 {
+    (LIVE.load(std::sync::atomic::Ordering::Relaxed) >> 20) as u64
+}
+
+/// The peak of live heap bytes since the last `reset_peak_heap`, in MB.
+pub fn peak_heap_mb() -> u64 {
+    (PEAK.load(std::sync::atomic::Ordering::Relaxed) >> 20) as u64
+}
+
+/// Start the heap's peak again from what is live now.
+pub fn reset_peak_heap() {
+    use std::sync::atomic::Ordering::Relaxed;
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
+}

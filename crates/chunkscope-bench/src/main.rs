@@ -24,6 +24,9 @@ use clap::{Args, Parser, Subcommand};
 use chunkscope_core::chunk::Preset;
 use chunkscope_core::model::{self, ModelInfo, DEFAULT_MODEL};
 
+#[global_allocator]
+static HEAP: common::Counting = common::Counting;
+
 #[derive(Parser)]
 #[command(name = "chunkscope-bench")]
 struct Cli {

@@ -26,7 +26,10 @@ use chunkscope_core::tokenize::EmbedTokenizer;
 use chunkscope_core::window::WindowSpec;
 
 use crate::ann::{AnnArgs, AnnRow};
-use crate::common::{peak_rss_mb, percentile, reset_peak_rss, rss_mb, TempDir};
+use crate::common::{
+    heap_mb, peak_heap_mb, peak_rss_mb, percentile, reset_peak_heap, reset_peak_rss, rss_mb,
+    TempDir,
+};
 use crate::embed::{BenchArgs, EmbedRow};
 
 mod summary;
@@ -64,6 +67,12 @@ pub struct KnobRow {
     pub focus_max_ms: f64,
     pub whole_p50_ms: f64,
     pub whole_p95_ms: f64,
+    /// The peak resident set while this preset's knob was turned, and the resident set after.
+    pub peak_mb: Option<u64>,
+    pub rss_after_mb: Option<u64>,
+    /// The same two counted on the heap (what the program holds, not what the allocator keeps).
+    pub heap_peak_mb: u64,
+    pub heap_after_mb: u64,
 }
 
 /// Every figure of one run.
@@ -224,6 +233,9 @@ fn knobs(
         let v: Option<&dyn SentenceVectors> =
             (s.strategy == Strategy::MaxMin).then_some(&vectors as &dyn SentenceVectors);
         let own = s.size;
+        // Each row's peak is its own; the run's peak is the largest of them (see chunking).
+        reset_peak_rss();
+        reset_peak_heap();
         let (c, stats, switch_ms) = chunk_whole(engine, &s, v, Some(&prev), window)?;
         prev = c;
         let mut focus_ms = Vec::new();
@@ -242,6 +254,9 @@ fn knobs(
             whole_ms.push(ms);
         }
         s.size = own;
+        let peak_mb = peak_rss_mb();
+        let rss_after_mb = rss_mb();
+        let (heap_peak_mb, heap_after_mb) = (peak_heap_mb(), heap_mb());
         let row = KnobRow {
             preset: preset.name(),
             label: s.label(),
@@ -252,10 +267,14 @@ fn knobs(
             focus_max_ms: percentile(&mut focus_ms, 1.0),
             whole_p50_ms: percentile(&mut whole_ms, 0.5),
             whole_p95_ms: percentile(&mut whole_ms, 0.95),
+            peak_mb,
+            rss_after_mb,
+            heap_peak_mb,
+            heap_after_mb,
         };
         writeln!(
             out,
-            "{:<18} {:>9} {:>10.0} | {:>8.2} {:>8.2} {:>8.2} | {:>9.0} {:>9.0}   {}",
+            "{:<18} {:>9} {:>10.0} | {:>8.2} {:>8.2} {:>8.2} | {:>9.0} {:>9.0} | {:>7} {:>7} | {:>7} {:>7}   {}",
             row.preset,
             row.chunks,
             row.switch_ms,
@@ -264,6 +283,10 @@ fn knobs(
             row.focus_max_ms,
             row.whole_p50_ms,
             row.whole_p95_ms,
+            row.peak_mb.map_or("?".into(), |m| m.to_string()),
+            row.rss_after_mb.map_or("?".into(), |m| m.to_string()),
+            row.heap_peak_mb,
+            row.heap_after_mb,
             row.label
         )?;
         out.flush()?;
@@ -313,6 +336,12 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
     let (first, stats, ms) = chunk_whole(&engine, &settings, None, None, window)?;
     f.first_chunking_s = ms / 1000.0;
     f.rss_chunked_mb = rss_mb();
+    writeln!(
+        out,
+        "heap after the first chunking: {} MB (peak {} MB)",
+        heap_mb(),
+        peak_heap_mb()
+    )?;
     f.peak_to_first_chunking_mb = peak_rss_mb();
     writeln!(
         out,
@@ -344,7 +373,7 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
     )?;
     writeln!(
         out,
-        "{:<18} {:>9} {:>10} | {:>8} {:>8} {:>8} | {:>9} {:>9}   settings",
+        "{:<18} {:>9} {:>10} | {:>8} {:>8} {:>8} | {:>9} {:>9} | {:>7} {:>7} | {:>7} {:>7}   settings",
         "preset",
         "chunks",
         "switch ms",
@@ -352,10 +381,19 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
         "file p95",
         "file max",
         "whole p50",
-        "whole p95"
+        "whole p95",
+        "peak MB",
+        "rss MB",
+        "heap pk",
+        "heap"
     )?;
     f.knobs = knobs(&engine, &focus, window, args, first, out)?;
-    f.peak_knobs_mb = peak_rss_mb();
+    f.peak_knobs_mb = f
+        .knobs
+        .iter()
+        .filter_map(|k| k.peak_mb)
+        .chain(f.peak_to_first_chunking_mb)
+        .max();
     Ok(f)
 }
 

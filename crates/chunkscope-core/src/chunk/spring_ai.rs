@@ -64,7 +64,12 @@ impl SpringAi {
     /// The splitter over a document's cl100k tokens.
     fn split(&self, text: &str, tokens: &Cl100kTokens, how: Advance) -> Vec<Chunk> {
         let bpe = cl100k();
-        let ids = tokens.ids();
+        // The reference decodes the window's ids, encoded afresh.
+        let ids = match how {
+            Advance::Full => bpe.encode_ordinary(text),
+            Advance::Fast => Vec::new(),
+        };
+        let n = tokens.len();
         let byte_at = |i: usize| tokens.start(i).unwrap_or(text.len());
         // The tokens of a document spell it, so a window's bytes are a slice of the text.
         let window_of = |from: usize, to: usize| match how {
@@ -78,15 +83,15 @@ impl SpringAi {
         let mut out = Vec::new();
         let mut cur = 0usize;
         let mut made = 0usize;
-        while cur < ids.len() && made < p.max_num_chunks {
-            let end = (cur + self.size).min(ids.len());
+        while cur < n && made < p.max_num_chunks {
+            let end = (cur + self.size).min(n);
             let window = window_of(cur, end);
             if window.trim_matches(is_java_trim).is_empty() {
                 cur = end;
                 continue;
             }
             let mut cut = window.len();
-            if ids.len() - cur > self.size {
+            if n - cur > self.size {
                 if let Some(at) = window.rfind(|c| p.punctuation.contains(&c)) {
                     if utf16_len(&window[..at]) > p.min_chunk_size_chars {
                         cut = at + window[at..].chars().next().map_or(1, char::len_utf8);
@@ -105,10 +110,10 @@ impl SpringAi {
             cur += advance.max(1);
             made += 1;
         }
-        if cur < ids.len() {
+        if cur < n {
             // What is left after max_num_chunks becomes one last chunk, newlines turned into spaces
             // whatever keep_separator says (as the Java does).
-            let rest = window_of(cur, ids.len());
+            let rest = window_of(cur, n);
             if let Some(c) = self.finish(text, byte_at(cur), &rest, true) {
                 out.push(c);
             }
@@ -376,7 +381,7 @@ mod tests {
             picks in prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>()), 1..12),
         ) {
             let toks = tokens(&text);
-            let ids = toks.ids();
+            let ids = cl100k().encode_ordinary(&text);
             prop_assume!(!ids.is_empty());
             for (w, c) in picks {
                 let cur = w.index(ids.len());
@@ -411,7 +416,7 @@ mod tests {
         let mut total = 0usize;
         for text in texts {
             let toks = tokens(text);
-            let ids = toks.ids();
+            let ids = bpe.encode_ordinary(text);
             for size in [1, 2, 3, 5, 8, 13, 40] {
                 for cur in 0..ids.len() {
                     let end = (cur + size).min(ids.len());
@@ -443,8 +448,8 @@ mod tests {
                     Numbers 12345 and \u{4E2D}\u{6587}\u{3002} and \u{1F600}\u{1F600}\u{1F600}.\r\n"
             .repeat(20);
         let toks = tokens(&text);
-        let ids = toks.ids();
         let bpe = cl100k();
+        let ids = bpe.encode_ordinary(&text);
         for size in [1, 4, 7, 16, 33, 64] {
             let s = SpringAi {
                 size,

@@ -1,7 +1,8 @@
-//! A document's cl100k tokens, held compactly: the ids, and the byte where every 32nd token
-//! starts. Any other token's start is its block's start plus the byte lengths of the tokens
-//! before it in the block, read from a table of every token's length. This costs about 4.1 bytes
-//! a token instead of 8 (an id and a start each).
+//! A document's cl100k tokens, held compactly: each token's length in bytes, and the byte where
+//! every 32nd token starts. Any other token's start is its block's start plus the lengths of the
+//! tokens before it in the block. The ids themselves are never needed again (the tokens of a
+//! document spell it, so a run of tokens is a slice of the text), which makes about 1.1 bytes a
+//! token instead of 8 (an id and a start each).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -20,7 +21,8 @@ pub struct Cl100kTokens {
     /// The last token found by `token_at`: chunkers ask for starts in order, so the next walk
     /// usually begins there instead of at its block's start.
     last: LastFound,
-    ids: Vec<u32>,
+    /// Each token's length in bytes (cl100k's longest token has 128; a test says so).
+    lens: Vec<u8>,
     /// Byte where token `k * BLOCK` starts.
     block_starts: Vec<u32>,
 }
@@ -74,9 +76,8 @@ impl PartialEq for LastFound {
 
 impl Eq for LastFound {}
 
-/// Byte length of token `id`, from the table (looked up once per walk, not at every token).
-#[inline]
-fn len_in(lens: &[u8], id: u32) -> u32 {
+/// Byte length of token `id`, from the table.
+fn len_of(lens: &[u8], id: u32) -> u32 {
     match lens.get(id as usize) {
         Some(&n) if n < u8::MAX => u32::from(n),
         // Not in the table (a special token), or too long for it.
@@ -87,63 +88,62 @@ fn len_in(lens: &[u8], id: u32) -> u32 {
 impl Cl100kTokens {
     /// `text` encoded with cl100k_base, special-token strings read as plain text.
     pub fn new(text: &str) -> Cl100kTokens {
-        let mut ids = cl100k().encode_ordinary(text);
-        // Held for the whole session, one per document: no growth slack.
-        ids.shrink_to_fit();
-        let mut block_starts = Vec::with_capacity(ids.len().div_ceil(BLOCK));
-        let (mut at, lens) = (0u32, token_lens());
+        let ids = cl100k().encode_ordinary(text);
+        let table = token_lens();
+        let mut t = Cl100kTokens {
+            last: LastFound::default(),
+            lens: Vec::with_capacity(ids.len()),
+            block_starts: Vec::with_capacity(ids.len().div_ceil(BLOCK)),
+        };
+        let mut at = 0u32;
         for (i, &id) in ids.iter().enumerate() {
             if i % BLOCK == 0 {
-                block_starts.push(at);
+                t.block_starts.push(at);
             }
-            at += len_in(lens, id);
+            let len = len_of(table, id);
+            t.lens.push(len as u8);
+            at += len;
         }
-        Cl100kTokens {
-            last: LastFound::default(),
-            ids,
-            block_starts,
-        }
-    }
-
-    pub fn ids(&self) -> &[u32] {
-        &self.ids
+        t
     }
 
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.lens.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.lens.is_empty()
+    }
+
+    /// Byte length of token `i`.
+    #[inline]
+    fn len_at(&self, i: usize) -> u32 {
+        u32::from(self.lens[i])
     }
 
     /// The byte where token `i` starts, if there is a token `i`.
     pub fn start(&self, i: usize) -> Option<usize> {
-        if i >= self.ids.len() {
+        if i >= self.len() {
             return None;
         }
         let k = i / BLOCK;
-        let lens = token_lens();
-        let before: u32 = self.ids[k * BLOCK..i]
-            .iter()
-            .map(|&id| len_in(lens, id))
-            .sum();
+        let before: u32 = (k * BLOCK..i).map(|j| self.len_at(j)).sum();
         Some((self.block_starts[k] + before) as usize)
     }
 
     /// Every token's start byte, in order.
     pub fn starts(&self) -> impl Iterator<Item = usize> + '_ {
-        let lens = token_lens();
-        self.ids.iter().scan(0usize, move |at, &id| {
+        (0..self.len()).scan(0usize, move |at, i| {
             let s = *at;
-            *at += len_in(lens, id) as usize;
+            *at += self.len_at(i) as usize;
             Some(s)
         })
     }
 
     /// The token among `from..to` that starts at byte `g`, if one does.
     pub fn token_at(&self, g: usize, from: usize, to: usize) -> Option<usize> {
-        let to = to.min(self.ids.len());
+        let n = self.len();
+        let to = to.min(n);
         if from >= to {
             return None;
         }
@@ -151,7 +151,7 @@ impl Cl100kTokens {
         // Walk on from the last token found when it lies a little before `g`; otherwise from the
         // last block starting at or before `g`, or from the last token found if that is nearer.
         let (last_at, last) = self.last.get();
-        let after_last = last_at <= g && last < self.ids.len();
+        let after_last = last_at <= g && last < n;
         let (mut i, mut at) = if after_last && g - last_at <= NEAR {
             (last, last_at)
         } else {
@@ -164,12 +164,11 @@ impl Cl100kTokens {
                 false => (k * BLOCK, self.block_starts[k]),
             }
         };
-        let lens = token_lens();
-        while at < g && i < self.ids.len() {
-            at += len_in(lens, self.ids[i]);
+        while at < g && i < n {
+            at += self.len_at(i);
             i += 1;
         }
-        if at == g && i < self.ids.len() {
+        if at == g && i < n {
             self.last.set(g, i);
         }
         // Tokens of no bytes do not occur; the first token starting at `g` is the one.
@@ -178,13 +177,24 @@ impl Cl100kTokens {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        (self.ids.capacity() + self.block_starts.capacity()) * 4
+        self.lens.capacity() + self.block_starts.capacity() * 4
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every ordinary token's length fits the byte that holds it.
+    #[test]
+    fn every_token_length_fits_a_byte() {
+        let bpe = cl100k();
+        let longest = (0..100_256u32)
+            .filter_map(|id| bpe.decode_bytes(&[id]).ok().map(|b| b.len()))
+            .max();
+        assert_eq!(longest, Some(128));
+        assert!(token_lens().iter().all(|&n| n < u8::MAX));
+    }
 
     #[test]
     fn starts_match_the_decoded_tokens() {
@@ -193,7 +203,7 @@ mod tests {
         let bpe = cl100k();
         let mut at = 0;
         let mut want = Vec::new();
-        for &id in t.ids() {
+        for &id in &bpe.encode_ordinary(&text) {
             want.push(at);
             at += bpe.decode_bytes(&[id]).unwrap().len();
         }

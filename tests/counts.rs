@@ -150,3 +150,40 @@ fn a_shared_memo_changes_no_chunk() {
         }
     }
 }
+
+/// A document past 64 KiB (its token starts held in several runs): slices across the runs'
+/// seams count and list the same tokens as the slice encoded alone, in both units.
+#[test]
+fn counts_past_64_kib_equal_the_slices_own() {
+    let tok = tokenizer();
+    let text: String = varied_texts()
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join("\n\n")
+        .repeat(4);
+    let text = text.repeat((200_000 / text.len().max(1)).max(1) + 1);
+    assert!(text.len() > 3 * 65_536, "{} bytes", text.len());
+    let tokens = DocTokens::new(&text, &tok).unwrap();
+    let mut checked = 0;
+    for seam in [65_536usize, 131_072, 196_608] {
+        for (back, ahead) in [(10, 10), (700, 3), (3, 2_000), (5_000, 5_000)] {
+            let s = chunkscope_core::text::floor_char(&text, seam - back);
+            let e = chunkscope_core::text::ceil_char(&text, seam + ahead);
+            let own: Vec<(usize, usize)> = tok
+                .spans(&text[s..e])
+                .unwrap()
+                .into_iter()
+                .map(|t| (s + t.start as usize, s + t.end as usize))
+                .collect();
+            assert_eq!(tokens.embed_spans_in(&text, s, e, &tok), own, "{s}..{e}");
+            assert_eq!(tokens.embed_count_in(&text, s, e, &tok), own.len());
+            assert_eq!(
+                tokens.cl100k_count_in(&text, s, e),
+                chunkscope_core::tokenize::cl100k_count(&text[s..e])
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 12);
+}

@@ -440,11 +440,18 @@ fn turn_knob(m: &mut Model, a: Action) -> Vec<Cmd> {
             })
         }),
         Action::Preset => m.turn(|s| {
-            let now = Preset::ALL.iter().position(|p| {
-                let mut probe = s.clone();
-                p.apply(&mut probe);
-                probe == *s
-            });
+            // The preset these settings are, or were tuned from (a size or overlap turned since):
+            // the cycle goes on from there instead of starting over.
+            let like = |same: &dyn Fn(&chunkscope_core::chunk::ChunkSettings) -> bool| {
+                Preset::ALL.iter().position(|p| {
+                    let mut probe = s.clone();
+                    p.apply(&mut probe);
+                    same(&probe)
+                })
+            };
+            let now = like(&|p| p == s)
+                .or_else(|| like(&|p| (p.strategy, p.unit) == (s.strategy, s.unit)))
+                .or_else(|| like(&|p| p.strategy == s.strategy));
             let next = Preset::ALL[now.map_or(0, |i| (i + 1) % Preset::ALL.len())];
             next.apply(s);
             Some(format!("preset {}", next.name()))

@@ -80,13 +80,25 @@ fn preset_cycles() {
     assert_eq!(m.settings.maxmin.fixed_threshold, 0.65);
     update(&mut m, key('('));
     assert_eq!(m.settings.maxmin.c, 0.85);
+    // Tuned since, the settings are no preset: the cycle goes on from the one they came from.
     update(&mut m, key('p'));
-    assert_eq!(m.settings.strategy, Strategy::SpringAi);
+    assert_eq!(m.settings.strategy, Strategy::TextSplitter);
     // Outside maxmin the threshold keys say where they belong and change nothing.
     let before = m.settings.clone();
     update(&mut m, key('}'));
     assert_eq!(m.settings, before);
     assert!(m.error.as_deref().unwrap().contains("maxmin"));
+    // A size turned on the first preset: the next is the second, not the first again.
+    let mut m = model();
+    update(&mut m, key('p'));
+    update(&mut m, key('+'));
+    assert_eq!(m.settings.unit, Unit::Chars);
+    assert_ne!(m.settings.size, 1500);
+    update(&mut m, key('p'));
+    assert_eq!(
+        (m.settings.size, m.settings.overlap, m.settings.unit),
+        (240, 32, Unit::Embed)
+    );
 }
 
 #[test]

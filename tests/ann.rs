@@ -150,3 +150,40 @@ fn search_index_goes_approximate_past_the_threshold_and_back_when_vectors_change
         "skipped when flat: {json}"
     );
 }
+
+/// A knob turn replaces most chunks: the updated index (then rebuilt, so that earlier
+/// chunkings' deleted documents do not stay in memory) holds and ranks exactly what a fresh
+/// build of the new chunking does; a small change still goes through deletes and adds.
+#[test]
+fn an_update_after_a_knob_turn_equals_a_fresh_build() {
+    let corpus = Corpus::load(&common::repo().join("examples"), &CorpusRules::default()).unwrap();
+    let engine = Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap();
+    let chunk = |size: usize| {
+        let s = ChunkSettings {
+            size,
+            overlap: 0,
+            ..ChunkSettings::default()
+        };
+        engine.chunk_all(&s, &AtomicBool::new(false)).unwrap()
+    };
+    let (a, b) = (chunk(400), chunk(500));
+    let mut index = SearchIndex::build(&engine, &a, None, 4).unwrap();
+    for next in [&b, &a, &b] {
+        let changes = index.update(&engine, next).unwrap();
+        assert!(changes.removed * 2 > changes.kept, "{changes:?}");
+        let fresh = SearchIndex::build(&engine, next, None, 4).unwrap();
+        assert_eq!(index.contents().unwrap(), fresh.contents().unwrap());
+        // No earlier chunking's documents left behind.
+        assert_eq!(index.bm25_held(), index.len() as u64);
+        for q in ["chunk size overlap", "embedding window tail", "Spring AI"] {
+            assert_eq!(
+                index.bm25_scored(q).unwrap(),
+                fresh.bm25_scored(q).unwrap(),
+                "{q}"
+            );
+        }
+    }
+    // The same chunking again: nothing removed, nothing rebuilt.
+    let changes = index.update(&engine, &b).unwrap();
+    assert_eq!((changes.removed, changes.added), (0, 0));
+}

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::embed::{EmbedCache, Embedder};
 use super::engine::{Chunking, Engine};
 use super::index::ann::AnnBuild;
-use super::index::bm25::{Bm25Error, Bm25Hit};
+use super::index::bm25::{Bm25Doc, Bm25Error, Bm25Hit};
 use super::index::{AnnIndex, AnnInfo, AnnParams, Bm25, VectorIndex};
 use super::measure::MeasuredChunk;
 
@@ -207,12 +207,24 @@ impl SearchIndex {
         let added: Vec<usize> = (0..keys.len())
             .filter(|&i| !self.ids.contains_key(&keys[i]))
             .collect();
-        self.bm25.update(
-            &removed,
-            added
-                .iter()
-                .map(|&i| bm25_doc(engine, chunking, refs[i], keys[i])),
-        )?;
+        if removed.len() * 2 > self.keys.len() {
+            // Most chunks changed (a knob turned): a fresh index. Deleted documents stay in
+            // tantivy's segments until a merge, so deleting them one by one kept every earlier
+            // chunking's postings alive; the old index goes before the new one is built.
+            self.bm25 = Bm25::build(std::iter::empty::<Bm25Doc>())?;
+            self.bm25 = Bm25::build(
+                refs.iter()
+                    .zip(&keys)
+                    .map(|(&r, &k)| bm25_doc(engine, chunking, r, k)),
+            )?;
+        } else {
+            self.bm25.update(
+                &removed,
+                added
+                    .iter()
+                    .map(|&i| bm25_doc(engine, chunking, refs[i], keys[i])),
+            )?;
+        }
         self.vectors.remove(&removed.iter().copied().collect());
         self.drop_stale_ann();
         let changes = IndexChanges {
@@ -282,6 +294,11 @@ impl SearchIndex {
         let mut vs = self.vectors.ids().to_vec();
         vs.sort_unstable();
         Ok((bm, vs))
+    }
+
+    /// BM25 documents held in memory, deleted ones not yet merged away included.
+    pub fn bm25_held(&self) -> u64 {
+        self.bm25.held()
     }
 
     /// Every chunk id ranked by BM25 for `query` (chunks without a matching term are left out).

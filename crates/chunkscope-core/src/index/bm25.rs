@@ -129,6 +129,16 @@ impl Bm25 {
         self.reader.searcher().num_docs()
     }
 
+    /// Documents the segments still hold, deleted ones included (they go at a merge).
+    pub fn held(&self) -> u64 {
+        let searcher = self.reader.searcher();
+        searcher
+            .segment_readers()
+            .iter()
+            .map(|r| u64::from(r.max_doc()))
+            .sum()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

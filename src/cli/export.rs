@@ -124,7 +124,7 @@ fn write_chunks_jsonl(
                 "unit_len": c.unit_len,
                 "chars": c.chars,
                 "cl100k_tokens": c.cl100k_tokens(&doc.text),
-                "heading": c.chunk.heading,
+                "heading": c.chunk.heading.as_deref(),
                 "embedded_prefix": c.prefix.as_deref(),
                 "prefix_tokens": c.prefix_tokens,
                 "metadata": metadata,

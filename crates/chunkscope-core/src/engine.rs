@@ -368,7 +368,7 @@ impl Engine {
                     parents.push(Parent {
                         start: secs[a].start.min(c.start),
                         end: secs[b].end.max(c.end),
-                        heading: secs[a].heading.clone(),
+                        heading: secs[a].heading.as_deref().map(str::to_owned),
                         sections: (a, b),
                     });
                     parents.len() - 1

@@ -488,7 +488,7 @@ struct MdSection {
     /// The `header_path` metadata: "/" or "/A/B/" (the enclosing headings).
     header_path: String,
     /// The heading path including the section's own heading, "A > B > C".
-    heading: Option<String>,
+    heading: Option<std::sync::Arc<str>>,
 }
 
 /// `^(#+)\s(.*)`: the level and the title of a heading line.
@@ -526,6 +526,7 @@ fn md_sections(text: &str) -> Vec<MdSection> {
                 .map(|h| h.1.trim_matches(is_python_space))
                 .collect::<Vec<_>>()
                 .join(" > ")
+                .into()
         });
         out.push(MdSection {
             text: body.to_string(),

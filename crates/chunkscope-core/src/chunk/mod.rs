@@ -44,8 +44,8 @@ pub struct Chunk {
     /// The splitter's text when it differs from `doc[start..end]`.
     pub text: Option<String>,
     /// The heading path governing the chunk ("Runbook > Rotate keys > Staging"), for splitters
-    /// that know the document's structure.
-    pub heading: Option<String>,
+    /// that know the document's structure; one string shared by the chunks of a section.
+    pub heading: Option<std::sync::Arc<str>>,
 }
 
 impl Chunk {

@@ -147,7 +147,7 @@ pub fn rerank(
                 id: None,
                 file_pos: fp,
                 chunk: c,
-                heading: chunk.chunk.heading.clone(),
+                heading: chunk.chunk.heading.as_deref().map(str::to_owned),
                 match_byte: first,
                 token_offset: None,
                 // The query's first term lies past the pair window's cut: the reranker never

@@ -66,7 +66,7 @@ impl HitMaker<'_> {
             id: None,
             file_pos: fp,
             chunk: c,
-            heading: chunk.chunk.heading.clone(),
+            heading: chunk.chunk.heading.as_deref().map(str::to_owned),
             match_byte,
             token_offset: token.map(|t| chunk.input_position(t, specials)),
             in_tail: token.is_some_and(|t| t >= readable),

@@ -460,6 +460,16 @@ fn turn_knob(m: &mut Model, a: Action) -> Vec<Cmd> {
             s.unit = s.unit.next();
             None
         }),
+        // semchunk's automatic size (0) is the tokenizer's own; a step from 0 would make it 1.
+        Action::SizeUp | Action::SizeDown
+            if m.settings.strategy == Strategy::Semchunk && m.settings.size == 0 =>
+        {
+            m.error = Some(
+                "semchunk's size is auto (model_max_length - specials): S types a size to turn from"
+                    .into(),
+            );
+            Vec::new()
+        }
         Action::SizeUp | Action::SizeDown => step_knob(
             m,
             a == Action::SizeUp,

@@ -101,6 +101,21 @@ fn preset_cycles() {
     );
 }
 
+/// semchunk's automatic size is not stepped to 1: the keys say to type a size, and do nothing.
+#[test]
+fn size_keys_leave_semchunk_auto_alone() {
+    let mut m = model();
+    while m.settings.strategy != Strategy::Semchunk {
+        update(&mut m, key('p'));
+    }
+    assert_eq!(m.settings.size, 0);
+    let before = m.settings.clone();
+    update(&mut m, key('+'));
+    update(&mut m, key('-'));
+    assert_eq!(m.settings, before);
+    assert!(m.error.as_deref().unwrap().contains("auto"));
+}
+
 #[test]
 fn metadata_and_parents_keys() {
     let mut m = model();

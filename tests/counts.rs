@@ -170,12 +170,7 @@ fn counts_past_64_kib_equal_the_slices_own() {
         for (back, ahead) in [(10, 10), (700, 3), (3, 2_000), (5_000, 5_000)] {
             let s = chunkscope_core::text::floor_char(&text, seam - back);
             let e = chunkscope_core::text::ceil_char(&text, seam + ahead);
-            let own: Vec<(usize, usize)> = tok
-                .spans(&text[s..e])
-                .unwrap()
-                .into_iter()
-                .map(|t| (s + t.start as usize, s + t.end as usize))
-                .collect();
+            let own = common::own_spans(&tok, &text, s, e);
             assert_eq!(tokens.embed_spans_in(&text, s, e, &tok), own, "{s}..{e}");
             assert_eq!(tokens.embed_count_in(&text, s, e, &tok), own.len());
             assert_eq!(

@@ -138,12 +138,7 @@ proptest! {
         let s = chunkscope_core::text::floor_char(&text, s);
         let e = chunkscope_core::text::ceil_char(&text, e);
         let derived = tokens.embed_spans_in(&text, s, e, &tok);
-        let own: Vec<(usize, usize)> = tok
-            .spans(&text[s..e])
-            .unwrap()
-            .into_iter()
-            .map(|t| (s + t.start as usize, s + t.end as usize))
-            .collect();
+        let own = common::own_spans(&tok, &text, s, e);
         // The counts skip over whole words (embed) and pieces (cl100k) without listing them.
         prop_assert_eq!(tokens.embed_count_in(&text, s, e, &tok), own.len());
         prop_assert_eq!(

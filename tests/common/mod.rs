@@ -405,3 +405,12 @@ pub fn one_chunk_each(
 pub fn index_of(path: &str) -> usize {
     path[1..].trim_end_matches(".txt").parse().unwrap()
 }
+
+/// The embed tokens of `text[s..e]` tokenized alone, as absolute byte spans.
+pub fn own_spans(tok: &EmbedTokenizer, text: &str, s: usize, e: usize) -> Vec<(usize, usize)> {
+    tok.spans(&text[s..e])
+        .unwrap()
+        .into_iter()
+        .map(|t| (s + t.start as usize, s + t.end as usize))
+        .collect()
+}

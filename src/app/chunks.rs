@@ -1,6 +1,6 @@
 //! The files and chunks pane, and the global actions every pane shares (knobs, panes, theme).
 
-use chunkscope_core::chunk::{Preset, Strategy};
+use chunkscope_core::chunk::{ChunkSettings, Preset, Strategy};
 use chunkscope_core::window::ModelWindows;
 use ratatui::crossterm::event::{MouseEvent, MouseEventKind};
 
@@ -442,7 +442,7 @@ fn turn_knob(m: &mut Model, a: Action) -> Vec<Cmd> {
         Action::Preset => m.turn(|s| {
             // The preset these settings are, or were tuned from (a size or overlap turned since):
             // the cycle goes on from there instead of starting over.
-            let like = |same: &dyn Fn(&chunkscope_core::chunk::ChunkSettings) -> bool| {
+            let like = |same: &dyn Fn(&ChunkSettings) -> bool| {
                 Preset::ALL.iter().position(|p| {
                     let mut probe = s.clone();
                     p.apply(&mut probe);

@@ -149,6 +149,20 @@ pub struct IndexChanges {
     pub kept: usize,
 }
 
+/// A BM25 index of every chunk of `chunking` (`refs` and `keys` in chunking order).
+fn bm25_of(
+    engine: &Engine,
+    chunking: &Chunking,
+    refs: &[(usize, usize)],
+    keys: &[u64],
+) -> Result<Bm25> {
+    Bm25::build(
+        refs.iter()
+            .zip(keys)
+            .map(|(&r, &k)| bm25_doc(engine, chunking, r, k)),
+    )
+}
+
 impl SearchIndex {
     /// Build both indexes; `vectors` holds one embedding per chunk in chunking order (the vector
     /// side stays empty when it is `None`, to be filled by `add_vectors`).
@@ -159,11 +173,7 @@ impl SearchIndex {
         dim: usize,
     ) -> Result<SearchIndex> {
         let (refs, keys) = refs_and_keys(engine, chunking);
-        let bm25 = Bm25::build(
-            refs.iter()
-                .zip(&keys)
-                .map(|(&r, &k)| bm25_doc(engine, chunking, r, k)),
-        )?;
+        let bm25 = bm25_of(engine, chunking, &refs, &keys)?;
         let ids = keys
             .iter()
             .enumerate()
@@ -212,11 +222,7 @@ impl SearchIndex {
             // tantivy's segments until a merge, so deleting them one by one kept every earlier
             // chunking's postings alive; the old index goes before the new one is built.
             self.bm25 = Bm25::build(std::iter::empty::<Bm25Doc>())?;
-            self.bm25 = Bm25::build(
-                refs.iter()
-                    .zip(&keys)
-                    .map(|(&r, &k)| bm25_doc(engine, chunking, r, k)),
-            )?;
+            self.bm25 = bm25_of(engine, chunking, &refs, &keys)?;
         } else {
             self.bm25.update(
                 &removed,

@@ -182,3 +182,42 @@ fn counts_past_64_kib_equal_the_slices_own() {
     }
     assert_eq!(checked, 12);
 }
+
+/// Fragments (words cut by a slice's boundary) are remembered per tokenizer: with two vocabularies
+/// in one thread, every slice of a text counts and lists what each tokenizer gives the slice
+/// encoded alone.
+#[test]
+fn remembered_fragments_belong_to_their_tokenizer() {
+    let minilm = tokenizer();
+    let tiny = chunkscope_core::tokenize::EmbedTokenizer::from_file(
+        &common::repo().join("tests/fixtures/tiny/bert-relu/tokenizer.json"),
+    )
+    .unwrap();
+    let text = "unbelievably, tokenization of 2010年的 embeddings";
+    let bounds: Vec<usize> = (0..=text.len())
+        .filter(|&i| text.is_char_boundary(i))
+        .collect();
+    let mut differ = 0;
+    for tok in [&*minilm, &tiny, &*minilm, &tiny] {
+        let tokens = DocTokens::new(text, tok).unwrap();
+        for (k, &s) in bounds.iter().enumerate() {
+            for &e in &bounds[k + 1..] {
+                let own = common::own_spans(tok, text, s, e);
+                assert_eq!(tokens.embed_spans_in(text, s, e, tok), own, "{s}..{e}");
+                assert_eq!(
+                    tokens.embed_count_in(text, s, e, tok),
+                    own.len(),
+                    "{s}..{e}"
+                );
+                if tok.spans(&text[s..e]).unwrap().len() != minilm.spans(&text[s..e]).unwrap().len()
+                {
+                    differ += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        differ > 100,
+        "the two vocabularies differ on {differ} slices only"
+    );
+}

@@ -140,6 +140,8 @@ pub struct EmbedTokenizer {
     /// `model_max_length` of the tokenizer_config.json beside tokenizer.json, as transformers
     /// reads it (None when absent or unset: transformers then uses a huge number).
     model_max_length: Option<usize>,
+    /// This tokenizer among those loaded in the process: the key of its remembered fragments.
+    id: u64,
 }
 
 impl EmbedTokenizer {
@@ -167,11 +169,13 @@ impl EmbedTokenizer {
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
                 .and_then(|v| v.get("model_max_length")?.as_u64())
                 .and_then(|n| usize::try_from(n).ok());
+        static LOADED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(EmbedTokenizer {
             inner,
             specials,
             word_local,
             model_max_length,
+            id: LOADED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
     }
 
@@ -281,9 +285,7 @@ impl DocTokens {
         }
         let t = &self.embed;
         let cut = |a: usize, b: usize, visit: &mut dyn FnMut(usize, usize)| {
-            fragment(text, a, b, tok)
-                .into_iter()
-                .for_each(|(s, e)| visit(s, e))
+            fragment(text, a, b, tok, visit)
         };
         if !tok.is_word_local() || !t.words_in_order() {
             return cut(start, end, &mut visit);
@@ -349,7 +351,7 @@ impl DocTokens {
         let mut n = 0;
         if i < t.len() && straddles(t.word_span(i), s) {
             let w = t.word_span(i);
-            n += fragment(text, start, w.1.min(e) as usize, tok).len();
+            fragment(text, start, w.1.min(e) as usize, tok, |_, _| n += 1);
             i = t.word_end(i);
         }
         // With words in order, the walk of `embed_spans_in` stops at the first token whose word
@@ -357,21 +359,60 @@ impl DocTokens {
         let k = t.gallop_from(i, |j| t.end(t.word_end(j) - 1) <= e);
         n += k - i;
         if k < t.len() && straddles(t.word_span(k), e) {
-            n += fragment(text, t.word_span(k).0.max(s) as usize, end, tok).len();
+            fragment(text, t.word_span(k).0.max(s) as usize, end, tok, |_, _| {
+                n += 1
+            });
         }
         n
     }
 }
 
-/// Tokenize `text[start..end]` alone and return absolute spans.
-fn fragment(text: &str, start: usize, end: usize, tok: &EmbedTokenizer) -> Vec<(usize, usize)> {
-    match tok.spans(&text[start..end]) {
-        Ok(spans) => spans
-            .into_iter()
-            .map(|t| (start + t.start as usize, start + t.end as usize))
-            .collect(),
-        Err(_) => Vec::new(),
+/// Tokenize `text[start..end]` alone and hand `visit` each token's absolute span, in order.
+///
+/// Fragments (a word cut by a slice's boundary: the head of a number in a run of Chinese text,
+/// a character of a long identifier) are short and repeat across a corpus, so the spans of those
+/// of up to 32 bytes are remembered per thread, for one tokenizer at a time; a table past its
+/// bound is emptied rather than grown.
+fn fragment(
+    text: &str,
+    start: usize,
+    end: usize,
+    tok: &EmbedTokenizer,
+    mut visit: impl FnMut(usize, usize),
+) {
+    const SHORT: usize = 32;
+    const REMEMBERED: usize = 1 << 14;
+    type Seen = (u64, std::collections::HashMap<Box<str>, Box<[(u8, u8)]>>);
+    thread_local! {
+        static SEEN: std::cell::RefCell<Seen> = Default::default();
     }
+    let piece = &text[start..end];
+    let spans = || tok.spans(piece).unwrap_or_default();
+    if piece.len() > SHORT {
+        return spans()
+            .into_iter()
+            .for_each(|t| visit(start + t.start as usize, start + t.end as usize));
+    }
+    SEEN.with_borrow_mut(|(id, seen)| {
+        if *id != tok.id {
+            seen.clear();
+            *id = tok.id;
+        }
+        if !seen.contains_key(piece) {
+            if seen.len() >= REMEMBERED {
+                seen.clear();
+            }
+            // Offsets into a piece of at most 32 bytes fit a byte.
+            let rel = spans()
+                .iter()
+                .map(|t| (t.start as u8, t.end as u8))
+                .collect();
+            seen.insert(piece.into(), rel);
+        }
+        seen[piece]
+            .iter()
+            .for_each(|&(a, b)| visit(start + a as usize, start + b as usize));
+    })
 }
 
 /// Count `text` in `unit`; for `embed`, content tokens without the specials.

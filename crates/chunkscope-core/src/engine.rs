@@ -53,6 +53,16 @@ pub struct Chunking {
     pub stored_vectors: Option<Arc<Vec<Option<Vec<f32>>>>>,
 }
 
+/// The memory of a large chunking goes back to the system once the knobs rest (`reclaim`).
+impl Drop for Chunking {
+    fn drop(&mut self) {
+        const LARGE: usize = 10_000;
+        if self.files.iter().map(|f| f.chunks.len()).sum::<usize>() >= LARGE {
+            crate::reclaim::soon();
+        }
+    }
+}
+
 impl Chunking {
     /// Every chunk's embedded text (metadata prefix + text) in chunking order.
     pub fn embed_texts<'a>(&'a self, engine: &'a Engine) -> Vec<std::borrow::Cow<'a, str>> {

@@ -68,6 +68,7 @@ pub mod metrics;
 pub mod model;
 pub mod names;
 pub mod panics;
+pub mod reclaim;
 pub mod rerank;
 pub mod search;
 pub mod sentences;

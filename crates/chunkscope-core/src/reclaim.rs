@@ -1,0 +1,53 @@
+//! Memory freed by a knob turn handed back to the system once the knobs rest.
+//!
+//! A knob turn replaces a chunking of the whole corpus, and glibc keeps what was freed inside
+//! its arenas (one per worker thread): without help the resident size only grows, to 1.3 GB for
+//! under 600 MB in use at 105 MB of corpus after seven presets. `soon` asks one thread to return
+//! the allocator's free pages (`malloc_trim`, which also releases pages in the middle of an
+//! arena) after a second in which nothing more was freed. Not at once: while the knob turns,
+//! each chunking would fault back in the pages the last one returned (a fifth slower at 20 MB).
+//! Measured in the workbench at 105 MB, seven presets 15 s apart: peak 1.2 GB, 0.91-0.94 GB
+//! resident once the knobs rest (without: 1.3 GB and growing).
+
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// How long no large drop must happen before free memory is returned.
+const QUIET: Duration = Duration::from_secs(1);
+
+/// Return free memory to the system once no `soon` has come for a second.
+pub fn soon() {
+    static TO: OnceLock<Option<Mutex<Sender<()>>>> = OnceLock::new();
+    let to = TO.get_or_init(|| {
+        let (tx, rx) = channel::<()>();
+        let spawned = std::thread::Builder::new()
+            .name("reclaim".into())
+            .spawn(move || {
+                while rx.recv().is_ok() {
+                    while rx.recv_timeout(QUIET).is_ok() {}
+                    trim();
+                }
+            });
+        spawned.ok().map(|_| Mutex::new(tx))
+    });
+    if let Some(tx) = to {
+        let _ = tx.lock().unwrap_or_else(|p| p.into_inner()).send(());
+    }
+}
+
+/// Return the allocator's free pages to the system.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> std::os::raw::c_int;
+    }
+    // SAFETY: glibc's malloc_trim takes no pointer, locks each arena itself and may be called
+    // from any thread at any time.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim() {}

@@ -209,6 +209,10 @@ struct ScaleOpts {
     /// Model folder or hub id.
     #[arg(long)]
     model: Option<String>,
+    /// Generate the corpus into this new (or empty) folder and keep it, to open it in the
+    /// workbench afterwards.
+    #[arg(long)]
+    keep_corpus: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -346,6 +350,7 @@ fn scale(o: ScaleOpts, out: &mut dyn Write) -> anyhow::Result<()> {
         reference,
         precisions: parse_precisions(&o.precisions)?,
         ann_sizes: if o.skip_ann { Vec::new() } else { o.ann_sizes },
+        keep_corpus: o.keep_corpus,
         presets: if o.presets.is_empty() {
             Preset::ALL.to_vec()
         } else {

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use chunkscope_core::chunk::{ChunkSettings, Preset, SentenceVectors, Strategy};
 use chunkscope_core::corpus::{Corpus, CorpusRules};
@@ -51,6 +51,8 @@ pub struct ScaleArgs {
     pub ann_sizes: Vec<usize>,
     /// The presets whose knobs are turned (`Preset::ALL` unless narrowed).
     pub presets: Vec<Preset>,
+    /// A new or empty folder the corpus is generated into and left in (None: a temporary one).
+    pub keep_corpus: Option<PathBuf>,
 }
 
 /// One preset's knob: the size turned between its own value and one press up.
@@ -303,8 +305,21 @@ fn mb(v: Option<u64>) -> String {
 /// needs the corpus (it is dropped before the embedding and ANN parts).
 fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<ScaleFigures> {
     let tmp = TempDir::new("scale");
+    let dir = match &args.keep_corpus {
+        Some(keep) => {
+            let used = std::fs::read_dir(keep).is_ok_and(|mut d| d.next().is_some());
+            if used {
+                bail!(
+                    "{}: not empty; --keep-corpus wants a new or empty folder",
+                    keep.display()
+                );
+            }
+            keep.clone()
+        }
+        None => tmp.0.clone(),
+    };
     let t = Instant::now();
-    let made = crate::wiki::generate(&tmp.0, args.megabytes, args.shared.as_deref(), args.seed)?;
+    let made = crate::wiki::generate(&dir, args.megabytes, args.shared.as_deref(), args.seed)?;
     writeln!(
         out,
         "corpus: {} files, {:.1} MB of text, generated in {:.1} s into {} (seed {}; from {}; \
@@ -312,7 +327,7 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
         made.files,
         made.bytes as f64 / 1e6,
         t.elapsed().as_secs_f64(),
-        tmp.0.display(),
+        dir.display(),
         args.seed,
         made.sources
     )?;
@@ -326,7 +341,7 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
     f.rss_base_mb = rss_mb();
     reset_peak_rss();
     let t = Instant::now();
-    let corpus = Corpus::load(&tmp.0, &CorpusRules::default())?;
+    let corpus = Corpus::load(&dir, &CorpusRules::default())?;
     let engine = Engine::new(info.clone(), tok, corpus)?;
     f.read_tokenize_s = t.elapsed().as_secs_f64();
     f.rss_loaded_mb = rss_mb();
@@ -486,6 +501,7 @@ mod tests {
         use chunkscope_core::model::{locate, DEFAULT_MODEL};
         let info = locate(DEFAULT_MODEL, &mut |l| eprintln!("{l}"))
             .unwrap_or_else(|e| panic!("the real model is needed for this test: {e:#}"));
+        let kept = TempDir::new("scale-kept");
         let args = ScaleArgs {
             megabytes: 1,
             presses: 2,
@@ -497,6 +513,7 @@ mod tests {
             precisions: Vec::new(),
             ann_sizes: Vec::new(),
             presets: Preset::ALL.to_vec(),
+            keep_corpus: Some(kept.0.clone()),
         };
         let mut out = Vec::new();
         let f = scale(&info, &args, &mut out).expect("scale runs");
@@ -505,5 +522,11 @@ mod tests {
         assert!(f.corpus_bytes >= 1024 * 1024);
         assert!(f.knobs.iter().all(|k| k.chunks > 0), "{text}");
         assert!(text.contains("== summary"), "{text}");
+        // The corpus stays for the workbench, and a second run never empties a used folder.
+        let again = Corpus::load(&kept.0, &CorpusRules::default()).expect("kept corpus");
+        assert_eq!(again.docs.len(), f.files);
+        let refused = scale(&info, &args, &mut Vec::new()).expect_err("a used folder");
+        assert!(format!("{refused:#}").contains("not empty"), "{refused:#}");
+        assert!(std::fs::read_dir(&kept.0).unwrap().count() > 0);
     }
 }

@@ -10,7 +10,7 @@
 //! resident once the knobs rest (without: 1.3 GB and growing).
 
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// How long no large drop must happen before free memory is returned.
@@ -18,7 +18,7 @@ const QUIET: Duration = Duration::from_secs(1);
 
 /// Return free memory to the system once no `soon` has come for a second.
 pub fn soon() {
-    static TO: OnceLock<Option<Mutex<Sender<()>>>> = OnceLock::new();
+    static TO: OnceLock<Option<Sender<()>>> = OnceLock::new();
     let to = TO.get_or_init(|| {
         let (tx, rx) = channel::<()>();
         let spawned = std::thread::Builder::new()
@@ -29,10 +29,10 @@ pub fn soon() {
                     trim();
                 }
             });
-        spawned.ok().map(|_| Mutex::new(tx))
+        spawned.ok().map(|_| tx)
     });
     if let Some(tx) = to {
-        let _ = tx.lock().unwrap_or_else(|p| p.into_inner()).send(());
+        let _ = tx.send(());
     }
 }
 

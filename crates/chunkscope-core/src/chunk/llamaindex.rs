@@ -87,10 +87,42 @@ impl Counter<'_> {
             (Unit::Cl100k, Some(at)) if !s.contains("<|") => {
                 self.doc.count(Unit::Cl100k, at, at + s.len())
             }
-            (Unit::Cl100k, _) => cl100k_tokens(s),
             (Unit::Embed, Some(at)) => self.doc.count(Unit::Embed, at, at + s.len()),
-            (Unit::Embed, None) => count(Unit::Embed, s, self.doc.tok),
+            (unit, _) => self.remembered(unit, s),
         }
+    }
+
+    /// The count of a text that is not a slice of the document: a metadata line such as
+    /// `header_path: /A/B/` repeats across a document's sections and across documents, and
+    /// counting it again on every knob turn was a seventh of a Markdown turn. Texts of up to
+    /// 256 bytes are remembered per thread, by unit and tokenizer; a table past its bound is
+    /// emptied rather than grown.
+    fn remembered(&self, unit: Unit, s: &str) -> usize {
+        const SHORT: usize = 256;
+        const REMEMBERED: usize = 1 << 12;
+        type Seen = std::collections::HashMap<(Unit, u64, Box<str>), usize>;
+        thread_local! {
+            static SEEN: std::cell::RefCell<Seen> = Default::default();
+        }
+        let fresh = || match unit {
+            Unit::Cl100k => cl100k_tokens(s),
+            _ => count(unit, s, self.doc.tok),
+        };
+        if s.len() > SHORT {
+            return fresh();
+        }
+        let key = (unit, self.doc.tok.id(), Box::<str>::from(s));
+        if let Some(n) = SEEN.with_borrow(|seen| seen.get(&key).copied()) {
+            return n;
+        }
+        let n = fresh();
+        SEEN.with_borrow_mut(|seen| {
+            if seen.len() >= REMEMBERED {
+                seen.clear();
+            }
+            seen.insert(key, n);
+        });
+        n
     }
 
     /// Punkt's sentence spans of `slice`, kept with the document when it is a slice of it.
@@ -579,8 +611,13 @@ fn markdown(text: &str, size: usize, overlap: usize, counter: &Counter) -> Vec<C
             .get(sec.start..sec.start + sec.text.len())
             .filter(|t| *t == sec.text)
             .unwrap_or(&sec.text);
+        let body_at = counter.offset_in_doc(body);
         for (s, e) in sentence_split(body, room, overlap, counter) {
-            let mut c = place.chunk(text, &body[s..e]);
+            let mut c = match body_at {
+                // A slice of the document is searched for from its own place (`find_slice`).
+                Some(at) => place.slice(text, at + s, at + e),
+                None => place.chunk(text, &body[s..e]),
+            };
             c.heading = sec.heading.clone();
             out.push(c);
         }

@@ -145,6 +145,11 @@ pub struct EmbedTokenizer {
 }
 
 impl EmbedTokenizer {
+    /// This tokenizer among those loaded in the process (a key for what is remembered of it).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     pub fn from_file(path: &Path) -> Result<Self, TokenizeError> {
         let load = |why: String| TokenizeError::Load {
             path: path.to_path_buf(),
@@ -301,8 +306,10 @@ impl DocTokens {
                 i = t.word_end(i);
             }
         }
+        // Word by word: the tokens of a word inside the slice are handed over as they are.
         while i < t.len() {
-            let w = t.word_span(i);
+            let next = t.word_end(i);
+            let w = (t.start(t.word_first(i)), t.end(next - 1));
             if w.0 >= e {
                 break;
             }
@@ -310,9 +317,11 @@ impl DocTokens {
                 cut(w.0.max(s) as usize, end, &mut visit);
                 break;
             }
-            let (a, b) = t.span(i);
-            visit(a, b);
-            i += 1;
+            for k in i..next {
+                let (a, b) = t.span(k);
+                visit(a, b);
+            }
+            i = next;
         }
     }
 

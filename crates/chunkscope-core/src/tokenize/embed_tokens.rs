@@ -157,17 +157,29 @@ impl EmbedTokens {
         self.word_starts[i / 64] >> (i % 64) & 1 == 1
     }
 
-    /// The token past the last one of token `i`'s word.
+    /// The token past the last one of token `i`'s word: the next word's first token (found a
+    /// 64-bit word of `word_starts` at a time), or the end.
     pub fn word_end(&self, i: usize) -> usize {
-        let mut j = i + 1;
-        while j < self.len() && !self.begins_word(j) {
-            j += 1;
+        let n = self.len();
+        let j = i + 1;
+        if j >= n {
+            return n;
         }
-        j
+        let mut k = j / 64;
+        // Bits past the last token are never set.
+        let mut bits = self.word_starts[k] & (u64::MAX << (j % 64));
+        while bits == 0 {
+            k += 1;
+            match self.word_starts.get(k) {
+                Some(&b) => bits = b,
+                None => return n,
+            }
+        }
+        k * 64 + bits.trailing_zeros() as usize
     }
 
     /// The first token of token `i`'s word.
-    fn word_first(&self, i: usize) -> usize {
+    pub(super) fn word_first(&self, i: usize) -> usize {
         let mut j = i;
         while j > 0 && !self.begins_word(j) {
             j -= 1;
@@ -250,6 +262,27 @@ mod tests {
         assert_eq!(t.word_end(0), 2);
         assert_eq!(t.word_span(3), (6, 306));
         assert_eq!(t.partition_from(0, |i| t.end(i) <= 3), 2);
+    }
+
+    /// Word ends found a bit-word at a time agree with a token-by-token walk, for words that
+    /// cross 64-token boundaries and a last word that runs to the end.
+    #[test]
+    fn word_ends_across_bit_words() {
+        // Word lengths 1, 2, 3, ..., then one long word of 130 tokens at the end.
+        let mut words = Vec::new();
+        for (w, len) in (1..20).chain([130]).enumerate() {
+            words.extend(std::iter::repeat_n(w as u32, len));
+        }
+        let spans: Vec<(u32, u32)> = (0..words.len() as u32).map(|i| (i, i + 1)).collect();
+        let t = tokens(&spans, &words);
+        for i in 0..words.len() {
+            let walk = (i + 1..words.len())
+                .find(|&j| words[j] != words[i])
+                .unwrap_or(words.len());
+            assert_eq!(t.word_end(i), walk, "token {i}");
+            let first = (0..=i).find(|&j| words[j] == words[i]).unwrap();
+            assert_eq!(t.word_first(i), first, "token {i}");
+        }
     }
 
     /// Starts past 64 KiB, across several runs, and a start that goes back, come back whole.

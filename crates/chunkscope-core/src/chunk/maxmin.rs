@@ -159,13 +159,21 @@ fn soften(text: &str) -> String {
     out
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
+/// The sum of squares of `v`, in f64, in order (`cosine`'s norm before its square root).
+fn square_norm(v: &[f32]) -> f64 {
+    let mut n = 0f64;
+    for x in v {
+        let x = *x as f64;
+        n += x * x;
+    }
+    n
+}
+
+/// The cosine of `a` and `b` given their `square_norm`s.
+fn cosine(a: &[f32], b: &[f32], na: f64, nb: f64) -> f64 {
+    let mut dot = 0f64;
     for (x, y) in a.iter().zip(b) {
-        let (x, y) = (*x as f64, *y as f64);
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
+        dot += *x as f64 * *y as f64;
     }
     if na == 0.0 || nb == 0.0 {
         return 0.0;
@@ -190,21 +198,29 @@ pub fn group(
         return starts;
     }
     starts.push(0);
+    // Each vector's norm once, not once per comparison.
+    let norms: Vec<f64> = vectors.iter().map(|v| v.map_or(0.0, square_norm)).collect();
     let mut members: Vec<usize> = vec![0];
     let mut pmin = 0f64;
     let fixed = p.fixed_threshold as f64;
     for (i, v) in vectors.iter().enumerate().skip(1) {
-        let member_vectors: Option<Vec<&[f32]>> = members.iter().map(|&m| vectors[m]).collect();
-        let decision = match (v, member_vectors) {
-            (Some(v), Some(ms)) => {
-                let sims: Vec<f64> = ms.iter().map(|m| cosine(v, m)).collect();
-                if ms.len() == 1 {
-                    let score = p.init_constant as f64 * sims[0];
-                    (score > 0f64.max(fixed)).then_some(sims[0])
+        // A member without a vector is a chunk's only one: nothing joins it.
+        let all_have = members.iter().all(|&m| vectors[m].is_some());
+        let decision = match v {
+            Some(v) if all_have => {
+                let sim = |m: usize| cosine(v, vectors[m].unwrap_or_default(), norms[i], norms[m]);
+                if members.len() == 1 {
+                    let first = sim(members[0]);
+                    let score = p.init_constant as f64 * first;
+                    (score > 0f64.max(fixed)).then_some(first)
                 } else {
-                    let score = sims.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let (mut score, mut low) = (f64::NEG_INFINITY, f64::INFINITY);
+                    for &m in &members {
+                        let s = sim(m);
+                        score = score.max(s);
+                        low = low.min(s);
+                    }
                     let threshold = pmin * p.c as f64 * sigmoid((members.len() - 1) as f64);
-                    let low = sims.iter().copied().fold(f64::INFINITY, f64::min);
                     (score > threshold.max(fixed)).then_some(pmin.min(low))
                 }
             }
@@ -217,7 +233,8 @@ pub fn group(
             }
             _ => {
                 starts.push(i);
-                members = vec![i];
+                members.clear();
+                members.push(i);
                 pmin = 0.0;
             }
         }

@@ -103,10 +103,19 @@ fn split_after(
     min_bytes: usize,
 ) -> Vec<(usize, usize)> {
     let bytes = &text.as_bytes()[..b];
+    // Only a byte that begins some delimiter is compared with the delimiters.
+    let mut begins = [false; 256];
+    for d in delimiters {
+        begins[usize::from(d.as_bytes()[0])] = true;
+    }
     let mut cuts = Vec::new();
     let mut from = a;
     let mut i = a;
     while i < b {
+        if !begins[usize::from(bytes[i])] {
+            i += 1;
+            continue;
+        }
         match delimiters
             .iter()
             .find(|d| bytes[i..].starts_with(d.as_bytes()))

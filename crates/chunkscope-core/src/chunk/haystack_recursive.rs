@@ -20,7 +20,7 @@
 //!
 //! The chunks are slices of the document, so offsets are exact.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::punkt::{self, Context, Params, PunktDataError};
@@ -50,13 +50,34 @@ impl Chunker for HaystackRecursive {
 }
 
 /// A model folder and its parameters.
-type Loaded = (std::path::PathBuf, Arc<Params>);
+type Loaded = (PathBuf, Arc<Params>);
+
+/// The roots searched and the model folder found under them.
+type Found = (Vec<PathBuf>, PathBuf);
 
 /// NLTK's English punkt_tab model, found where NLTK looks (`nltk_data` first when given), with
 /// Haystack's extra abbreviations added; loaded once per folder.
 pub fn english_params(nltk_data: Option<&Path>) -> Result<Arc<Params>, PunktDataError> {
     static CACHE: OnceLock<Mutex<Vec<Loaded>>> = OnceLock::new();
-    let dir = punkt::find_model(&punkt::nltk_data_roots(nltk_data), "english")?;
+    // The folder found for a list of roots is remembered: every document's chunker asks, and
+    // looking at four files on disk each time was a fourteenth of a knob turn.
+    static FOUND: OnceLock<Mutex<Vec<Found>>> = OnceLock::new();
+    let roots = punkt::nltk_data_roots(nltk_data);
+    let found = FOUND.get_or_init(|| Mutex::new(Vec::new()));
+    let known = found
+        .lock()
+        .ok()
+        .and_then(|f| f.iter().find(|(r, _)| *r == roots).map(|(_, d)| d.clone()));
+    let dir = match known {
+        Some(dir) => dir,
+        None => {
+            let dir = punkt::find_model(&roots, "english")?;
+            if let Ok(mut f) = found.lock() {
+                f.push((roots, dir.clone()));
+            }
+            dir
+        }
+    };
     let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
     if let Some((_, p)) = cache
         .lock()
@@ -87,7 +108,18 @@ pub fn english_params(nltk_data: Option<&Path>) -> Result<Arc<Params>, PunktData
 
 /// Words as Haystack counts them: pieces between single spaces, empty ones not counted.
 fn words(s: &str) -> usize {
-    s.split(' ').filter(|w| !w.is_empty()).count()
+    // Runs of bytes other than the space: a UTF-8 sequence never holds a 0x20 byte.
+    let mut n = 0;
+    let mut inside = false;
+    for &b in s.as_bytes() {
+        if b == b' ' {
+            inside = false;
+        } else if !inside {
+            inside = true;
+            n += 1;
+        }
+    }
+    n
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -454,6 +486,23 @@ zeitschr zeph zoogeogr zool
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Words counted byte by byte are Haystack's pieces between single spaces, empty ones not
+    /// counted (tabs, newlines and no-break spaces are inside words).
+    #[test]
+    fn words_are_pieces_between_spaces() {
+        for t in [
+            "",
+            " ",
+            "a",
+            "  a  b ",
+            "one two\tthree\nfour",
+            "\u{a0}x y\u{3000}z  \u{4e2d}\u{6587} \u{e9}",
+        ] {
+            let pieces = t.split(' ').filter(|w| !w.is_empty()).count();
+            assert_eq!(words(t), pieces, "{t:?}");
+        }
+    }
 
     fn texts(t: &str, l: usize, o: usize) -> Vec<&str> {
         split(t, l, o, &Params::default())

@@ -59,6 +59,7 @@ fn derived_counts_equal_the_tokenizers_own() {
     let raw = tok.tokenizer();
     let mut checked = 0usize;
     let mut with_tail = 0usize;
+    let mut replaced = 0usize;
     for (name, text) in varied_texts() {
         let tokens = DocTokens::new(&text, &tok).unwrap();
         let memo = DocMemo::default();
@@ -90,6 +91,11 @@ fn derived_counts_equal_the_tokenizers_own() {
                     "{name} {} chunk {i}: {chunk_text:?}",
                     s.label()
                 );
+                // Every token's start, not only the window's edge (a chunk whose own text holds
+                // replacement characters is measured from the document's tokens too).
+                let derived: Vec<usize> = m.token_starts.iter().map(|s| s as usize).collect();
+                assert_eq!(derived, starts, "{name} {} chunk {i} starts", s.label());
+                replaced += usize::from(m.chunk.text.is_some() && chunk_text.contains('\u{fffd}'));
                 for window in [128usize, 256] {
                     let expect = (starts.len() > window - 2).then(|| starts[window - 2]);
                     let tail = m.tail(window, tok.specials());
@@ -110,10 +116,10 @@ fn derived_counts_equal_the_tokenizers_own() {
         }
     }
     assert!(
-        checked > 1000 && with_tail > 100,
-        "checked {checked}, with tail {with_tail}"
+        checked > 1000 && with_tail > 100 && replaced > 0,
+        "checked {checked}, with tail {with_tail}, with replacement characters {replaced}"
     );
-    eprintln!("{checked} chunks checked, {with_tail} tails");
+    eprintln!("{checked} chunks checked, {with_tail} tails, {replaced} with U+FFFD");
 }
 
 #[test]

@@ -32,6 +32,34 @@ pub struct MeasuredChunk {
     pub parent: Option<usize>,
 }
 
+/// The token starts of a chunk's own text when it is the document's bytes between replacement
+/// characters (a window cut inside characters, decoded as Spring AI decodes it), for a tokenizer
+/// that drops U+FFFD before it reads the text: the slice's tokens, moved by the replacement
+/// characters ahead of it. None otherwise (the text is then tokenized on its own).
+fn starts_between_replacements(doc: &DocView, chunk: &Chunk, own: &str) -> Option<TokenStarts> {
+    const REPLACEMENT: char = '\u{fffd}';
+    if !doc.tok.drops_replacement() {
+        return None;
+    }
+    let rest = own.trim_start_matches(REPLACEMENT);
+    let lead = own.len() - rest.len();
+    let inner = rest.trim_end_matches(REPLACEMENT);
+    if inner.is_empty() || inner.len() == own.len() {
+        return None;
+    }
+    // The slice starts at the chunk's start or just past the bytes that decoded to U+FFFD.
+    let from = chunk.start.min(doc.text.len());
+    let at = (from..=from + 4)
+        .filter(|&a| doc.text.is_char_boundary(a))
+        .find(|&a| doc.text.get(a..a + inner.len()) == Some(inner))?;
+    let mut starts = StartsBuilder::with_capacity(inner.len() / 3 + 1);
+    doc.tokens
+        .each_embed_span(doc.text, at, at + inner.len(), doc.tok, |s, _| {
+            starts.push((s - at + lead) as u32)
+        });
+    Some(starts.finish())
+}
+
 impl MeasuredChunk {
     pub fn measure(doc: &DocView, index: usize, chunk: Chunk, unit: Unit) -> MeasuredChunk {
         let token_starts: TokenStarts = match &chunk.text {
@@ -45,11 +73,12 @@ impl MeasuredChunk {
                     });
                 starts.finish()
             }
-            Some(own) => doc
-                .tok
-                .spans(own)
-                .map(|v| v.into_iter().map(|t| t.start).collect())
-                .unwrap_or_default(),
+            Some(own) => starts_between_replacements(doc, &chunk, own).unwrap_or_else(|| {
+                doc.tok
+                    .spans(own)
+                    .map(|v| v.into_iter().map(|t| t.start).collect())
+                    .unwrap_or_default()
+            }),
         };
         let text = chunk.text(doc.text);
         let chars = text.chars().count();

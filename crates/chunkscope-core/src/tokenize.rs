@@ -137,6 +137,10 @@ pub struct EmbedTokenizer {
     /// slice (BERT's pre-tokenizer splits on whitespace and punctuation and each word is encoded on
     /// its own). Other tokenizers are measured chunk by chunk.
     word_local: bool,
+    /// True when U+FFFD is dropped before anything else reads the text (BERT's normalizer with
+    /// `clean_text`, with BERT's pre-tokenizer): a text that is a document slice between
+    /// replacement characters has the slice's tokens.
+    drops_replacement: bool,
     /// `model_max_length` of the tokenizer_config.json beside tokenizer.json, as transformers
     /// reads it (None when absent or unset: transformers then uses a huge number).
     model_max_length: Option<usize>,
@@ -168,6 +172,11 @@ impl EmbedTokenizer {
             inner.get_pre_tokenizer(),
             Some(PreTokenizerWrapper::BertPreTokenizer(_))
         );
+        let drops_replacement = word_local
+            && matches!(
+                inner.get_normalizer(),
+                Some(tokenizers::NormalizerWrapper::BertNormalizer(n)) if n.clean_text
+            );
         let model_max_length =
             std::fs::read_to_string(path.with_file_name("tokenizer_config.json"))
                 .ok()
@@ -179,6 +188,7 @@ impl EmbedTokenizer {
             inner,
             specials,
             word_local,
+            drops_replacement,
             model_max_length,
             id: LOADED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
@@ -196,6 +206,11 @@ impl EmbedTokenizer {
 
     pub fn is_word_local(&self) -> bool {
         self.word_local
+    }
+
+    /// See `drops_replacement`.
+    pub fn drops_replacement(&self) -> bool {
+        self.drops_replacement
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {

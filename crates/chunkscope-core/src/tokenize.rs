@@ -99,25 +99,51 @@ pub fn cl100k() -> &'static CoreBPE {
 /// emptied rather than grown.
 pub fn cl100k_count(text: &str) -> usize {
     const SHORT: usize = 32;
-    const REMEMBERED: usize = 1 << 14;
     thread_local! {
-        static SEEN: std::cell::RefCell<std::collections::HashMap<Box<str>, u32>> =
-            Default::default();
+        static SEEN: std::cell::RefCell<Remembered<(), u32>> = Default::default();
     }
     if text.len() > SHORT {
         return cl100k().encode_ordinary(text).len();
     }
     SEEN.with_borrow_mut(|seen| {
-        if let Some(&n) = seen.get(text) {
-            return n as usize;
-        }
-        let n = cl100k().encode_ordinary(text).len();
-        if seen.len() >= REMEMBERED {
-            seen.clear();
-        }
-        seen.insert(text.into(), n as u32);
-        n
+        *seen.get_or((), text, || cl100k().encode_ordinary(text).len() as u32) as usize
     })
+}
+
+/// What was computed for short texts, kept per thread for one owner at a time (a tokenizer, a
+/// unit): the table is emptied when the owner changes, and past `Remembered::BOUND` entries
+/// rather than grown.
+pub(crate) struct Remembered<O, V> {
+    owner: Option<O>,
+    seen: std::collections::HashMap<Box<str>, V>,
+}
+
+impl<O, V> Default for Remembered<O, V> {
+    fn default() -> Self {
+        Remembered {
+            owner: None,
+            seen: Default::default(),
+        }
+    }
+}
+
+impl<O: PartialEq, V> Remembered<O, V> {
+    const BOUND: usize = 1 << 14;
+
+    /// What `make` computes for `text`, from the table when `owner` put it there.
+    pub(crate) fn get_or(&mut self, owner: O, text: &str, make: impl FnOnce() -> V) -> &V {
+        if self.owner.as_ref() != Some(&owner) {
+            self.seen.clear();
+            self.owner = Some(owner);
+        }
+        if !self.seen.contains_key(text) {
+            if self.seen.len() >= Self::BOUND {
+                self.seen.clear();
+            }
+            self.seen.insert(text.into(), make());
+        }
+        &self.seen[text]
+    }
 }
 
 /// One embed token of a document: byte span in the document and the pre-tokenizer word it belongs to.
@@ -391,6 +417,9 @@ impl DocTokens {
     }
 }
 
+/// Token spans within a piece of at most 255 bytes.
+type ShortSpans = Box<[(u8, u8)]>;
+
 /// Tokenize `text[start..end]` alone and hand `visit` each token's absolute span, in order.
 ///
 /// Fragments (a word cut by a slice's boundary: the head of a number in a run of Chinese text,
@@ -405,10 +434,8 @@ fn fragment(
     mut visit: impl FnMut(usize, usize),
 ) {
     const SHORT: usize = 32;
-    const REMEMBERED: usize = 1 << 14;
-    type Seen = (u64, std::collections::HashMap<Box<str>, Box<[(u8, u8)]>>);
     thread_local! {
-        static SEEN: std::cell::RefCell<Seen> = Default::default();
+        static SEEN: std::cell::RefCell<Remembered<u64, ShortSpans>> = Default::default();
     }
     let piece = &text[start..end];
     let spans = || tok.spans(piece).unwrap_or_default();
@@ -417,24 +444,15 @@ fn fragment(
             .into_iter()
             .for_each(|t| visit(start + t.start as usize, start + t.end as usize));
     }
-    SEEN.with_borrow_mut(|(id, seen)| {
-        if *id != tok.id {
-            seen.clear();
-            *id = tok.id;
-        }
-        if !seen.contains_key(piece) {
-            if seen.len() >= REMEMBERED {
-                seen.clear();
-            }
-            // Offsets into a piece of at most 32 bytes fit a byte.
-            let rel = spans()
+    SEEN.with_borrow_mut(|seen| {
+        // Offsets into a piece of at most 32 bytes fit a byte.
+        let rel = seen.get_or(tok.id, piece, || {
+            spans()
                 .iter()
                 .map(|t| (t.start as u8, t.end as u8))
-                .collect();
-            seen.insert(piece.into(), rel);
-        }
-        seen[piece]
-            .iter()
+                .collect()
+        });
+        rel.iter()
             .for_each(|&(a, b)| visit(start + a as usize, start + b as usize));
     })
 }

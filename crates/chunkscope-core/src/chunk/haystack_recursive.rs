@@ -49,47 +49,27 @@ impl Chunker for HaystackRecursive {
     }
 }
 
-/// A model folder and its parameters.
-type Loaded = (PathBuf, Arc<Params>);
-
-/// The roots searched and the model folder found under them.
-type Found = (Vec<PathBuf>, PathBuf);
+/// The roots searched and the model found under them.
+type Loaded = (Vec<PathBuf>, Arc<Params>);
 
 /// NLTK's English punkt_tab model, found where NLTK looks (`nltk_data` first when given), with
-/// Haystack's extra abbreviations added; loaded once per folder.
+/// Haystack's extra abbreviations added; found and loaded once per list of roots (every
+/// document's chunker asks, and looking at four files on disk each time was a fourteenth of a
+/// knob turn).
 pub fn english_params(nltk_data: Option<&Path>) -> Result<Arc<Params>, PunktDataError> {
     static CACHE: OnceLock<Mutex<Vec<Loaded>>> = OnceLock::new();
-    // The folder found for a list of roots is remembered: every document's chunker asks, and
-    // looking at four files on disk each time was a fourteenth of a knob turn.
-    static FOUND: OnceLock<Mutex<Vec<Found>>> = OnceLock::new();
     let roots = punkt::nltk_data_roots(nltk_data);
-    let found = FOUND.get_or_init(|| Mutex::new(Vec::new()));
-    let known = found
-        .lock()
-        .ok()
-        .and_then(|f| f.iter().find(|(r, _)| *r == roots).map(|(_, d)| d.clone()));
-    let dir = match known {
-        Some(dir) => dir,
-        None => {
-            let dir = punkt::find_model(&roots, "english")?;
-            if let Ok(mut f) = found.lock() {
-                f.push((roots, dir.clone()));
-            }
-            dir
-        }
-    };
     let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
-    if let Some((_, p)) = cache
+    let known = cache
         .lock()
-        .map_err(|_| PunktDataError::Unreadable {
-            path: dir.display().to_string(),
-            reason: "the model cache was poisoned".into(),
-        })?
+        .unwrap_or_else(|p| p.into_inner())
         .iter()
-        .find(|(d, _)| *d == dir)
-    {
-        return Ok(p.clone());
+        .find(|(r, _)| *r == roots)
+        .map(|(_, p)| Arc::clone(p));
+    if let Some(params) = known {
+        return Ok(params);
     }
+    let dir = punkt::find_model(&roots, "english")?;
     let mut params = Params::load(&dir)?;
     // Haystack's list file ends with a newline, so its split adds the empty type too (it makes
     // a word ending in "-." an abbreviation).
@@ -100,9 +80,10 @@ pub fn english_params(nltk_data: Option<&Path>) -> Result<Arc<Params>, PunktData
     );
     params.abbrev_types.insert(String::new());
     let params = Arc::new(params);
-    if let Ok(mut c) = cache.lock() {
-        c.push((dir, params.clone()));
-    }
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((roots, Arc::clone(&params)));
     Ok(params)
 }
 

@@ -42,7 +42,7 @@
 
 use super::{punkt, span_list, Chunk, Chunker, DocView};
 use crate::text::{is_python_space, strip_range};
-use crate::tokenize::{cl100k, count, Unit};
+use crate::tokenize::{cl100k, count, Remembered, Unit};
 
 /// LlamaIndex's default tokenizer: cl100k_base with every special token allowed.
 pub fn cl100k_tokens(text: &str) -> usize {
@@ -93,16 +93,13 @@ impl Counter<'_> {
     }
 
     /// The count of a text that is not a slice of the document: a metadata line such as
-    /// `header_path: /A/B/` repeats across a document's sections and across documents, and
-    /// counting it again on every knob turn was a seventh of a Markdown turn. Texts of up to
-    /// 256 bytes are remembered per thread, by unit and tokenizer; a table past its bound is
-    /// emptied rather than grown.
+    /// `header_path: /A/B/` repeats across a document's sections and across documents, and was
+    /// counted again on every knob turn. Texts of up to 256 bytes are remembered per thread, by
+    /// unit and tokenizer.
     fn remembered(&self, unit: Unit, s: &str) -> usize {
         const SHORT: usize = 256;
-        const REMEMBERED: usize = 1 << 12;
-        type Seen = std::collections::HashMap<(Unit, u64, Box<str>), usize>;
         thread_local! {
-            static SEEN: std::cell::RefCell<Seen> = Default::default();
+            static SEEN: std::cell::RefCell<Remembered<(Unit, u64), usize>> = Default::default();
         }
         let fresh = || match unit {
             Unit::Cl100k => cl100k_tokens(s),
@@ -111,18 +108,7 @@ impl Counter<'_> {
         if s.len() > SHORT {
             return fresh();
         }
-        let key = (unit, self.doc.tok.id(), Box::<str>::from(s));
-        if let Some(n) = SEEN.with_borrow(|seen| seen.get(&key).copied()) {
-            return n;
-        }
-        let n = fresh();
-        SEEN.with_borrow_mut(|seen| {
-            if seen.len() >= REMEMBERED {
-                seen.clear();
-            }
-            seen.insert(key, n);
-        });
-        n
+        SEEN.with_borrow_mut(|seen| *seen.get_or((unit, self.doc.tok.id()), s, fresh))
     }
 
     /// Punkt's sentence spans of `slice`, kept with the document when it is a slice of it.

@@ -246,3 +246,53 @@ fn semchunk_keeps_a_character_over_the_size_whole() {
         assert!(covered && (alone || overlap > 0), "{chunks:?}");
     }
 }
+
+/// The text-splitter preset is our reimplementation of the crate: on real documents in several
+/// languages and scripts (the word segmenter's dictionary runs for Chinese, Japanese and Thai
+/// among ASCII), in every unit, with and without overlap, its chunks are the crate's.
+#[test]
+fn text_splitter_equals_the_crate_on_varied_texts() {
+    let tok = common::tokenizer();
+    let mut texts = common::varied_texts();
+    let mixed = "RAG は検索拡張生成です。ภาษาไทยเป็นภาษาที่มีวรรณยุกต์ the index (索引) holds 向量 and text. \
+                 Chunk 800 tokens; 模型只读前 128 个。\n\n## Tail\nภาษาลาวແລະ ខ្មែរ mixed with words.\r\n\r\n";
+    texts.push(("mixed scripts".into(), mixed.repeat(40)));
+    let settings = [
+        (Unit::Embed, 120, 0),
+        (Unit::Embed, 24, 7),
+        (Unit::Chars, 300, 50),
+        (Unit::Chars, 9, 0),
+        (Unit::Cl100k, 64, 0),
+    ];
+    for (name, text) in &texts {
+        let tokens = DocTokens::new(text, &tok).unwrap();
+        let view = DocView {
+            text,
+            tokens: &tokens,
+            tok: &tok,
+            memo: None,
+        };
+        for (unit, size, overlap) in settings {
+            for markdown in [false, true] {
+                let ours: Vec<(usize, usize)> = chunkscope_core::chunk::TextSplitterChunker {
+                    unit,
+                    size,
+                    overlap,
+                    markdown,
+                }
+                .chunk(&view)
+                .iter()
+                .map(|c| (c.start, c.end))
+                .collect();
+                let theirs = text_splitter_as_is(text, unit, size, overlap, markdown);
+                assert!(
+                    ours == theirs,
+                    "{name}: {unit} {size}/{overlap} markdown {markdown}: {} chunks, the crate {}; first differing: {:?}",
+                    ours.len(),
+                    theirs.len(),
+                    ours.iter().zip(&theirs).find(|(a, b)| a != b)
+                );
+            }
+        }
+    }
+}

@@ -56,8 +56,8 @@ fn an_embedded_prefix_moves_the_tail_by_its_tokens() {
         let doc = &engine.corpus.docs[fa.doc];
         assert_eq!(fa.chunks.len(), fb.chunks.len());
         for (ca, cb) in fa.chunks.iter().zip(fb.chunks.iter()) {
-            assert!(ca.prefix.is_none());
-            let prefix = cb.prefix.as_deref().expect("file is always embedded");
+            assert!(ca.prefix().is_none());
+            let prefix = cb.prefix().expect("file is always embedded");
             assert!(prefix.starts_with(&format!("file: {}\n", doc.path)));
             if let Some(h) = &cb.chunk.heading {
                 assert!(prefix.contains(&format!("section: {h}\n")), "{prefix:?}");
@@ -73,7 +73,7 @@ fn an_embedded_prefix_moves_the_tail_by_its_tokens() {
                 .filter(|(_, &s)| s == 0)
                 .map(|(o, _)| o.0)
                 .collect();
-            assert_eq!(content.len(), cb.prefix_tokens + ca.token_starts.len());
+            assert_eq!(content.len(), cb.prefix_tokens() + ca.token_starts.len());
             for window in [128usize, 256] {
                 let (ta, tb) = (ca.tail(window, 2), cb.tail(window, 2));
                 // Where the model stops reading, in the embedded string.
@@ -85,8 +85,8 @@ fn an_embedded_prefix_moves_the_tail_by_its_tokens() {
                     doc.path
                 );
                 if let (Some(ta), Some(tb)) = (ta, tb) {
-                    assert_eq!(ta.first_token - tb.first_token, cb.prefix_tokens);
-                    assert_eq!(tb.tokens - ta.tokens, cb.prefix_tokens);
+                    assert_eq!(ta.first_token - tb.first_token, cb.prefix_tokens());
+                    assert_eq!(tb.tokens - ta.tokens, cb.prefix_tokens());
                     moved += 1;
                 }
             }
@@ -106,9 +106,9 @@ fn cited_and_dropped_fields() {
     let c = engine.chunk_all(&s, &AtomicBool::new(false)).unwrap();
     let last = c.files[0].chunks.last().unwrap();
     assert_eq!(last.chunk.heading.as_deref(), Some("Runbook > Staging"));
-    assert_eq!(last.prefix.as_deref(), Some("title: Rotate keys\n\n"));
+    assert_eq!(last.prefix(), Some("title: Rotate keys\n\n"));
     assert_eq!(
-        last.prefix_tokens,
+        last.prefix_tokens(),
         engine.tok.count("title: Rotate keys\n\n")
     );
     // Front matter is metadata, not a heading.
@@ -145,7 +145,7 @@ fn parents_hold_their_children() {
             let doc = &engine.corpus.docs[f.doc];
             assert!(!f.parents.is_empty() || f.chunks.is_empty());
             for ch in f.chunks.iter() {
-                let p = &f.parents[ch.parent.expect("every chunk has a parent")];
+                let p = &f.parents[ch.parent().expect("every chunk has a parent")];
                 assert!(p.start <= ch.chunk.start && ch.chunk.end <= p.end);
                 assert!(p.id(&doc.path).starts_with(&format!("{}#s", doc.path)));
                 if strategy == Strategy::Markdown && doc.path.ends_with(".md") {

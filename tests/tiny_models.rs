@@ -174,7 +174,7 @@ fn agree_with_record(set: &std::path::Path, at_least: usize) {
                 want[i],
                 "{name}: text {i} with prompt {prompt:?}"
             );
-            assert_eq!(ch.prefix_tokens > 0, !prompt.is_empty(), "{name}");
+            assert_eq!(ch.prefix_tokens() > 0, !prompt.is_empty(), "{name}");
         }
     }
 }

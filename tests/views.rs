@@ -254,7 +254,7 @@ fn prefix_parent_and_query_panes() {
         .chunk_all(&settings, &AtomicBool::new(false))
         .unwrap();
     let first = &chunking.files[0].chunks[0];
-    assert_eq!(first.prefix.as_deref(), Some("section: Rotate keys\n\n"));
+    assert_eq!(first.prefix(), Some("section: Rotate keys\n\n"));
     m.settings = settings;
     m.chunking = Some(Arc::new(chunking.clone()));
     let t = render(&m);
@@ -368,7 +368,7 @@ fn prefix_parent_and_query_panes() {
     );
     m.query.results = exact;
     // [CLS], then the prefix's tokens, then 3 tokens of the text.
-    assert_eq!(first.prefix_tokens, 4, "section : rotate keys");
+    assert_eq!(first.prefix_tokens(), 4, "section : rotate keys");
     assert!(screen.contains("@tok 8 window"), "{screen}");
     assert!(screen.contains("↳ parent runbooks/rotate-keys.md#s0"));
     insta::assert_snapshot!("query_parent", t.backend());
@@ -506,7 +506,7 @@ fn enter_on_a_hit_shows_the_match() {
         .chunks
         .iter()
         .rev()
-        .find_map(|c| c.text(doc).find("kubectl").map(|at| (c.index, at)))
+        .find_map(|c| c.text(doc).find("kubectl").map(|at| (c.index as usize, at)))
         .expect("a chunk holds kubectl");
     let key = |c: KeyCode| Msg::Key(KeyEvent::new(c, KeyModifiers::NONE));
     update(&mut m, key(KeyCode::Char('/')));

@@ -93,7 +93,7 @@ pub fn results(m: &Model) -> Vec<Found> {
                     let rel = (start - c.chunk.start, end.min(c.chunk.end) - c.chunk.start);
                     out.push(Found::Line {
                         file_pos,
-                        chunk: c.index,
+                        chunk: c.index as usize,
                         line: n + 1,
                         span: rel,
                         text: line.trim().chars().take(200).collect(),

@@ -96,11 +96,16 @@ fn write_chunks_jsonl(
         for c in f.chunks.iter() {
             let tail = c.tail(window.tokens, specials);
             let metadata: serde_json::Map<String, serde_json::Value> = policy
-                .fields(&doc.path, c.chunk.heading.as_deref(), c.index, &front)
+                .fields(
+                    &doc.path,
+                    c.chunk.heading.as_deref(),
+                    c.index as usize,
+                    &front,
+                )
                 .into_iter()
                 .map(|(k, v, _)| (k, serde_json::Value::String(v)))
                 .collect();
-            let parent = c.parent.and_then(|p| f.parents.get(p));
+            let parent = c.parent().and_then(|p| f.parents.get(p));
             let (start, end) = (c.chunk.start, c.chunk.end);
             let file_byte = |b: usize| doc.offsets.file_byte(b);
             let pages = doc.page_span(start, end);
@@ -125,8 +130,8 @@ fn write_chunks_jsonl(
                 "chars": c.chars,
                 "cl100k_tokens": c.cl100k_tokens(&doc.text),
                 "heading": c.chunk.heading.as_deref(),
-                "embedded_prefix": c.prefix.as_deref(),
-                "prefix_tokens": c.prefix_tokens,
+                "embedded_prefix": c.prefix(),
+                "prefix_tokens": c.prefix_tokens(),
                 "metadata": metadata,
                 "parent": parent.map(|p| p.id(&doc.path)),
                 "parent_start_byte": parent.map(|p| file_byte(p.start)),

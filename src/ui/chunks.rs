@@ -39,7 +39,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             for i in focus..file.chunks.len() {
                 let prev_end = i.checked_sub(1).map(|p| file.chunks[p].chunk.end);
                 let parent = file.chunks[i]
-                    .parent
+                    .parent()
                     .and_then(|p| file.parents.get(p))
                     .map(|p| (p.id(&doc.path), p.start, p.end));
                 let (chunk_lines, match_line) = render_chunk(
@@ -120,20 +120,20 @@ fn ch_unit(m: &Model) -> &'static str {
 fn sizes(m: &Model, ch: &MeasuredChunk) -> String {
     let embed = ch.embed_tokens(m.specials);
     match ch_unit(m) {
-        "embed" if ch.prefix_tokens > 0 => format!(
+        "embed" if ch.prefix_tokens() > 0 => format!(
             "{} embed tokens + {} prefix + {} specials",
-            thousands(ch.unit_len),
-            ch.prefix_tokens,
+            thousands(ch.unit_len as usize),
+            ch.prefix_tokens(),
             m.specials
         ),
         "embed" => format!(
             "{} embed tokens + {} specials",
-            thousands(ch.unit_len),
+            thousands(ch.unit_len as usize),
             m.specials
         ),
         unit => format!(
             "{} {unit} · {} embed tokens",
-            thousands(ch.unit_len),
+            thousands(ch.unit_len as usize),
             thousands(embed)
         ),
     }
@@ -187,11 +187,11 @@ pub fn render_chunk<'a>(
     if let Some(h) = &ch.chunk.heading {
         lines.push(Line::styled(format!("  § {h}"), t.title));
     }
-    if let Some(prefix) = &ch.prefix {
+    if let Some(prefix) = ch.prefix() {
         lines.push(Line::styled(
             format!(
                 "  embedded ahead of the text ({} tokens of the window):",
-                ch.prefix_tokens
+                ch.prefix_tokens()
             ),
             t.dim,
         ));
@@ -223,7 +223,7 @@ pub fn render_chunk<'a>(
         .chunks
         .highlight
         .as_ref()
-        .filter(|h| h.file_pos == m.chunks.selected && h.chunk == ch.index)
+        .filter(|h| h.file_pos == m.chunks.selected && h.chunk == ch.index as usize)
     {
         let rows = visual_lines(text, width.saturating_sub(2).max(1));
         for &span in &h.spans {

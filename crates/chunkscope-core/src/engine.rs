@@ -95,7 +95,7 @@ impl Chunking {
                 f.chunks.iter().filter_map(move |c| {
                     c.tail(window, specials).map(|t| WorstChunk {
                         file_pos,
-                        index: c.index,
+                        index: c.index as usize,
                         embed_tokens: c.embed_tokens(specials),
                         tail_tokens: t.tokens,
                     })
@@ -320,7 +320,7 @@ impl Engine {
                 .collect()
         });
         let bounds = bounds.iter().map(|&(s, e)| (s as usize, e as usize));
-        let spans = Arc::new(maxmin::fit(&self.view(doc), bounds, unit, max));
+        let spans = maxmin::held(maxmin::fit(&self.view(doc), bounds, unit, max));
         *slot = Some((unit, max, Arc::clone(&spans)));
         spans
     }
@@ -401,10 +401,10 @@ impl Engine {
                 }
                 .map(|p| {
                     let n = self.tok.prefix_count(&p);
-                    (std::sync::Arc::<str>::from(p), n)
+                    (p, n)
                 });
                 let mut m = MeasuredChunk::measure(&view, i, c, settings.unit).with_prefix(prefix);
-                m.parent = parent;
+                m.parent = parent.map(|p| p as u32);
                 m
             })
             .collect();

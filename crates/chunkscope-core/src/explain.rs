@@ -156,7 +156,7 @@ pub fn why_not(
     Ok(WhyNot {
         chunk_id: id,
         file: doc.path.clone(),
-        chunk: chunk.index,
+        chunk: chunk.index as usize,
         places,
         tail_start,
         terms_in_window,

@@ -63,7 +63,7 @@ impl SentenceStore {
             engine
                 .sentence_spans(d, settings.unit, settings.size)
                 .iter()
-                .map(|&s| sentence_text(text, s).to_string())
+                .map(|&(s, e)| sentence_text(text, (s as usize, e as usize)).to_string())
                 .collect::<Vec<_>>()
         });
         let mut seen = HashSet::new();

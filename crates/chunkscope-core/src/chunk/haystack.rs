@@ -76,9 +76,9 @@ fn split(text: &str, length: usize, overlap: usize, threshold: usize) -> Vec<Chu
                     let mut t = prev
                         .text
                         .take()
-                        .unwrap_or_else(|| text[prev.start..prev.end].to_string());
+                        .map_or_else(|| text[prev.start..prev.end].to_string(), String::from);
                     t.push_str(&text[from..end]);
-                    prev.text = Some(t);
+                    prev.text = Some(t.into());
                     prev.end = prev.end.max(end);
                 }
             }

@@ -224,7 +224,7 @@ impl Locator {
             None => Chunk {
                 start: self.last,
                 end: self.last,
-                text: Some(t.to_string()),
+                text: Some(t.into()),
                 heading: None,
             },
         }

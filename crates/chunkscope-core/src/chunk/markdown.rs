@@ -311,7 +311,7 @@ impl Markdown {
                 out.push(Chunk {
                     start: *gs,
                     end: *ge,
-                    text: Some(std::mem::take(text)),
+                    text: Some(std::mem::take(text).into()),
                     heading: heading.clone(),
                 });
             }
@@ -327,7 +327,7 @@ impl Markdown {
             out.push(Chunk {
                 start: s,
                 end: e,
-                text: Some(text),
+                text: Some(text.into()),
                 heading: heading.clone(),
             });
         }

@@ -30,7 +30,15 @@ impl Default for MaxMinParams {
 }
 
 /// Sentence spans (byte ranges) of one document, as `sentences` returns them.
-pub type Spans = std::sync::Arc<Vec<(usize, usize)>>;
+pub type Spans = std::sync::Arc<[(u32, u32)]>;
+
+/// `spans` held as `Spans` (offsets within a document fit in u32).
+pub fn held(spans: Vec<(usize, usize)>) -> Spans {
+    spans
+        .into_iter()
+        .map(|(s, e)| (s as u32, e as u32))
+        .collect()
+}
 
 /// Sentence embeddings looked up by the sentence's embedded text.
 pub trait SentenceVectors: Sync {
@@ -267,24 +275,25 @@ impl Chunker for MaxMin<'_> {
     fn chunk(&self, doc: &DocView) -> Vec<Chunk> {
         let spans = match &self.spans {
             Some(s) => std::sync::Arc::clone(s),
-            None => std::sync::Arc::new(sentences(doc, self.unit, self.max)),
+            None => held(sentences(doc, self.unit, self.max)),
         };
+        let span = |i: usize| (spans[i].0 as usize, spans[i].1 as usize);
         let vectors: Vec<Option<&[f32]>> = spans
             .iter()
-            .map(|&s| {
+            .map(|&(s, e)| {
                 self.vectors
-                    .and_then(|v| v.vector(sentence_text(doc.text, s)))
+                    .and_then(|v| v.vector(sentence_text(doc.text, (s as usize, e as usize))))
             })
             .collect();
         let starts = group(&vectors, &self.params, |first, i| {
-            self.max == 0 || doc.count(self.unit, spans[first].0, spans[i].1) <= self.max
+            self.max == 0 || doc.count(self.unit, span(first).0, span(i).1) <= self.max
         });
         starts
             .iter()
             .enumerate()
             .map(|(k, &first)| {
                 let last = starts.get(k + 1).map_or(spans.len(), |&n| n) - 1;
-                Chunk::slice(spans[first].0, spans[last].1)
+                Chunk::slice(span(first).0, span(last).1)
             })
             .collect()
     }

@@ -42,7 +42,7 @@ pub struct Chunk {
     pub start: usize,
     pub end: usize,
     /// The splitter's text when it differs from `doc[start..end]`.
-    pub text: Option<String>,
+    pub text: Option<Box<str>>,
     /// The heading path governing the chunk ("Runbook > Rotate keys > Staging"), for splitters
     /// that know the document's structure; one string shared by the chunks of a section.
     pub heading: Option<std::sync::Arc<str>>,

@@ -154,7 +154,7 @@ impl SpringAi {
             Chunk {
                 start: s,
                 end: ceil_char(doc, end.min(doc.len())).max(s),
-                text: Some(trimmed.to_string()),
+                text: Some(trimmed.into()),
                 heading: None,
             }
         })

@@ -413,7 +413,7 @@ fn doc_place(s: &Searched, run: &DocRun, key: u32) -> Option<DocPlace> {
         rank: pos + 1,
         chunk_rank: chunk_pos + 1,
         file: s.engine.corpus.docs[f.doc].path.clone(),
-        chunk: chunk.index,
+        chunk: chunk.index as usize,
         tail: chunk.tail(s.window, s.engine.specials()).is_some(),
         at: (fp, ci),
     })

@@ -27,7 +27,7 @@ impl HitTexts {
             let f = &chunking.files[fp];
             let doc = &engine.corpus.docs[f.doc].text;
             let c = &f.chunks[ci];
-            match c.parent.and_then(|p| f.parents.get(p).map(|x| (p, x))) {
+            match c.parent().and_then(|p| f.parents.get(p).map(|x| (p, x))) {
                 Some((p, parent)) if parents => {
                     normed.push(norm(&doc[parent.start..parent.end]));
                     parent_of.push(Some((fp, p)));
@@ -176,9 +176,15 @@ pub(super) fn place(
         let token = c.input_position(c.token_starts.token_at_byte(rel_start), specials);
         match c.tail(window, specials) {
             Some(t) if rel_end > t.start_byte => {
-                tail_holder.get_or_insert((c.index, token));
+                tail_holder.get_or_insert((c.index as usize, token));
             }
-            _ => return (Bucket::InsideWindow, Some((fp, c.index)), Some(token)),
+            _ => {
+                return (
+                    Bucket::InsideWindow,
+                    Some((fp, c.index as usize)),
+                    Some(token),
+                )
+            }
         }
     }
     let _ = doc;

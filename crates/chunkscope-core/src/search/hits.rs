@@ -22,7 +22,7 @@ impl HitMaker<'_> {
     /// (file position, parent index) of the chunk `id`, if it has a parent.
     fn parent_of(&self, id: u64) -> Option<(usize, usize)> {
         let &(fp, c) = self.index.refs.get(id as usize)?;
-        Some((fp, self.chunking.files[fp].chunks[c].parent?))
+        Some((fp, self.chunking.files[fp].chunks[c].parent()?))
     }
 
     /// What "the other retriever returned it too" compares: chunks, or parents in parent mode.
@@ -71,7 +71,7 @@ impl HitMaker<'_> {
             token_offset: token.map(|t| chunk.input_position(t, specials)),
             in_tail: token.is_some_and(|t| t >= readable),
             only_here,
-            parent: chunk.parent.and_then(|p| self.parent_hit(fp, p, path)),
+            parent: chunk.parent().and_then(|p| self.parent_hit(fp, p, path)),
             page_start: pages.map(|p| p.0),
             page_end: pages.map(|p| p.1),
         })

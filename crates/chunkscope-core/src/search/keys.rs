@@ -12,7 +12,7 @@ fn chunk_key(path: &str, c: &MeasuredChunk, doc: &str) -> u64 {
     path.hash(&mut h);
     (c.index, c.chunk.start, c.chunk.end).hash(&mut h);
     c.chunk.heading.hash(&mut h);
-    c.prefix.as_deref().hash(&mut h);
+    c.prefix().hash(&mut h);
     c.text(doc).hash(&mut h);
     h.finish()
 }

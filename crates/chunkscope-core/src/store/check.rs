@@ -54,7 +54,7 @@ pub fn engine_for(
             let prefix = format!("{prompt}{}", c.header);
             let prefix = (!prefix.is_empty()).then(|| {
                 let n = engine.tok.prefix_count(&prefix);
-                (Arc::<str>::from(prefix), n)
+                (prefix, n)
             });
             let view = engine.view(i);
             let m =
@@ -82,7 +82,7 @@ pub fn engine_for(
 /// Where a chunk's invisible tail begins in the stored text (bytes), and whether the window
 /// ends inside what was put ahead of the text (the prompt and the framework's header).
 pub fn tail_of(m: &MeasuredChunk, window: usize, specials: usize) -> (Option<usize>, bool) {
-    let in_header = specials + m.prefix_tokens > window;
+    let in_header = specials + m.prefix_tokens() > window;
     (m.tail(window, specials).map(|t| t.start_byte), in_header)
 }
 

@@ -386,7 +386,9 @@ impl Engine {
             };
             *slot = Some(p);
         }
-        let chunks = raw
+        // Every chunk's token starts in one buffer for the file.
+        let mut starts = Vec::with_capacity(view.text.len() / 3);
+        let mut chunks: Vec<MeasuredChunk> = raw
             .into_iter()
             .zip(parent_of)
             .enumerate()
@@ -403,11 +405,13 @@ impl Engine {
                     let n = self.tok.prefix_count(&p);
                     (p, n)
                 });
-                let mut m = MeasuredChunk::measure(&view, i, c, settings.unit).with_prefix(prefix);
+                let mut m = MeasuredChunk::measure_into(&view, i, c, settings.unit, &mut starts)
+                    .with_prefix(prefix);
                 m.parent = parent.map(|p| p as u32);
                 m
             })
             .collect();
+        crate::measure::share_starts(&mut chunks, starts);
         FileChunks {
             doc,
             chunks: Arc::new(chunks),

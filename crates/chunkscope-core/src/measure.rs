@@ -33,6 +33,18 @@ pub struct MeasuredChunk {
     pub parent: Option<u32>,
 }
 
+/// Give `chunks` (measured by `measure_into` into `buf`) their token starts: one allocation
+/// of the exact size for all of them.
+pub fn share_starts(chunks: &mut [MeasuredChunk], buf: Vec<u8>) {
+    if buf.is_empty() {
+        return;
+    }
+    let buf = Arc::new(Box::<[u8]>::from(&buf[..]));
+    for c in chunks {
+        c.token_starts.share(&buf);
+    }
+}
+
 /// What a chunk embeds ahead of its text, and its content tokens.
 #[derive(Debug, PartialEq)]
 struct Prefix {
@@ -44,7 +56,7 @@ struct Prefix {
 /// characters (a window cut inside characters, decoded as Spring AI decodes it), for a tokenizer
 /// that drops U+FFFD before it reads the text: the slice's tokens, moved by the replacement
 /// characters ahead of it. None otherwise (the text is then tokenized on its own).
-fn starts_between_replacements(doc: &DocView, chunk: &Chunk, own: &str) -> Option<TokenStarts> {
+fn starts_between_replacements(doc: &DocView, chunk: &Chunk, own: &str) -> Option<StartsBuilder> {
     const REPLACEMENT: char = '\u{fffd}';
     if !doc.tok.drops_replacement() {
         return None;
@@ -65,12 +77,28 @@ fn starts_between_replacements(doc: &DocView, chunk: &Chunk, own: &str) -> Optio
         .each_embed_span(doc.text, at, at + inner.len(), doc.tok, |s, _| {
             starts.push((s - at + lead) as u32)
         });
-    Some(starts.finish())
+    Some(starts)
 }
 
 impl MeasuredChunk {
+    /// The chunk measured, its token starts in a buffer of their own.
     pub fn measure(doc: &DocView, index: usize, chunk: Chunk, unit: Unit) -> MeasuredChunk {
-        let token_starts: TokenStarts = match &chunk.text {
+        let mut buf = Vec::new();
+        let mut m = MeasuredChunk::measure_into(doc, index, chunk, unit, &mut buf);
+        share_starts(std::slice::from_mut(&mut m), buf);
+        m
+    }
+
+    /// The chunk measured, its token starts appended to `buf` (a file's chunks' starts, shared
+    /// by them once all are measured: `share_starts`).
+    pub fn measure_into(
+        doc: &DocView,
+        index: usize,
+        chunk: Chunk,
+        unit: Unit,
+        buf: &mut Vec<u8>,
+    ) -> MeasuredChunk {
+        let starts: StartsBuilder = match &chunk.text {
             None => {
                 // About one token per four bytes of prose: room for a few more.
                 let mut starts = StartsBuilder::with_capacity((chunk.end - chunk.start) / 3 + 1);
@@ -79,15 +107,16 @@ impl MeasuredChunk {
                     .each_embed_span(doc.text, from, chunk.end, doc.tok, |s, _| {
                         starts.push((s - from) as u32)
                     });
-                starts.finish()
+                starts
             }
             Some(own) => starts_between_replacements(doc, &chunk, own).unwrap_or_else(|| {
-                doc.tok
-                    .spans(own)
-                    .map(|v| v.into_iter().map(|t| t.start).collect())
-                    .unwrap_or_default()
+                let spans = doc.tok.spans(own).unwrap_or_default();
+                let mut starts = StartsBuilder::with_capacity(spans.len());
+                spans.iter().for_each(|t| starts.push(t.start));
+                starts
             }),
         };
+        let token_starts = starts.finish_into(buf);
         let text = chunk.text(doc.text);
         let chars = text.chars().count();
         let cl100k = (unit == Unit::Cl100k).then(|| match &chunk.text {

@@ -5,14 +5,36 @@
 //! Each token is stored as the distance from the previous token's start; a distance of 255 or
 //! more, or one that goes back, is marked and its start kept aside.
 
+use std::sync::Arc;
+
 /// The mark of a start kept aside, after the steps.
 const FAR: u8 = u8::MAX;
 
-/// One allocation: the steps (a byte a token), then the starts kept aside as (token, start)
-/// pairs by token (little-endian u32s), then the number of those pairs (u32). No tokens: empty.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A chunk's starts: a segment of a buffer, the steps (a byte a token), then the starts kept
+/// aside as (token, start) pairs by token (little-endian u32s), then the number of those pairs
+/// (u32); no tokens: an empty segment. The buffer is the chunk's own or its file's, shared by
+/// the file's chunks (`StartsBuilder::finish_into`, `TokenStarts::share`): one allocation per
+/// file rather than per chunk, so a dropped chunking leaves large free blocks, not a small hole
+/// beside every chunk's starts.
+#[derive(Clone, Default)]
 pub struct TokenStarts {
-    bytes: Box<[u8]>,
+    buf: Option<Arc<Box<[u8]>>>,
+    at: u32,
+    size: u32,
+}
+
+impl PartialEq for TokenStarts {
+    fn eq(&self, other: &TokenStarts) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for TokenStarts {}
+
+impl std::fmt::Debug for TokenStarts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
@@ -58,54 +80,85 @@ impl StartsBuilder {
         self.prev = start;
     }
 
+    /// The starts in a buffer of their own.
     pub fn finish(self) -> TokenStarts {
-        if self.steps.is_empty() {
-            return TokenStarts::default();
+        let mut buf = Vec::new();
+        let mut t = self.finish_into(&mut buf);
+        if t.is_empty() {
+            return t;
         }
-        // A new allocation of the exact size rather than the builder's shrunk: shrinking leaves
-        // a small free piece beside every chunk's starts, which a chunking's later allocations
-        // rarely fit (at 100 MB of corpus, tens of MB resident and unused at the peak).
-        let mut bytes = Vec::with_capacity(self.steps.len() + self.far.len() * 8 + 4);
-        bytes.extend_from_slice(&self.steps);
-        for (token, start) in &self.far {
-            bytes.extend_from_slice(&token.to_le_bytes());
-            bytes.extend_from_slice(&start.to_le_bytes());
+        // Exactly the size: a shrunk allocation leaves a small free piece beside it.
+        t.share(&Arc::new(Box::from(&buf[..])));
+        t
+    }
+
+    /// The starts appended to `buf` (a file's chunks' starts, one after another): the segment
+    /// they take there, to `share` with the buffer once it is complete.
+    pub fn finish_into(self, buf: &mut Vec<u8>) -> TokenStarts {
+        let at = buf.len();
+        if !self.steps.is_empty() {
+            buf.extend_from_slice(&self.steps);
+            for (token, start) in &self.far {
+                buf.extend_from_slice(&token.to_le_bytes());
+                buf.extend_from_slice(&start.to_le_bytes());
+            }
+            buf.extend_from_slice(&(self.far.len() as u32).to_le_bytes());
         }
-        bytes.extend_from_slice(&(self.far.len() as u32).to_le_bytes());
         TokenStarts {
-            bytes: bytes.into_boxed_slice(),
+            buf: None,
+            at: at as u32,
+            size: (buf.len() - at) as u32,
         }
     }
 }
 
 impl TokenStarts {
+    /// The segment, now in `buf` (what `finish_into` appended to, complete).
+    pub fn share(&mut self, buf: &Arc<Box<[u8]>>) {
+        debug_assert!(self.at as usize + self.size as usize <= buf.len());
+        if self.size > 0 {
+            self.buf = Some(Arc::clone(buf));
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match &self.buf {
+            Some(b) => &b[self.at as usize..][..self.size as usize],
+            None => {
+                debug_assert_eq!(self.size, 0, "token starts used before `share`");
+                &[]
+            }
+        }
+    }
+
     /// How many starts are kept aside.
     fn far_count(&self) -> usize {
-        match self.bytes.len() {
+        let bytes = self.bytes();
+        match bytes.len() {
             0 => 0,
-            n => u32_at(&self.bytes, n - 4) as usize,
+            n => u32_at(bytes, n - 4) as usize,
         }
     }
 
     fn steps(&self) -> &[u8] {
-        &self.bytes[..self.len()]
+        &self.bytes()[..self.len()]
     }
 
     /// The `i`th (token, start) kept aside.
     fn far(&self, i: usize) -> (u32, u32) {
-        let at = self.len() + i * 8;
-        (u32_at(&self.bytes, at), u32_at(&self.bytes, at + 4))
+        let (bytes, at) = (self.bytes(), self.len() + i * 8);
+        (u32_at(bytes, at), u32_at(bytes, at + 4))
     }
 
     pub fn len(&self) -> usize {
-        match self.bytes.len() {
+        match self.size as usize {
             0 => 0,
             n => n - 4 - self.far_count() * 8,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.size == 0
     }
 
     /// Every start, in order.
@@ -160,7 +213,7 @@ impl TokenStarts {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.bytes.len()
+        self.size as usize
     }
 }
 
@@ -187,6 +240,31 @@ mod tests {
         let t: TokenStarts = std::iter::empty().collect();
         assert_eq!((t.len(), t.heap_bytes(), t.get(0)), (0, 0, None));
         assert!(t.is_empty());
+    }
+
+    /// Chunks' starts one after another in a shared buffer read back as each chunk's own.
+    #[test]
+    fn starts_in_a_shared_buffer_are_each_chunks_own() {
+        let chunks: [&[u32]; 4] = [&[0, 3, 700, 704], &[], &[5, 2, 9], &[0, 1000, 1001, 3000]];
+        let mut buf = Vec::new();
+        let mut segments: Vec<TokenStarts> = chunks
+            .iter()
+            .map(|starts| {
+                let mut b = StartsBuilder::with_capacity(starts.len());
+                starts.iter().for_each(|&s| b.push(s));
+                b.finish_into(&mut buf)
+            })
+            .collect();
+        let buf = Arc::new(buf.into_boxed_slice());
+        segments.iter_mut().for_each(|t| t.share(&buf));
+        for (t, want) in segments.iter().zip(chunks) {
+            assert_eq!(t.iter().collect::<Vec<_>>(), want);
+            assert_eq!(t.len(), want.len());
+            assert_eq!(*t, want.iter().copied().collect::<TokenStarts>());
+            for (k, &w) in want.iter().enumerate() {
+                assert_eq!(t.get(k), Some(w));
+            }
+        }
     }
 
     /// Steps of every size around the mark, starts that go back, long runs kept aside: every

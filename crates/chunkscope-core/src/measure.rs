@@ -116,6 +116,7 @@ impl MeasuredChunk {
                 starts
             }),
         };
+        let tokens = starts.len();
         let token_starts = starts.finish_into(buf);
         let text = chunk.text(doc.text);
         let chars = text.chars().count();
@@ -126,7 +127,7 @@ impl MeasuredChunk {
         let unit_len = match unit {
             Unit::Chars => chars,
             Unit::Cl100k => cl100k.unwrap_or(0),
-            Unit::Embed => token_starts.len(),
+            Unit::Embed => tokens,
         };
         MeasuredChunk {
             index: index as u32,

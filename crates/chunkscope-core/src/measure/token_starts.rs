@@ -69,6 +69,15 @@ impl StartsBuilder {
         }
     }
 
+    /// The starts pushed so far.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
     pub fn push(&mut self, start: u32) {
         match start.checked_sub(self.prev) {
             Some(d) if d < u32::from(FAR) => self.steps.push(d as u8),

@@ -198,12 +198,15 @@ proptest! {
         size in 1usize..80,
         overlap in 0usize..40,
         markdown in any::<bool>(),
+        kept in any::<bool>(),
     ) {
         let unit = Unit::ALL[unit];
         let overlap = overlap % size;
         let tok = common::tokenizer();
         let tokens = DocTokens::new(&text, &tok).unwrap();
-        let view = DocView { text: &text, tokens: &tokens, tok: &tok, memo: None };
+        // With and without what the engine keeps per document (the sentence boundaries).
+        let memo = DocMemo::default();
+        let view = DocView { text: &text, tokens: &tokens, tok: &tok, memo: kept.then_some(&memo) };
         let ours: Vec<(usize, usize)> = chunkscope_core::chunk::TextSplitterChunker {
             unit,
             size,
@@ -266,13 +269,19 @@ fn text_splitter_equals_the_crate_on_varied_texts() {
     ];
     for (name, text) in &texts {
         let tokens = DocTokens::new(text, &tok).unwrap();
-        let view = DocView {
+        // Without what the engine keeps per document, and with it, kept across the settings as
+        // the engine keeps it across knob turns.
+        let memo = DocMemo::default();
+        let views = [None, Some(&memo)].map(|memo| DocView {
             text,
             tokens: &tokens,
             tok: &tok,
-            memo: None,
-        };
-        for (unit, size, overlap) in settings {
+            memo,
+        });
+        for ((unit, size, overlap), view) in settings
+            .into_iter()
+            .flat_map(|s| views.iter().map(move |v| (s, v)))
+        {
             for markdown in [false, true] {
                 let ours: Vec<(usize, usize)> = chunkscope_core::chunk::TextSplitterChunker {
                     unit,
@@ -280,14 +289,15 @@ fn text_splitter_equals_the_crate_on_varied_texts() {
                     overlap,
                     markdown,
                 }
-                .chunk(&view)
+                .chunk(view)
                 .iter()
                 .map(|c| (c.start, c.end))
                 .collect();
                 let theirs = text_splitter_as_is(text, unit, size, overlap, markdown);
+                let kept = view.memo.is_some();
                 assert!(
                     ours == theirs,
-                    "{name}: {unit} {size}/{overlap} markdown {markdown}: {} chunks, the crate {}; first differing: {:?}",
+                    "{name}: {unit} {size}/{overlap} markdown {markdown} kept {kept}: {} chunks, the crate {}; first differing: {:?}",
                     ours.len(),
                     theirs.len(),
                     ours.iter().zip(&theirs).find(|(a, b)| a != b)

@@ -74,11 +74,12 @@ pub struct DocView<'a> {
 
 /// What the chunkers find in one document that no knob changes, kept across chunkings: Punkt's
 /// sentence spans of its slices (keyed by the slice's place in the document; the spans are
-/// relative to the slice) and its Markdown blocks.
+/// relative to the slice), its Markdown blocks and its ICU sentence boundaries.
 #[derive(Default)]
 pub struct DocMemo {
     sentences: std::sync::Mutex<std::collections::HashMap<(usize, usize), SpanList>>,
     blocks: std::sync::OnceLock<std::sync::Arc<[markdown::Block]>>,
+    icu_sentences: std::sync::OnceLock<std::sync::Arc<[u32]>>,
 }
 
 /// Sentence spans as (start, end) byte offsets.
@@ -107,6 +108,12 @@ impl DocMemo {
         let spans = span_list(split());
         kept.insert((start, end), std::sync::Arc::clone(&spans));
         spans
+    }
+
+    /// The document's ICU sentence boundaries (text-splitter's), from `find` the first time
+    /// they are asked.
+    pub(crate) fn icu_sentences(&self, find: impl FnOnce() -> Vec<u32>) -> std::sync::Arc<[u32]> {
+        std::sync::Arc::clone(self.icu_sentences.get_or_init(|| find().into()))
     }
 
     /// The document's Markdown blocks, from `parse` the first time they are asked.

@@ -416,6 +416,15 @@ impl Chunker for TextSplitterChunker {
         } else {
             levels::text_levels(text)
         };
+        // Sentence boundaries do not change with the knobs: the whole text's, kept with the
+        // document, are read on from any cursor among them (`DocBreaks::known`).
+        let sentences = doc
+            .memo
+            .map(|m| m.icu_sentences(|| breaks::whole(text, Fallback::Sentence)));
+        let known = |f: Fallback| match (f, &sentences) {
+            (Fallback::Sentence, Some(s)) => &s[..],
+            _ => &[],
+        };
         let mut run = Run {
             text,
             size: self.size.max(1),
@@ -432,7 +441,7 @@ impl Chunker for TextSplitterChunker {
                 known: Vec::new(),
             },
             ranges: Ranges::new(levels, self.markdown),
-            breaks: Fallback::ALL.map(|f| DocBreaks::new(text, f)),
+            breaks: Fallback::ALL.map(|f| DocBreaks::new(text, f, known(f))),
             cursor: 0,
             sections: Vec::new(),
             longest: None,

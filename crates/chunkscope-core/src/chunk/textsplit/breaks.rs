@@ -70,21 +70,30 @@ fn segment(level: Fallback, text: &str, from: usize) -> Boundaries<'_> {
     }
 }
 
+/// The level's boundaries of the whole text, as offsets (a document is under 4 GiB).
+pub(super) fn whole(text: &str, level: Fallback) -> Vec<u32> {
+    segment(level, text, 0).map(|b| b as u32).collect()
+}
+
 /// One level's boundaries from the place it was last segmented from, as far as asked for.
 pub(super) struct DocBreaks<'t> {
     text: &'t str,
     level: Fallback,
     found: Vec<usize>,
     rest: Option<Boundaries<'t>>,
+    /// The whole text's boundaries when known beforehand (`whole`, kept with the document), else
+    /// empty: an iteration from a cursor among them reads on from there without segmenting.
+    known: &'t [u32],
 }
 
 impl<'t> DocBreaks<'t> {
-    pub(super) fn new(text: &'t str, level: Fallback) -> DocBreaks<'t> {
+    pub(super) fn new(text: &'t str, level: Fallback, known: &'t [u32]) -> DocBreaks<'t> {
         DocBreaks {
             text,
             level,
             found: Vec::new(),
             rest: None,
+            known,
         }
     }
 
@@ -129,30 +138,55 @@ impl<'t> DocBreaks<'t> {
 
 pub(super) struct FromCursor<'b, 't> {
     doc: &'b mut DocBreaks<'t>,
-    /// The index of the next boundary among the kept ones, once started.
-    next: Option<usize>,
+    /// The next boundary's index among the kept ones, or among the known ones, once started.
+    next: Option<Next>,
     cursor: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Next {
+    Found(usize),
+    Known(usize),
+}
+
+impl FromCursor<'_, '_> {
+    /// Where the iteration starts: among the known boundaries, among the kept ones, or a new
+    /// segmentation from the cursor.
+    fn start(&mut self) -> Next {
+        let cursor = u32::try_from(self.cursor).unwrap_or(u32::MAX);
+        if let Ok(i) = self.doc.known.binary_search(&cursor) {
+            return Next::Known(i);
+        }
+        if let Some(i) = self.doc.taken_up_at(self.cursor) {
+            return Next::Found(i);
+        }
+        let doc = &mut *self.doc;
+        doc.found.clear();
+        doc.rest = Some(segment(doc.level, doc.text, self.cursor));
+        Next::Found(0)
+    }
 }
 
 impl Iterator for FromCursor<'_, '_> {
     type Item = usize;
 
     fn next(&mut self) -> Option<usize> {
-        let i = match self.next {
-            Some(i) => i,
-            None => match self.doc.taken_up_at(self.cursor) {
-                Some(i) => i,
-                None => {
-                    let doc = &mut *self.doc;
-                    doc.found.clear();
-                    doc.rest = Some(segment(doc.level, doc.text, self.cursor));
-                    0
-                }
-            },
+        let next = match self.next {
+            Some(n) => n,
+            None => self.start(),
         };
-        let b = self.doc.get(i)?;
-        self.next = Some(i + 1);
-        Some(b)
+        match next {
+            Next::Known(i) => {
+                let b = *self.doc.known.get(i)?;
+                self.next = Some(Next::Known(i + 1));
+                Some(b as usize)
+            }
+            Next::Found(i) => {
+                let b = self.doc.get(i)?;
+                self.next = Some(Next::Found(i + 1));
+                Some(b)
+            }
+        }
     }
 }
 

@@ -4,7 +4,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::chunk::maxmin::{self, Spans};
-use super::chunk::{sections, ChunkSettings, DocMemo, DocView, Section, SentenceVectors, Strategy};
+use super::chunk::{
+    sections, span_list, ChunkSettings, DocMemo, DocView, Section, SentenceVectors, SpanList,
+    Strategy,
+};
 use super::corpus::Corpus;
 use super::measure::MeasuredChunk;
 use super::model::ModelInfo;
@@ -145,7 +148,7 @@ struct Derived {
     /// Max-Min's sentence spans for the last (unit, maximum size) asked.
     sentences: std::sync::Mutex<Option<(Unit, usize, Spans)>>,
     /// Max-Min's sentences before any maximum size (the segmenter runs once per file).
-    uax_sentences: std::sync::OnceLock<Box<[(u32, u32)]>>,
+    uax_sentences: std::sync::OnceLock<SpanList>,
     /// What the chunkers find in the file that no knob changes (Punkt sentences, Markdown blocks).
     memo: DocMemo,
 }
@@ -312,15 +315,11 @@ impl Engine {
                 return Arc::clone(spans);
             }
         }
-        let bounds = self.derived[doc].uax_sentences.get_or_init(|| {
-            let text = &self.corpus.docs[doc].text;
-            maxmin::bounds(text)
-                .into_iter()
-                .map(|(s, e)| (s as u32, e as u32))
-                .collect()
-        });
+        let bounds = self.derived[doc]
+            .uax_sentences
+            .get_or_init(|| span_list(maxmin::bounds(&self.corpus.docs[doc].text)));
         let bounds = bounds.iter().map(|&(s, e)| (s as usize, e as usize));
-        let spans = maxmin::held(maxmin::fit(&self.view(doc), bounds, unit, max));
+        let spans = span_list(maxmin::fit(&self.view(doc), bounds, unit, max));
         *slot = Some((unit, max, Arc::clone(&spans)));
         spans
     }

@@ -36,13 +36,7 @@ pub struct MeasuredChunk {
 /// Give `chunks` (measured by `measure_into` into `buf`) their token starts: one allocation
 /// of the exact size for all of them.
 pub fn share_starts(chunks: &mut [MeasuredChunk], buf: Vec<u8>) {
-    if buf.is_empty() {
-        return;
-    }
-    let buf = Arc::new(Box::<[u8]>::from(&buf[..]));
-    for c in chunks {
-        c.token_starts.share(&buf);
-    }
+    token_starts::share_all(chunks.iter_mut().map(|c| &mut c.token_starts), &buf);
 }
 
 /// What a chunk embeds ahead of its text, and its content tokens.

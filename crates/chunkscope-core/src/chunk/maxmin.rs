@@ -5,7 +5,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use super::{Chunk, Chunker, DocView, Recursive};
+use super::{span_list, Chunk, Chunker, DocView, Recursive};
 use crate::tokenize::Unit;
 
 /// The rule's knobs; the defaults are the authors' (tuned on bge-base-en-v1.5).
@@ -30,15 +30,7 @@ impl Default for MaxMinParams {
 }
 
 /// Sentence spans (byte ranges) of one document, as `sentences` returns them.
-pub type Spans = std::sync::Arc<[(u32, u32)]>;
-
-/// `spans` held as `Spans` (offsets within a document fit in u32).
-pub fn held(spans: Vec<(usize, usize)>) -> Spans {
-    spans
-        .into_iter()
-        .map(|(s, e)| (s as u32, e as u32))
-        .collect()
-}
+pub type Spans = super::SpanList;
 
 /// Sentence embeddings looked up by the sentence's embedded text.
 pub trait SentenceVectors: Sync {
@@ -275,7 +267,7 @@ impl Chunker for MaxMin<'_> {
     fn chunk(&self, doc: &DocView) -> Vec<Chunk> {
         let spans = match &self.spans {
             Some(s) => std::sync::Arc::clone(s),
-            None => held(sentences(doc, self.unit, self.max)),
+            None => span_list(sentences(doc, self.unit, self.max)),
         };
         let span = |i: usize| (spans[i].0 as usize, spans[i].1 as usize);
         let vectors: Vec<Option<&[f32]>> = spans

@@ -13,7 +13,7 @@ const FAR: u8 = u8::MAX;
 /// A chunk's starts: a segment of a buffer, the steps (a byte a token), then the starts kept
 /// aside as (token, start) pairs by token (little-endian u32s), then the number of those pairs
 /// (u32); no tokens: an empty segment. The buffer is the chunk's own or its file's, shared by
-/// the file's chunks (`StartsBuilder::finish_into`, `TokenStarts::share`): one allocation per
+/// the file's chunks (`StartsBuilder::finish_into`, `share_all`): one allocation per
 /// file rather than per chunk, so a dropped chunking leaves large free blocks, not a small hole
 /// beside every chunk's starts.
 #[derive(Clone, Default)]
@@ -93,16 +93,12 @@ impl StartsBuilder {
     pub fn finish(self) -> TokenStarts {
         let mut buf = Vec::new();
         let mut t = self.finish_into(&mut buf);
-        if t.is_empty() {
-            return t;
-        }
-        // Exactly the size: a shrunk allocation leaves a small free piece beside it.
-        t.share(&Arc::new(Box::from(&buf[..])));
+        share_all([&mut t], &buf);
         t
     }
 
     /// The starts appended to `buf` (a file's chunks' starts, one after another): the segment
-    /// they take there, to `share` with the buffer once it is complete.
+    /// they take there, to `share_all` with the buffer once it is complete.
     pub fn finish_into(self, buf: &mut Vec<u8>) -> TokenStarts {
         let at = buf.len();
         if !self.steps.is_empty() {
@@ -121,9 +117,21 @@ impl StartsBuilder {
     }
 }
 
+/// Give `segments` (from `finish_into` into `buf`, now complete) their starts: one allocation of
+/// the exact size for all of them (a shrunk one would leave a small free piece beside it).
+pub fn share_all<'a>(segments: impl IntoIterator<Item = &'a mut TokenStarts>, buf: &[u8]) {
+    if buf.is_empty() {
+        return;
+    }
+    let buf = Arc::new(Box::from(buf));
+    for t in segments {
+        t.share(&buf);
+    }
+}
+
 impl TokenStarts {
     /// The segment, now in `buf` (what `finish_into` appended to, complete).
-    pub fn share(&mut self, buf: &Arc<Box<[u8]>>) {
+    fn share(&mut self, buf: &Arc<Box<[u8]>>) {
         debug_assert!(self.at as usize + self.size as usize <= buf.len());
         if self.size > 0 {
             self.buf = Some(Arc::clone(buf));
@@ -134,7 +142,7 @@ impl TokenStarts {
         match &self.buf {
             Some(b) => &b[self.at as usize..][..self.size as usize],
             None => {
-                debug_assert_eq!(self.size, 0, "token starts used before `share`");
+                debug_assert_eq!(self.size, 0, "token starts used before `share_all`");
                 &[]
             }
         }
@@ -264,8 +272,7 @@ mod tests {
                 b.finish_into(&mut buf)
             })
             .collect();
-        let buf = Arc::new(buf.into_boxed_slice());
-        segments.iter_mut().for_each(|t| t.share(&buf));
+        share_all(&mut segments, &buf);
         for (t, want) in segments.iter().zip(chunks) {
             assert_eq!(t.iter().collect::<Vec<_>>(), want);
             assert_eq!(t.len(), want.len());

@@ -8,6 +8,7 @@
 //!
 //! `config` reads config.json, `load` the weights, `forward` runs the pass.
 
+mod attention;
 mod config;
 mod error;
 mod forward;
@@ -74,7 +75,8 @@ pub struct Bert {
 
 #[cfg(test)]
 mod tests {
-    use super::forward::{alibi_slopes, gate_rows, linear};
+    use super::attention::alibi_slopes;
+    use super::forward::{gate_rows, linear};
     use super::load::table_rows;
     use super::*;
     use crate::embed::kernels::Activation;

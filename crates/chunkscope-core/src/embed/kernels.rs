@@ -251,6 +251,21 @@ pub fn exp_rows(rows: &mut [f32], width: usize, inv_sums: &mut [f32]) {
 }
 }
 
+multiversion! {
+/// Softmax of one row of scores, rounded to bf16 bits into `out` (the row is left holding the
+/// exponentials): what a bf16 product of the probabilities reads.
+pub fn softmax_to_bf16(row: &mut [f32], out: &mut [u16]) {
+    let max = row_max(row);
+    for v in row.iter_mut() {
+        *v = exp(*v - max);
+    }
+    let inv = 1.0 / sum(row);
+    for (o, &v) in out.iter_mut().zip(row.iter()) {
+        *o = crate::embed::lowp::bf16_bits(v * inv);
+    }
+}
+}
+
 /// Largest value of a row, with eight lanes and no NaN bookkeeping so it vectorizes.
 #[inline(always)]
 fn row_max(row: &[f32]) -> f32 {

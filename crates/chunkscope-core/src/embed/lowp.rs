@@ -3,13 +3,17 @@
 //! (symmetric), activations per token (asymmetric, 8 bits), products summed in int32 and scaled
 //! back. Weights are packed once at load into panels the kernels read in order; the kernels use
 //! AMX tiles where the CPU has them (`amx`), else AVX-512 BF16 and AVX-512 VNNI, else plain loops
-//! (same numbers, slower). Attention, LayerNorm, GELU and pooling stay in f32.
+//! (same numbers, slower). With bf16, attention's products run on the same kernels
+//! (`Bf16Operands`); its softmax, LayerNorm, GELU and pooling stay in f32.
 
 use rayon::prelude::*;
 
 #[cfg(target_arch = "x86_64")]
 mod amx;
+mod operands;
 mod portable;
+
+pub use operands::Bf16Operands;
 
 use portable::{bf16_tile_portable, int8_tile_portable};
 
@@ -182,6 +186,26 @@ struct TilePlan {
     padded_rows: usize,
 }
 
+impl TilePlan {
+    fn new(kernel: Kernel, rows: usize) -> TilePlan {
+        match kernel {
+            // AMX reads whole blocks of 32 rows: the activations are padded with zero rows.
+            Kernel::Amx => TilePlan {
+                kernel,
+                mr: AMX_ROWS,
+                row_block: 2 * AMX_ROWS,
+                padded_rows: rows.next_multiple_of(AMX_ROWS),
+            },
+            _ => TilePlan {
+                kernel,
+                mr: MR,
+                row_block: ROW_BLOCK,
+                padded_rows: rows,
+            },
+        }
+    }
+}
+
 enum PackedData {
     Bf16(Vec<u16>),
     /// int8 values, each column's scale and the sum of its int8 values (for the activations'
@@ -281,21 +305,7 @@ impl Packed {
         if rows == 0 {
             return;
         }
-        // AMX reads whole blocks of 32 rows: the activations are padded with zero rows.
-        let plan = match kernel {
-            Kernel::Amx => TilePlan {
-                kernel,
-                mr: AMX_ROWS,
-                row_block: 2 * AMX_ROWS,
-                padded_rows: rows.next_multiple_of(AMX_ROWS),
-            },
-            _ => TilePlan {
-                kernel,
-                mr: MR,
-                row_block: ROW_BLOCK,
-                padded_rows: rows,
-            },
-        };
+        let plan = TilePlan::new(kernel, rows);
         match &self.data {
             PackedData::Bf16(w) => self.matmul_bf16(w, x, rows, bias, out, plan),
             PackedData::Int8 { q, scale, colsum } => {
@@ -315,54 +325,31 @@ impl Packed {
         out: &mut [f32],
         plan: TilePlan,
     ) {
-        let (n, k) = (self.n, self.k);
+        let k = self.k;
         let xs = self.steps * 2;
         let mut xb = vec![0u16; plan.padded_rows * xs];
         xb.par_chunks_mut(xs * 64)
             .zip(x[..rows * k].par_chunks(k * 64))
             .for_each(|(d, s)| to_bf16_rows(s, k, d, xs));
-        self.for_tiles(rows, out, plan.mr, plan.row_block, |r0, r, p, dst| {
-            let x = &xb[r0 * xs..];
-            let w = &w[p * self.steps * NR * 2..];
-            let cols = (n - p * NR).min(NR);
-            let b = bias.map(|b| &b[p * NR..p * NR + cols]);
-            match plan.kernel {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: AMX (and so AVX-512) is available (the kernel was offered); `x`
-                // holds 32 padded rows of `steps` pairs from r0, `w` the whole panel,
-                // `dst` r rows of `cols` values at stride n.
-                Kernel::Amx => unsafe {
-                    let sums = amx::block::<false>(
-                        r,
-                        x.as_ptr() as *const u8,
-                        w.as_ptr() as *const u8,
-                        self.steps,
-                    );
-                    avx512::finish_bf16(&sums, r, cols, b, dst, n);
-                },
-                #[cfg(target_arch = "x86_64")]
-                Kernel::Avx512 => {
-                    // SAFETY: the CPU has AVX-512 BF16 (the kernel was offered); `x`
-                    // holds r rows of `steps` pairs at stride xs/2 pairs, `w` the panel,
-                    // `dst` r rows of `cols` values at stride n.
-                    unsafe {
-                        avx512::bf16_tile(
-                            r,
-                            x.as_ptr() as *const u32,
-                            xs / 2,
-                            w.as_ptr(),
-                            self.steps,
-                            dst,
-                            n,
-                            cols,
-                            b,
-                        );
-                    }
-                }
-                // SAFETY: `for_tiles` hands each tile its own rows and panel of `out`.
-                _ => unsafe { bf16_tile_portable(r, x, xs, w, self.steps, dst, n, cols, b) },
-            }
-        });
+        let parallel = rows * self.n * k >= 1 << 18;
+        let shape = Bf16Shape {
+            rows,
+            n: self.n,
+            stride: self.n,
+            steps: self.steps,
+        };
+        // SAFETY: `matmul_with` checked that `out` holds rows x n values.
+        unsafe {
+            bf16_tiles(
+                &xb,
+                w,
+                shape,
+                bias,
+                OutPtr(out.as_mut_ptr()),
+                plan,
+                parallel,
+            )
+        };
     }
 
     /// The int8 product: the activations quantized per row (u8 codes, scale, zero point), then
@@ -385,7 +372,10 @@ impl Packed {
             .zip(x[..rows * k].par_chunks(k * 64))
             .zip(sx.par_chunks_mut(64).zip(zp.par_chunks_mut(64)))
             .for_each(|((d, s), (sx, zp))| quantize_rows(s, k, d, xs, sx, zp));
-        self.for_tiles(rows, out, plan.mr, plan.row_block, |r0, r, p, dst| {
+        let parallel = rows * n * k >= 1 << 18;
+        // SAFETY: `matmul_with` checked that `out` holds rows x n values.
+        let out = OutPtr(out.as_mut_ptr());
+        let tile = |r0: usize, r: usize, p: usize, dst: *mut f32| {
             let x = &xq[r0 * xs..];
             let w = &q[p * self.steps * NR * 4..];
             let cols = (n - p * NR).min(NR);
@@ -400,8 +390,13 @@ impl Packed {
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: as for bf16; quads of u8 codes and of int8 weights.
                 Kernel::Amx => unsafe {
-                    let sums =
-                        amx::block::<true>(r, x.as_ptr(), w.as_ptr() as *const u8, self.steps);
+                    let sums = amx::block::<true>(
+                        r,
+                        x.as_ptr(),
+                        w.as_ptr() as *const u8,
+                        self.steps,
+                        cols,
+                    );
                     avx512::finish_int8(&sums, r, &cs, dst, n);
                 },
                 #[cfg(target_arch = "x86_64")]
@@ -424,55 +419,143 @@ impl Packed {
                 // SAFETY: as for bf16.
                 _ => unsafe { int8_tile_portable(r, x, xs, w, self.steps, dst, n, &cs) },
             }
-        });
-    }
-
-    /// Call `tile(first row, rows, panel, out)` for every tile of at most `mr` rows and one
-    /// panel, spread over the thread pool: by blocks of `row_block` rows when there are many,
-    /// else by panels too.
-    fn for_tiles(
-        &self,
-        rows: usize,
-        out: &mut [f32],
-        mr: usize,
-        row_block: usize,
-        tile: impl Fn(usize, usize, usize, *mut f32) + Sync,
-    ) {
-        let n = self.n;
-        let panels = n.div_ceil(NR);
-        let blocks = rows.div_ceil(row_block);
-        let threads = rayon::current_num_threads();
-        let split_panels = blocks < 4 * threads;
-        let tasks = if split_panels {
-            blocks * panels
-        } else {
-            blocks
         };
-        let ptr = OutPtr(out.as_mut_ptr());
-        let run = |t: usize| {
-            let (block, ps) = if split_panels {
-                (t / panels, t % panels..t % panels + 1)
-            } else {
-                (t, 0..panels)
-            };
-            let r_end = ((block + 1) * row_block).min(rows);
-            for p in ps {
-                let mut r0 = block * row_block;
-                while r0 < r_end {
-                    let r = (r_end - r0).min(mr);
-                    // Each task writes its own rows and panels of `out`.
-                    // SAFETY: r0 < rows and p * NR < n, so the offset lies inside `out`
-                    // (rows * n values, checked by `matmul_with`).
-                    tile(r0, r, p, unsafe { ptr.at(r0 * n + p * NR) });
-                    r0 += r;
+        // SAFETY: as above.
+        unsafe { tiles((rows, n, n), out, plan, parallel, tile) };
+    }
+}
+
+/// The shape of a bf16 product: `rows` of activations, `n` output columns written `stride`
+/// values apart, `steps` pairs of k per row and per panel column (a multiple of 16).
+#[derive(Clone, Copy)]
+struct Bf16Shape {
+    rows: usize,
+    n: usize,
+    stride: usize,
+    steps: usize,
+}
+
+/// out (rows x n at `shape.stride`) = xb W^T (+ bias), tile by tile: `xb` holds the
+/// activations as rows of `steps` bf16 pairs (`plan.padded_rows` of them), `w` the panels.
+///
+/// # Safety
+/// `out` must address `rows` rows of `n` values, `stride` (>= n) apart, valid for writes and
+/// written by no one else meanwhile.
+unsafe fn bf16_tiles(
+    xb: &[u16],
+    w: &[u16],
+    shape: Bf16Shape,
+    bias: Option<&[f32]>,
+    out: OutPtr,
+    plan: TilePlan,
+    parallel: bool,
+) {
+    let Bf16Shape {
+        rows,
+        n,
+        stride,
+        steps,
+    } = shape;
+    let xs = steps * 2;
+    assert!(
+        xb.len() >= plan.padded_rows * xs
+            && w.len() >= n.div_ceil(NR) * steps * NR * 2
+            && steps % STEP_MULTIPLE == 0
+    );
+    tiles((rows, n, stride), out, plan, parallel, |r0, r, p, dst| {
+        let x = &xb[r0 * xs..];
+        let w = &w[p * steps * NR * 2..];
+        let cols = (n - p * NR).min(NR);
+        let b = bias.map(|b| &b[p * NR..p * NR + cols]);
+        match plan.kernel {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: AMX (and so AVX-512) is available (the kernel was offered); `x`
+            // holds 32 padded rows of `steps` pairs from r0, `w` the whole panel,
+            // `dst` r rows of `cols` values at stride n.
+            Kernel::Amx => unsafe {
+                let sums = amx::block::<false>(
+                    r,
+                    x.as_ptr() as *const u8,
+                    w.as_ptr() as *const u8,
+                    steps,
+                    cols,
+                );
+                avx512::finish_bf16(&sums, r, cols, b, dst, stride);
+            },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => {
+                // SAFETY: the CPU has AVX-512 BF16 (the kernel was offered); `x`
+                // holds r rows of `steps` pairs at stride xs/2 pairs, `w` the panel,
+                // `dst` r rows of `cols` values at stride n.
+                unsafe {
+                    avx512::bf16_tile(
+                        r,
+                        x.as_ptr() as *const u32,
+                        xs / 2,
+                        w.as_ptr(),
+                        steps,
+                        dst,
+                        stride,
+                        cols,
+                        b,
+                    );
                 }
             }
-        };
-        if threads > 1 && rows * n * self.k >= 1 << 18 {
-            (0..tasks).into_par_iter().for_each(run);
-        } else {
-            (0..tasks).for_each(run);
+            // SAFETY: `tiles` hands each tile its own rows and panel of `out`.
+            _ => unsafe { bf16_tile_portable(r, x, xs, w, steps, dst, stride, cols, b) },
         }
+    });
+}
+
+/// Call `tile(first row, rows, panel, out)` for every tile of at most `plan.mr` rows and one
+/// panel of an (rows x n) output whose rows are `stride` apart, over the thread pool when
+/// `parallel`: by blocks of `plan.row_block` rows when there are many, else by panels too.
+///
+/// # Safety
+/// `out` must address `rows` rows of `n` values, `stride` (>= n) apart, valid for writes and
+/// written by no one else meanwhile.
+unsafe fn tiles(
+    (rows, n, stride): (usize, usize, usize),
+    out: OutPtr,
+    plan: TilePlan,
+    parallel: bool,
+    tile: impl Fn(usize, usize, usize, *mut f32) + Sync,
+) {
+    let (mr, row_block) = (plan.mr, plan.row_block);
+    assert!(n <= stride);
+    let panels = n.div_ceil(NR);
+    let blocks = rows.div_ceil(row_block);
+    let threads = rayon::current_num_threads();
+    let parallel = parallel && threads > 1;
+    let split_panels = parallel && blocks < 4 * threads;
+    let tasks = if split_panels {
+        blocks * panels
+    } else {
+        blocks
+    };
+    let run = |t: usize| {
+        let (block, ps) = if split_panels {
+            (t / panels, t % panels..t % panels + 1)
+        } else {
+            (t, 0..panels)
+        };
+        let r_end = ((block + 1) * row_block).min(rows);
+        for p in ps {
+            let mut r0 = block * row_block;
+            while r0 < r_end {
+                let r = (r_end - r0).min(mr);
+                // Each task writes its own rows and panels of `out`.
+                // SAFETY: r0 < rows and p * NR < n <= stride, so the offset lies inside `out`
+                // (the caller's promise); each task writes its own rows and panels.
+                tile(r0, r, p, unsafe { out.at(r0 * stride + p * NR) });
+                r0 += r;
+            }
+        }
+    };
+    if parallel {
+        (0..tasks).into_par_iter().for_each(run);
+    } else {
+        (0..tasks).for_each(run);
     }
 }
 

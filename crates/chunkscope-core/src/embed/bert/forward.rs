@@ -5,26 +5,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use super::{Bert, Dense, Family, Layer};
-use crate::embed::kernels::{act_bias, add_layer_norm_rows, exp_rows, layer_norm_rows, Activation};
-
-/// MPNet's bidirectional relative position bucket of `rel` = key position - query position:
-/// half the buckets for each direction, exact up to a quarter of them, logarithmic beyond, the
-/// last bucket of a direction from `max_distance` on.
-fn relative_bucket(rel: isize, buckets: usize, max_distance: usize) -> usize {
-    let half = buckets / 2;
-    let n = -rel;
-    let direction = if n < 0 { half } else { 0 };
-    let n = n.unsigned_abs();
-    let exact = half / 2;
-    let within = if n < exact {
-        n
-    } else {
-        let scaled = (n as f64 / exact as f64).ln() / (max_distance as f64 / exact as f64).ln()
-            * (half - exact) as f64;
-        (exact + scaled as usize).min(half - 1)
-    };
-    direction + within
-}
+use crate::embed::kernels::{act_bias, add_layer_norm_rows, layer_norm_rows, Activation};
 
 impl Bert {
     /// Mean-pooled, L2-normalised embeddings of token id sequences (specials included).
@@ -199,128 +180,6 @@ impl Bert {
         }
         x
     }
-
-    /// Self-attention of every sequence and head; writes the context vectors into `ctx`.
-    fn attention(&self, qkv: &[f32], seqs: &[Vec<u32>], starts: &[usize], ctx: &mut [f32]) {
-        let h = self.config.hidden;
-        let heads = self.config.heads;
-        let d = h / heads;
-        let scale = 1.0 / (d as f32).sqrt();
-        let stride = 3 * h;
-        let ctx_ptr = SendPtr(ctx.as_mut_ptr());
-        let tasks: Vec<(usize, usize)> = (0..seqs.len())
-            .flat_map(|s| (0..heads).map(move |hd| (s, hd)))
-            .collect();
-        tasks.par_iter().for_each_init(
-            || (Vec::new(), Vec::new()),
-            |(scores, inv): &mut (Vec<f32>, Vec<f32>), &(s, hd)| {
-                let len = seqs[s].len();
-                if len == 0 {
-                    return;
-                }
-                let base = starts[s] * stride;
-                scores.clear();
-                scores.resize(len * len, 0.0);
-                let q = qkv[base + hd * d..].as_ptr();
-                let k = qkv[base + h + hd * d..].as_ptr();
-                let v = qkv[base + 2 * h + hd * d..].as_ptr();
-                // SAFETY: all pointers address rows of this sequence inside `qkv`/`scores`/`ctx` with the
-                // strides given; each task writes a disjoint block (its rows, its head's columns) of ctx.
-                unsafe {
-                    // scores (len x len) = scale * Q (len x d) K^T (d x len)
-                    gemm::gemm(
-                        len,
-                        len,
-                        d,
-                        scores.as_mut_ptr(),
-                        1,
-                        len as isize,
-                        false,
-                        q,
-                        1,
-                        stride as isize,
-                        k,
-                        stride as isize,
-                        1,
-                        0.0,
-                        scale,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
-                }
-                if let Some(by_distance) = self.distance_bias(hd, len) {
-                    add_by_offset(scores, len, &by_distance);
-                }
-                inv.clear();
-                inv.resize(len, 0.0);
-                exp_rows(scores, len, inv);
-                unsafe {
-                    let out = ctx_ptr.get().add(starts[s] * h + hd * d);
-                    // ctx (len x d) = P (len x len) V (len x d)
-                    gemm::gemm(
-                        len,
-                        d,
-                        len,
-                        out,
-                        1,
-                        h as isize,
-                        false,
-                        scores.as_ptr(),
-                        1,
-                        len as isize,
-                        v,
-                        1,
-                        stride as isize,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
-                    // Normalise here: len x d values instead of len x len.
-                    for (i, f) in inv.iter().enumerate() {
-                        let row = std::slice::from_raw_parts_mut(out.add(i * h), d);
-                        row.iter_mut().for_each(|x| *x *= f);
-                    }
-                }
-            },
-        );
-    }
-
-    /// MPNet's relative bias or JinaBERT's ALiBi for head `hd` of a sequence of `len` tokens, by
-    /// key position - query position + len - 1; None for the other families.
-    fn distance_bias(&self, hd: usize, len: usize) -> Option<Vec<f32>> {
-        let heads = self.config.heads;
-        let by_offset = |f: &dyn Fn(isize) -> f32| -> Vec<f32> {
-            (0..2 * len - 1)
-                .map(|k| f(k as isize - (len as isize - 1)))
-                .collect()
-        };
-        match (&self.rel_bias, self.config.family) {
-            (Some((bias, buckets)), _) => Some(by_offset(&|rel| {
-                bias[relative_bucket(rel, *buckets, 128) * heads + hd]
-            })),
-            (None, Family::Jina) => {
-                let slope = alibi_slopes(heads)[hd];
-                Some(by_offset(&|rel| -slope * rel.unsigned_abs() as f32))
-            }
-            _ => None,
-        }
-    }
-}
-
-/// scores[i][j] += by_distance[j - i + len - 1] over a (len x len) score matrix.
-fn add_by_offset(scores: &mut [f32], len: usize, by_distance: &[f32]) {
-    for i in 0..len {
-        let row = &mut scores[i * len..(i + 1) * len];
-        let base = len - 1 - i;
-        for (j, x) in row.iter_mut().enumerate() {
-            *x += by_distance[base + j];
-        }
-    }
 }
 
 /// The sequences of a pass, packed one after another without padding.
@@ -357,21 +216,6 @@ impl Scratch {
             },
         }
     }
-}
-
-/// ALiBi's head slopes: the geometric series from 2^(-8/n) for n heads; for a head count that is
-/// not a power of two, the series of the power below, then every other slope of the power above.
-pub(super) fn alibi_slopes(heads: usize) -> Vec<f32> {
-    let series = |n: usize| -> Vec<f64> {
-        let first = 2f64.powf(-8.0 / n as f64);
-        (1..=n).map(|k| first.powi(k as i32)).collect()
-    };
-    let below = 1usize << heads.ilog2();
-    let mut slopes = series(below);
-    if below != heads {
-        slopes.extend(series(2 * below).into_iter().step_by(2).take(heads - below));
-    }
-    slopes.into_iter().map(|s| s as f32).collect()
 }
 
 /// Rotary positions (NomicBERT): each head's query and key are turned pairwise, element j with
@@ -438,17 +282,6 @@ pub(super) fn gate_rows(out: &mut [f32], gates: &[f32], bias: &[f32], act: Activ
         for j in 0..i {
             o[j] = act.apply(g[j] + bias[j]) * (g[i + j] + bias[i + j]);
         }
-    }
-}
-
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
-// SAFETY: used only for disjoint writes from the attention tasks.
-unsafe impl Send for SendPtr {}
-unsafe impl Sync for SendPtr {}
-impl SendPtr {
-    fn get(self) -> *mut f32 {
-        self.0
     }
 }
 

@@ -129,19 +129,32 @@ pub type Sums = [u32; ROWS * super::NR];
 /// Sums of `r` rows (r <= 32) of activations times one panel. `x` is the block's first
 /// activation row; rows are `steps * 4` bytes apart and 32 rows are readable (the caller pads);
 /// `w` is the panel; `steps` is a multiple of 16. With `INT8` the products are u8 x i8 quads,
-/// otherwise bf16 pairs.
+/// otherwise bf16 pairs. Only the columns below `cols` are wanted: a panel's second half (columns
+/// 32 to 63) is not computed when `cols` <= 32, and reads as zero.
 ///
 /// # Safety
 /// `available()` must be true; `x` must point to 32 rows of `steps * 4` bytes and `w` to a
 /// panel of `steps` rows of 256 bytes.
-pub unsafe fn block<const INT8: bool>(r: usize, x: *const u8, w: *const u8, steps: usize) -> Sums {
+pub unsafe fn block<const INT8: bool>(
+    r: usize,
+    x: *const u8,
+    w: *const u8,
+    steps: usize,
+    cols: usize,
+) -> Sums {
     configure();
     let xs = steps * 4;
     let two = r > 16;
-    let mut sums = std::mem::MaybeUninit::<Sums>::uninit();
+    let halves = if cols > super::NR / 2 { 2 } else { 1 };
+    // Both halves store all of their four tiles; a half not computed stays zero.
+    let mut sums = if halves == 2 {
+        std::mem::MaybeUninit::<Sums>::uninit()
+    } else {
+        std::mem::MaybeUninit::<Sums>::zeroed()
+    };
     let out = sums.as_mut_ptr() as *mut u8;
     let out_row = super::NR * 4;
-    for half in 0..2 {
+    for half in 0..halves {
         asm!(
             "tilezero tmm0",
             "tilezero tmm1",
@@ -188,6 +201,6 @@ pub unsafe fn block<const INT8: bool>(r: usize, x: *const u8, w: *const u8, step
             options(nostack),
         );
     }
-    // Both halves stored all four tiles: every value of the block is written.
+    // Every value of the block is written: by the tiles, or zero for a half not computed.
     sums.assume_init()
 }

@@ -16,7 +16,8 @@ fn mask(cols: usize, c0: usize) -> __mmask16 {
 }
 
 /// An r-row tile (r <= 6) of a bf16 product: `x` holds pairs of bf16 as u32 (`xs` per row),
-/// `w` the panel; `dst` gets `cols` values per row at stride `n`, plus the bias.
+/// `w` the panel; `dst` gets `cols` values per row at stride `n`, plus the bias. A panel's
+/// columns past 32 are not computed when `cols` <= 32 (an attention head of 32 dimensions).
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
 pub unsafe fn bf16_tile(
@@ -30,20 +31,30 @@ pub unsafe fn bf16_tile(
     cols: usize,
     bias: Option<&[f32]>,
 ) {
-    match r {
-        6 => bf16_rows::<6>(x, xs, w, steps, dst, n, cols, bias),
-        5 => bf16_rows::<5>(x, xs, w, steps, dst, n, cols, bias),
-        4 => bf16_rows::<4>(x, xs, w, steps, dst, n, cols, bias),
-        3 => bf16_rows::<3>(x, xs, w, steps, dst, n, cols, bias),
-        2 => bf16_rows::<2>(x, xs, w, steps, dst, n, cols, bias),
-        _ => bf16_rows::<1>(x, xs, w, steps, dst, n, cols, bias),
+    macro_rules! by_rows {
+        ($v:literal) => {
+            match r {
+                6 => bf16_rows::<6, $v>(x, xs, w, steps, dst, n, cols, bias),
+                5 => bf16_rows::<5, $v>(x, xs, w, steps, dst, n, cols, bias),
+                4 => bf16_rows::<4, $v>(x, xs, w, steps, dst, n, cols, bias),
+                3 => bf16_rows::<3, $v>(x, xs, w, steps, dst, n, cols, bias),
+                2 => bf16_rows::<2, $v>(x, xs, w, steps, dst, n, cols, bias),
+                _ => bf16_rows::<1, $v>(x, xs, w, steps, dst, n, cols, bias),
+            }
+        };
+    }
+    if cols <= 32 {
+        by_rows!(2)
+    } else {
+        by_rows!(4)
     }
 }
 
+/// R rows by the panel's first V vectors of 16 columns.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
-unsafe fn bf16_rows<const R: usize>(
+unsafe fn bf16_rows<const R: usize, const V: usize>(
     x: *const u32,
     xs: usize,
     w: *const u16,
@@ -53,21 +64,19 @@ unsafe fn bf16_rows<const R: usize>(
     cols: usize,
     bias: Option<&[f32]>,
 ) {
-    let mut acc = [[_mm512_setzero_ps(); 4]; R];
+    let mut acc = [[_mm512_setzero_ps(); V]; R];
     let mut wp = w as *const __m512i;
     for s in 0..steps {
-        let b: [__m512bh; 4] = [
-            std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(wp)),
-            std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(wp.add(1))),
-            std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(wp.add(2))),
-            std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(wp.add(3))),
-        ];
-        wp = wp.add(4);
+        let mut b = [std::mem::transmute::<__m512i, __m512bh>(_mm512_setzero_si512()); V];
+        for (v, b) in b.iter_mut().enumerate() {
+            *b = std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(wp.add(v)));
+        }
+        wp = wp.add(NR / 16);
         for (i, row) in acc.iter_mut().enumerate() {
             let a = std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(
                 x.add(i * xs + s).read_unaligned() as i32,
             ));
-            for v in 0..4 {
+            for v in 0..V {
                 row[v] = _mm512_dpbf16_ps(row[v], a, b[v]);
             }
         }
@@ -86,7 +95,6 @@ unsafe fn bf16_rows<const R: usize>(
             _mm512_mask_storeu_ps(dst.add(i * n + c0), m, val);
         }
     }
-    let _ = NR;
 }
 
 /// An r-row tile of an int8 product: `x` holds quads of u8 codes as u32, `w` the panel's

@@ -76,7 +76,7 @@ pub struct Bert {
 #[cfg(test)]
 mod tests {
     use super::attention::alibi_slopes;
-    use super::forward::{gate_rows, linear};
+    use super::forward::{gate_rows, groups, linear, GROUP_BYTES};
     use super::load::table_rows;
     use super::*;
     use crate::embed::kernels::Activation;
@@ -147,6 +147,36 @@ mod tests {
 
     /// The ALiBi paper's slopes: 1/2 .. 1/256 for 8 heads; for 12, those 8 then 2^-0.5,
     /// 2^-1.5, 2^-2.5, 2^-3.5 (every other slope of the 16-head series).
+    /// Groups cover every sequence once and in order, their rows run on without a gap, each
+    /// sequence's start is counted from its group's, and a group closes once it reaches the
+    /// target (one long sequence alone, empty ones carried along).
+    #[test]
+    fn groups_cut_the_batch_in_order() {
+        let width = 3 * 384;
+        let target = GROUP_BYTES / (width * 4);
+        let lens = [0, 200, 300, 5, 0, 2 * target, 1, 1, 0, target - 1, 1, 7];
+        let seqs: Vec<Vec<u32>> = lens.iter().map(|&n| vec![1; n]).collect();
+        let gs = groups(&seqs, width);
+        let (mut seq, mut row) = (0, 0);
+        for (i, g) in gs.iter().enumerate() {
+            assert_eq!((g.seqs.start, g.rows.start), (seq, row));
+            let mut at = 0;
+            for (k, s) in g.seqs.clone().enumerate() {
+                assert_eq!(g.starts[k], at);
+                at += lens[s];
+            }
+            assert_eq!(g.rows.len(), at);
+            let last = i + 1 == gs.len();
+            assert!(last || g.rows.len() >= target, "group {i} closed early");
+            // Closed as soon as it reached the target: without its last sequence it had not.
+            assert!(at - lens[g.seqs.end - 1] < target || g.seqs.len() == 1);
+            (seq, row) = (g.seqs.end, g.rows.end);
+        }
+        assert_eq!((seq, row), (lens.len(), lens.iter().sum()));
+        assert!(groups(&[], width).is_empty());
+        assert_eq!(groups(&[vec![]], width).len(), 1);
+    }
+
     #[test]
     fn alibi_slopes_follow_the_paper() {
         let eight: Vec<f32> = (1..=8).map(|k| 0.5f32.powi(k)).collect();

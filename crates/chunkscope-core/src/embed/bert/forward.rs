@@ -66,11 +66,11 @@ impl Bert {
         });
         let packed = PackedSeqs {
             seqs,
-            starts: &starts,
             total,
             rotary: rotary.as_ref(),
+            groups: groups(seqs, 3 * c.hidden),
         };
-        let mut scratch = Scratch::new(c, total);
+        let mut scratch = Scratch::new(c, &packed);
         for layer in &self.layers {
             self.encoder_layer(layer, &packed, &mut x, &mut scratch);
         }
@@ -82,19 +82,26 @@ impl Bert {
     fn encoder_layer(&self, layer: &Layer, p: &PackedSeqs, x: &mut Vec<f32>, s: &mut Scratch) {
         let c = &self.config;
         let (h, total) = (c.hidden, p.total);
-        linear(
-            x,
-            total,
-            h,
-            &layer.qkv_w,
-            Some(&layer.qkv_b),
-            3 * h,
-            &mut s.qkv,
-        );
-        if let Some(r) = p.rotary {
-            r.apply(&mut s.qkv, p.seqs, p.starts, h, c.heads);
+        // Q, K and V of a few sequences at a time, attended to while they are still in cache.
+        for g in &p.groups {
+            let qkv = &mut s.qkv[..g.rows.len() * 3 * h];
+            let x = &x[g.rows.start * h..g.rows.end * h];
+            let seqs = &p.seqs[g.seqs.clone()];
+            linear(
+                x,
+                g.rows.len(),
+                h,
+                &layer.qkv_w,
+                Some(&layer.qkv_b),
+                3 * h,
+                qkv,
+            );
+            if let Some(r) = p.rotary {
+                r.apply(qkv, seqs, &g.starts, h, c.heads);
+            }
+            let ctx = &mut s.ctx[g.rows.start * h..g.rows.end * h];
+            self.attention(qkv, seqs, &g.starts, ctx);
         }
-        self.attention(&s.qkv, p.seqs, p.starts, &mut s.ctx);
         linear(&s.ctx, total, h, &layer.out_w, None, h, &mut s.tmp);
         residual_norm(
             &mut s.tmp,
@@ -185,10 +192,45 @@ impl Bert {
 /// The sequences of a pass, packed one after another without padding.
 struct PackedSeqs<'a> {
     seqs: &'a [Vec<u32>],
-    /// The row each sequence starts at, and the rows in all.
-    starts: &'a [usize],
+    /// The rows in all.
     total: usize,
     rotary: Option<&'a Rotary>,
+    groups: Vec<Group>,
+}
+
+/// Consecutive sequences whose Q, K and V are computed and attended to together.
+pub(super) struct Group {
+    pub(super) seqs: std::ops::Range<usize>,
+    pub(super) rows: std::ops::Range<usize>,
+    /// Each sequence's first row, counted from the group's.
+    pub(super) starts: Vec<usize>,
+}
+
+/// Bytes of Q, K and V a group aims at: about what two cores' second-level caches hold.
+pub(super) const GROUP_BYTES: usize = 2 << 20;
+
+/// The sequences cut into groups of consecutive ones, each closed once its Q, K and V (rows of
+/// `width` values) reach `GROUP_BYTES` (so a group holds one sequence at least).
+pub(super) fn groups(seqs: &[Vec<u32>], width: usize) -> Vec<Group> {
+    let target = (GROUP_BYTES / (width * 4)).max(1);
+    let mut out: Vec<Group> = Vec::new();
+    let mut row = 0;
+    for (i, seq) in seqs.iter().enumerate() {
+        match out.last_mut() {
+            Some(g) if g.rows.len() < target => {
+                g.starts.push(row - g.rows.start);
+                g.seqs.end = i + 1;
+                g.rows.end = row + seq.len();
+            }
+            _ => out.push(Group {
+                seqs: i..i + 1,
+                rows: row..row + seq.len(),
+                starts: vec![0],
+            }),
+        }
+        row += seq.len();
+    }
+    out
 }
 
 /// The buffers a layer writes, made once per pass.
@@ -202,10 +244,11 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new(c: &super::BertConfig, total: usize) -> Scratch {
-        let h = c.hidden;
+    fn new(c: &super::BertConfig, p: &PackedSeqs) -> Scratch {
+        let (h, total) = (c.hidden, p.total);
+        let group_rows = p.groups.iter().map(|g| g.rows.len()).max().unwrap_or(0);
         Scratch {
-            qkv: vec![0.0f32; total * 3 * h],
+            qkv: vec![0.0f32; group_rows * 3 * h],
             ctx: vec![0.0f32; total * h],
             tmp: vec![0.0f32; total * h],
             inter: vec![0.0f32; total * c.intermediate],

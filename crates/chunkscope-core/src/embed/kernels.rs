@@ -256,10 +256,21 @@ multiversion! {
 /// exponentials): what a bf16 product of the probabilities reads.
 pub fn softmax_to_bf16(row: &mut [f32], out: &mut [u16]) {
     let max = row_max(row);
-    for v in row.iter_mut() {
-        *v = exp(*v - max);
+    // The exponentials and their sum in one pass, sixteen lanes at a time.
+    let mut acc = [0.0f32; 16];
+    let mut chunks = row.chunks_exact_mut(16);
+    for c in &mut chunks {
+        for i in 0..16 {
+            c[i] = exp(c[i] - max);
+            acc[i] += c[i];
+        }
     }
-    let inv = 1.0 / sum(row);
+    let mut total: f32 = acc.iter().sum();
+    for v in chunks.into_remainder() {
+        *v = exp(*v - max);
+        total += *v;
+    }
+    let inv = 1.0 / total;
     for (o, &v) in out.iter_mut().zip(row.iter()) {
         *o = crate::embed::lowp::bf16_bits(v * inv);
     }

@@ -333,6 +333,37 @@ mod tests {
         }
     }
 
+    /// The softmax rounded to bf16 against an f64 softmax, at lengths on and off the 16 lanes
+    /// (and a row whose scores span the exponent's range): within bf16's rounding, summing to 1.
+    #[test]
+    fn softmax_to_bf16_matches_f64() {
+        for len in [1usize, 2, 15, 16, 17, 33, 256, 301] {
+            let scores: Vec<f32> = (0..len)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) * if len == 301 { 2.0 } else { 0.1 })
+                .collect();
+            let max = scores.iter().fold(f64::MIN, |m, &v| m.max(v as f64));
+            let e: Vec<f64> = scores.iter().map(|&v| (v as f64 - max).exp()).collect();
+            let total: f64 = e.iter().sum();
+            let mut row = scores.clone();
+            let mut out = vec![0u16; len];
+            softmax_to_bf16(&mut row, &mut out);
+            let mut sum = 0.0f64;
+            for (i, &b) in out.iter().enumerate() {
+                let got = f32::from_bits((b as u32) << 16) as f64;
+                let want = e[i] / total;
+                assert!(
+                    (got - want).abs() <= want * 2.0 / 256.0 + 1e-30,
+                    "len {len} at {i}: {got} vs {want}"
+                );
+                sum += got;
+            }
+            assert!(
+                (sum - 1.0).abs() < 0.01 * (len as f64).sqrt().max(1.0) / 4.0,
+                "len {len}: sum {sum}"
+            );
+        }
+    }
+
     #[test]
     fn erf_is_accurate() {
         let mut worst = 0.0f64;

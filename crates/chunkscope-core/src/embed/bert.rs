@@ -88,7 +88,7 @@ mod tests {
     fn linear_checks_its_lengths() {
         let w = Dense::F32(vec![0.5; 6]);
         let mut out = vec![0.0; 4];
-        linear(&[1.0; 6], 2, 3, &w, None, 2, &mut out);
+        linear(&[1.0; 6], (2, 3, 2), &w, None, &mut out, true);
         assert_eq!(out, [1.5; 4]);
         for (x, w, n) in [
             (vec![1.0; 5], vec![0.5; 6], 2),
@@ -96,7 +96,7 @@ mod tests {
         ] {
             let why = std::panic::catch_unwind(move || {
                 let mut out = vec![0.0; 4];
-                linear(&x, 2, 3, &Dense::F32(w), None, n, &mut out)
+                linear(&x, (2, 3, n), &Dense::F32(w), None, &mut out, true)
             })
             .unwrap_err();
             let why = why.downcast_ref::<String>().cloned().unwrap_or_default();

@@ -274,9 +274,14 @@ impl Packed {
         }
     }
 
-    /// out (rows x n) = x (rows x k) W^T (+ b).
+    /// out (rows x n) = x (rows x k) W^T (+ b), over the thread pool when the product is large.
     pub fn matmul(&self, x: &[f32], rows: usize, bias: Option<&[f32]>, out: &mut [f32]) {
-        self.matmul_with(x, rows, bias, out, Kernel::best(self.precision()))
+        self.product(x, rows, bias, out, Kernel::best(self.precision()), true)
+    }
+
+    /// As `matmul`, on this thread (a task that already has its own block of rows).
+    pub fn matmul_here(&self, x: &[f32], rows: usize, bias: Option<&[f32]>, out: &mut [f32]) {
+        self.product(x, rows, bias, out, Kernel::best(self.precision()), false)
     }
 
     fn precision(&self) -> Precision {
@@ -295,6 +300,18 @@ impl Packed {
         out: &mut [f32],
         kernel: Kernel,
     ) {
+        self.product(x, rows, bias, out, kernel, true)
+    }
+
+    fn product(
+        &self,
+        x: &[f32],
+        rows: usize,
+        bias: Option<&[f32]>,
+        out: &mut [f32],
+        kernel: Kernel,
+        pool: bool,
+    ) {
         let (n, k) = (self.n, self.k);
         assert!(x.len() >= rows * k && out.len() >= rows * n && bias.is_none_or(|b| b.len() >= n));
         // The fast kernels' instructions must exist on this CPU.
@@ -306,11 +323,12 @@ impl Packed {
             return;
         }
         let plan = TilePlan::new(kernel, rows);
+        let parallel = pool && rows * n * k >= 1 << 18 && rayon::current_num_threads() > 1;
         match &self.data {
-            PackedData::Bf16(w) => self.matmul_bf16(w, x, rows, bias, out, plan),
+            PackedData::Bf16(w) => self.matmul_bf16(w, x, rows, bias, out, (plan, parallel)),
             PackedData::Int8 { q, scale, colsum } => {
                 let weights = (&q[..], &scale[..], &colsum[..]);
-                self.matmul_int8(weights, x, rows, bias, out, plan)
+                self.matmul_int8(weights, x, rows, bias, out, (plan, parallel))
             }
         }
     }
@@ -323,15 +341,18 @@ impl Packed {
         rows: usize,
         bias: Option<&[f32]>,
         out: &mut [f32],
-        plan: TilePlan,
+        (plan, parallel): (TilePlan, bool),
     ) {
         let k = self.k;
         let xs = self.steps * 2;
         let mut xb = vec![0u16; plan.padded_rows * xs];
-        xb.par_chunks_mut(xs * 64)
-            .zip(x[..rows * k].par_chunks(k * 64))
-            .for_each(|(d, s)| to_bf16_rows(s, k, d, xs));
-        let parallel = rows * self.n * k >= 1 << 18;
+        if parallel {
+            xb.par_chunks_mut(xs * 64)
+                .zip(x[..rows * k].par_chunks(k * 64))
+                .for_each(|(d, s)| to_bf16_rows(s, k, d, xs));
+        } else {
+            to_bf16_rows(&x[..rows * k], k, &mut xb, xs);
+        }
         let shape = Bf16Shape {
             rows,
             n: self.n,
@@ -361,18 +382,21 @@ impl Packed {
         rows: usize,
         bias: Option<&[f32]>,
         out: &mut [f32],
-        plan: TilePlan,
+        (plan, parallel): (TilePlan, bool),
     ) {
         let (n, k) = (self.n, self.k);
         let xs = self.steps * 4;
         let mut xq = vec![0u8; plan.padded_rows * xs];
         let mut sx = vec![0.0f32; rows];
         let mut zp = vec![0i32; rows];
-        xq.par_chunks_mut(xs * 64)
-            .zip(x[..rows * k].par_chunks(k * 64))
-            .zip(sx.par_chunks_mut(64).zip(zp.par_chunks_mut(64)))
-            .for_each(|((d, s), (sx, zp))| quantize_rows(s, k, d, xs, sx, zp));
-        let parallel = rows * n * k >= 1 << 18;
+        if parallel {
+            xq.par_chunks_mut(xs * 64)
+                .zip(x[..rows * k].par_chunks(k * 64))
+                .zip(sx.par_chunks_mut(64).zip(zp.par_chunks_mut(64)))
+                .for_each(|((d, s), (sx, zp))| quantize_rows(s, k, d, xs, sx, zp));
+        } else {
+            quantize_rows(&x[..rows * k], k, &mut xq, xs, &mut sx, &mut zp);
+        }
         // SAFETY: `matmul_with` checked that `out` holds rows x n values.
         let out = OutPtr(out.as_mut_ptr());
         let tile = |r0: usize, r: usize, p: usize, dst: *mut f32| {
@@ -526,7 +550,6 @@ unsafe fn tiles(
     let panels = n.div_ceil(NR);
     let blocks = rows.div_ceil(row_block);
     let threads = rayon::current_num_threads();
-    let parallel = parallel && threads > 1;
     let split_panels = parallel && blocks < 4 * threads;
     let tasks = if split_panels {
         blocks * panels

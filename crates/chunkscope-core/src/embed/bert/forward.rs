@@ -6,6 +6,7 @@ use rayon::prelude::*;
 
 use super::{Bert, Dense, Family, Layer};
 use crate::embed::kernels::{act_bias, add_layer_norm_rows, layer_norm_rows, Activation};
+use crate::embed::lowp::Precision;
 
 impl Bert {
     /// Mean-pooled, L2-normalised embeddings of token id sequences (specials included).
@@ -79,7 +80,7 @@ impl Bert {
 
     /// One encoder layer over the packed states `x`: attention, then the feed-forward block,
     /// each added to its input and normalised.
-    fn encoder_layer(&self, layer: &Layer, p: &PackedSeqs, x: &mut Vec<f32>, s: &mut Scratch) {
+    fn encoder_layer(&self, layer: &Layer, p: &PackedSeqs, x: &mut [f32], s: &mut Scratch) {
         let c = &self.config;
         let (h, total) = (c.hidden, p.total);
         // Q, K and V of a few sequences at a time, attended to while they are still in cache.
@@ -87,70 +88,91 @@ impl Bert {
             let qkv = &mut s.qkv[..g.rows.len() * 3 * h];
             let x = &x[g.rows.start * h..g.rows.end * h];
             let seqs = &p.seqs[g.seqs.clone()];
-            linear(
-                x,
-                g.rows.len(),
-                h,
-                &layer.qkv_w,
-                Some(&layer.qkv_b),
-                3 * h,
-                qkv,
-            );
+            let shape = (g.rows.len(), h, 3 * h);
+            linear(x, shape, &layer.qkv_w, Some(&layer.qkv_b), qkv, true);
             if let Some(r) = p.rotary {
                 r.apply(qkv, seqs, &g.starts, h, c.heads);
             }
             let ctx = &mut s.ctx[g.rows.start * h..g.rows.end * h];
             self.attention(qkv, seqs, &g.starts, ctx);
         }
-        linear(&s.ctx, total, h, &layer.out_w, None, h, &mut s.tmp);
-        residual_norm(
-            &mut s.tmp,
-            x,
-            h,
-            &layer.out_b,
-            &layer.ln1_g,
-            &layer.ln1_b,
-            c.eps,
-        );
-        std::mem::swap(x, &mut s.tmp);
-        self.feed_forward(layer, x, total, s);
-        linear(
-            &s.inter,
-            total,
-            c.intermediate,
-            &layer.down_w,
-            None,
-            h,
-            &mut s.tmp,
-        );
-        residual_norm(
-            &mut s.tmp,
-            x,
-            h,
-            &layer.down_b,
-            &layer.ln2_g,
-            &layer.ln2_b,
-            c.eps,
-        );
-        std::mem::swap(x, &mut s.tmp);
+        if self.precision == Precision::F32 {
+            // gemm packs the weights on each call: one call over all rows, on the whole pool.
+            self.layer_tail(layer, &mut x[..total * h], &s.ctx, &mut s.tail, true);
+            return;
+        }
+        let block = tail_rows(c);
+        x[..total * h]
+            .par_chunks_mut(block * h)
+            .zip(s.ctx.par_chunks(block * h))
+            .for_each(|(x, ctx)| {
+                TAIL.with(|t| match t.try_borrow_mut() {
+                    Ok(mut t) => self.layer_tail(layer, x, ctx, &mut t, false),
+                    Err(_) => self.layer_tail(layer, x, ctx, &mut Tail::default(), false),
+                })
+            });
     }
 
-    /// The feed-forward block's up projection and activation (gated or not) into `s.inter`.
-    fn feed_forward(&self, layer: &Layer, x: &[f32], total: usize, s: &mut Scratch) {
+    /// The rest of a layer for a block of rows: the output projection, LayerNorm with the
+    /// residual, the feed-forward block, and LayerNorm with the residual again, into `x`. With
+    /// `pool` each step is spread over the thread pool; without, the block stays on this thread
+    /// and its intermediates in its cache.
+    fn layer_tail(&self, layer: &Layer, x: &mut [f32], ctx: &[f32], t: &mut Tail, pool: bool) {
         let c = &self.config;
         let (h, i) = (c.hidden, c.intermediate);
+        let rows = x.len() / h;
+        // Rows of `width` values, 64 rows a task with `pool`.
+        let by_rows = |data: &mut [f32], width: usize, f: &(dyn Fn(&mut [f32], usize) + Sync)| {
+            if pool {
+                data.par_chunks_mut(64 * width)
+                    .enumerate()
+                    .for_each(|(b, d)| f(d, b * 64));
+            } else {
+                f(data, 0);
+            }
+        };
+        let norm = |tmp: &mut [f32], x: &mut [f32], bias: &[f32], g: &[f32], b: &[f32]| {
+            by_rows(tmp, h, &|o, r0| {
+                add_layer_norm_rows(o, &x[r0 * h..r0 * h + o.len()], bias, g, b, c.eps)
+            });
+            x.copy_from_slice(tmp);
+        };
+        t.tmp.resize(rows * h, 0.0);
+        linear(ctx, (rows, h, h), &layer.out_w, None, &mut t.tmp, pool);
+        norm(&mut t.tmp, x, &layer.out_b, &layer.ln1_g, &layer.ln1_b);
+        t.inter.resize(rows * i, 0.0);
         if c.gated() {
-            linear(x, total, h, &layer.inter_w, None, 2 * i, &mut s.gates);
-            s.inter
-                .par_chunks_mut(i * 64)
-                .zip(s.gates.par_chunks(2 * i * 64))
-                .for_each(|(out, g)| gate_rows(out, g, &layer.inter_b, c.act));
+            t.gates.resize(rows * 2 * i, 0.0);
+            linear(
+                x,
+                (rows, h, 2 * i),
+                &layer.inter_w,
+                None,
+                &mut t.gates,
+                pool,
+            );
+            let gates = &t.gates;
+            by_rows(&mut t.inter, i, &|o, r0| {
+                gate_rows(
+                    o,
+                    &gates[r0 * 2 * i..][..o.len() * 2],
+                    &layer.inter_b,
+                    c.act,
+                )
+            });
         } else {
-            linear(x, total, h, &layer.inter_w, None, i, &mut s.inter);
-            s.inter
-                .par_chunks_mut(i * 64)
-                .for_each(|rows| act_bias(rows, &layer.inter_b, c.act));
+            linear(x, (rows, h, i), &layer.inter_w, None, &mut t.inter, pool);
+            by_rows(&mut t.inter, i, &|o, _| act_bias(o, &layer.inter_b, c.act));
         }
+        linear(
+            &t.inter,
+            (rows, i, h),
+            &layer.down_w,
+            None,
+            &mut t.tmp,
+            pool,
+        );
+        norm(&mut t.tmp, x, &layer.down_b, &layer.ln2_g, &layer.ln2_b);
     }
 
     /// Word + position + token type embeddings of every token, packed (before the LayerNorm).
@@ -233,30 +255,50 @@ pub(super) fn groups(seqs: &[Vec<u32>], width: usize) -> Vec<Group> {
     out
 }
 
-/// The buffers a layer writes, made once per pass.
+/// The buffers a layer writes for the whole pass: one group's Q, K and V, every row's context.
 struct Scratch {
     qkv: Vec<f32>,
     ctx: Vec<f32>,
+    /// The rest of the layer's buffers for all rows at once (f32 only).
+    tail: Tail,
+}
+
+/// A thread's buffers for the rest of a layer on a block of rows, kept between blocks, layers
+/// and passes (a block's worth: `tail_rows`).
+#[derive(Default)]
+struct Tail {
     tmp: Vec<f32>,
     inter: Vec<f32>,
     /// A gated feed-forward's gate and value halves.
     gates: Vec<f32>,
 }
 
+thread_local! {
+    static TAIL: std::cell::RefCell<Tail> = std::cell::RefCell::new(Tail::default());
+}
+
+/// Floats of a block's feed-forward buffers the tail aims at (1 MB: a core's second-level cache).
+const TAIL_FLOATS: usize = 1 << 18;
+
+/// Rows per block of a layer's tail: 64, or 32 when the feed-forward is wide (AMX takes 32 rows
+/// at a time; the AVX-512 tiles 6).
+fn tail_rows(c: &super::BertConfig) -> usize {
+    let width = c.intermediate * if c.gated() { 3 } else { 1 };
+    if TAIL_FLOATS / width >= 64 {
+        64
+    } else {
+        32
+    }
+}
+
 impl Scratch {
     fn new(c: &super::BertConfig, p: &PackedSeqs) -> Scratch {
-        let (h, total) = (c.hidden, p.total);
+        let h = c.hidden;
         let group_rows = p.groups.iter().map(|g| g.rows.len()).max().unwrap_or(0);
         Scratch {
             qkv: vec![0.0f32; group_rows * 3 * h],
-            ctx: vec![0.0f32; total * h],
-            tmp: vec![0.0f32; total * h],
-            inter: vec![0.0f32; total * c.intermediate],
-            gates: if c.gated() {
-                vec![0.0f32; total * 2 * c.intermediate]
-            } else {
-                Vec::new()
-            },
+            ctx: vec![0.0f32; p.total * h],
+            tail: Tail::default(),
         }
     }
 }
@@ -329,15 +371,15 @@ pub(super) fn gate_rows(out: &mut [f32], gates: &[f32], bias: &[f32], act: Activ
 }
 
 /// out (rows x n) = x (rows x k) W^T (+ b), with W stored (n x k) as PyTorch's Linear does.
-/// Without `b` the bias is left to the next pass over `out`, which folds it in.
+/// Without `b` the bias is left to the next pass over `out`, which folds it in. With `pool` a
+/// large product is spread over the thread pool; without, it runs on this thread.
 pub(super) fn linear(
     x: &[f32],
-    rows: usize,
-    k: usize,
+    (rows, k, n): (usize, usize, usize),
     w: &Dense,
     b: Option<&[f32]>,
-    n: usize,
     out: &mut [f32],
+    pool: bool,
 ) {
     // The unsafe product below reads and writes by these lengths: check them here, where a
     // shape mismatch is a clear panic rather than a read past a buffer.
@@ -357,7 +399,8 @@ pub(super) fn linear(
             );
             w
         }
-        Dense::Packed(p) => return p.matmul(x, rows, b, out),
+        Dense::Packed(p) if pool => return p.matmul(x, rows, b, out),
+        Dense::Packed(p) => return p.matmul_here(x, rows, b, out),
     };
     let out = &mut out[..rows * n];
     if let Some(b) = b {
@@ -366,7 +409,7 @@ pub(super) fn linear(
         }
     }
     let threads = rayon::current_num_threads();
-    let par = if rows * n * k >= 1 << 18 && threads > 1 {
+    let par = if pool && rows * n * k >= 1 << 18 && threads > 1 {
         Parallelism::Rayon(threads)
     } else {
         Parallelism::None
@@ -395,19 +438,4 @@ pub(super) fn linear(
             par,
         );
     }
-}
-
-/// out = LayerNorm(out + bias + residual), row by row.
-fn residual_norm(
-    out: &mut [f32],
-    residual: &[f32],
-    h: usize,
-    bias: &[f32],
-    g: &[f32],
-    b: &[f32],
-    eps: f32,
-) {
-    out.par_chunks_mut(h * 64)
-        .zip(residual.par_chunks(h * 64))
-        .for_each(|(o, r)| add_layer_norm_rows(o, r, bias, g, b, eps));
 }

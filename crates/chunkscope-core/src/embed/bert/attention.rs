@@ -27,6 +27,10 @@ thread_local! {
     static BUFFERS: RefCell<Buffers> = RefCell::new(Buffers::default());
 }
 
+/// Scores a thread keeps between heads: a 1,024-token sequence's (4 MB). A longer one's buffers
+/// are dropped after each head, so one long text does not leave hundreds of MB behind.
+const KEEP_SCORES: usize = 1 << 20;
+
 /// One sequence's rows in the packed Q, K, V projections (`stride` values a row) and where its
 /// context rows start.
 struct Head<'a> {
@@ -94,7 +98,12 @@ impl Bert {
             // A task that waits inside rayon may run another on this thread: that one gets its
             // own buffers.
             BUFFERS.with(|b| match b.try_borrow_mut() {
-                Ok(mut b) => run(&mut b),
+                Ok(mut b) => {
+                    run(&mut b);
+                    if b.scores.capacity() > KEEP_SCORES {
+                        *b = Buffers::default();
+                    }
+                }
                 Err(_) => run(&mut Buffers::default()),
             });
         });

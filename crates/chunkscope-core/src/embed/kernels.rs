@@ -86,17 +86,56 @@ pub fn layer_norm_rows(rows: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) 
 }
 
 multiversion! {
-/// `out += bias + residual`, then LayerNorm of each row (the bias of the projection that wrote
-/// `out`, folded into this pass).
-pub fn add_layer_norm_rows(out: &mut [f32], residual: &[f32], bias: &[f32], gamma: &[f32], beta: &[f32], eps: f32) {
+/// `x = LayerNorm(add + (x + bias))` of each row in place: the residual `x`, a projection's output
+/// `add` and that projection's bias in one pass. With `rounded` (bits, stride), each finished row
+/// is also rounded to bf16 bits there, zero past the row: the next bf16 product's input, written
+/// while the row is in cache.
+pub fn residual_layer_norm_rows(x: &mut [f32], add: &[f32], bias: &[f32], gamma: &[f32], beta: &[f32], eps: f32, rounded: Option<(&mut [u16], usize)>) {
     let h = gamma.len();
-    for (orow, rrow) in out.chunks_exact_mut(h).zip(residual.chunks_exact(h)) {
-        for ((a, c), b) in orow.iter_mut().zip(rrow).zip(bias) {
-            *a += c + b;
+    let mut rounded = rounded.map(|(bits, stride)| bits.chunks_exact_mut(stride));
+    for (row, arow) in x.chunks_exact_mut(h).zip(add.chunks_exact(h)) {
+        for ((v, a), b) in row.iter_mut().zip(arow).zip(bias) {
+            *v = a + (*v + b);
         }
-        layer_norm(orow, gamma, beta, eps);
+        layer_norm(row, gamma, beta, eps);
+        if let Some(bits) = rounded.as_mut().and_then(|r| r.next()) {
+            round_row(row, bits);
+        }
     }
 }
+}
+
+multiversion! {
+/// The activation of `x + bias`, row by row (`bias.len()` wide), rounded to bf16 bits into rows
+/// of `stride` (zero past the row): `act_bias` fused with the next bf16 product's conversion.
+pub fn act_bias_rounded(xs: &[f32], bias: &[f32], act: Activation, out: &mut [u16], stride: usize) {
+    macro_rules! each {
+        ($act:expr) => {
+            for (row, bits) in xs.chunks_exact(bias.len()).zip(out.chunks_exact_mut(stride)) {
+                for ((o, v), b) in bits.iter_mut().zip(row).zip(bias) {
+                    *o = crate::embed::lowp::bf16_bits($act.apply(v + b));
+                }
+                bits[bias.len()..].fill(0);
+            }
+        };
+    }
+    match act {
+        Activation::Gelu => each!(Activation::Gelu),
+        Activation::GeluTanh => each!(Activation::GeluTanh),
+        Activation::Relu => each!(Activation::Relu),
+        Activation::Silu => each!(Activation::Silu),
+        Activation::QuickGelu => each!(Activation::QuickGelu),
+    }
+}
+}
+
+/// A row rounded to bf16 bits, zero past its end.
+#[inline(always)]
+fn round_row(row: &[f32], bits: &mut [u16]) {
+    for (o, &v) in bits.iter_mut().zip(row) {
+        *o = crate::embed::lowp::bf16_bits(v);
+    }
+    bits[row.len()..].fill(0);
 }
 
 /// LayerNorm of one row in place.
@@ -361,6 +400,79 @@ mod tests {
                 (sum - 1.0).abs() < 0.01 * (len as f64).sqrt().max(1.0) / 4.0,
                 "len {len}: sum {sum}"
             );
+        }
+    }
+
+    /// The fused passes give exactly what the separate ones give: the residual LayerNorm (with
+    /// and without its rounded copy) and the activation rounded for the next product, at widths
+    /// on and off the vector lanes, with the padding past each row zeroed.
+    #[test]
+    fn fused_rounding_equals_the_separate_passes() {
+        use crate::embed::lowp::bf16_bits;
+        for h in [5usize, 16, 48, 384] {
+            let rows = 7;
+            let wave = |seed: usize| -> Vec<f32> {
+                (0..rows * h)
+                    .map(|i| ((i * 7919 + seed * 104_729) % 2003) as f32 / 500.0 - 2.0)
+                    .collect()
+            };
+            let (x0, add) = (wave(1), wave(2));
+            let (gamma, beta, bias) = (
+                wave(3)[..h].to_vec(),
+                wave(4)[..h].to_vec(),
+                wave(5)[..h].to_vec(),
+            );
+            let mut want = x0.clone();
+            for ((w, a), b) in want.iter_mut().zip(&add).zip(bias.iter().cycle()) {
+                *w = a + (*w + b);
+            }
+            for row in want.chunks_exact_mut(h) {
+                layer_norm(row, &gamma, &beta, 1e-12);
+            }
+            let stride = h.next_multiple_of(32);
+            let mut plain = x0.clone();
+            residual_layer_norm_rows(&mut plain, &add, &bias, &gamma, &beta, 1e-12, None);
+            let mut fused = x0.clone();
+            let mut bits = vec![u16::MAX; rows * stride];
+            residual_layer_norm_rows(
+                &mut fused,
+                &add,
+                &bias,
+                &gamma,
+                &beta,
+                1e-12,
+                Some((&mut bits, stride)),
+            );
+            assert_eq!(plain, want, "width {h}");
+            assert_eq!(fused, want, "width {h}");
+            for (r, row) in bits.chunks_exact(stride).enumerate() {
+                let expect: Vec<u16> = want[r * h..][..h].iter().map(|&v| bf16_bits(v)).collect();
+                assert_eq!(&row[..h], &expect[..], "width {h} row {r}");
+                assert!(
+                    row[h..].iter().all(|&b| b == 0),
+                    "width {h} row {r}: padding"
+                );
+            }
+            for act in [
+                Activation::Gelu,
+                Activation::GeluTanh,
+                Activation::Relu,
+                Activation::Silu,
+            ] {
+                let mut plain = add.clone();
+                act_bias(&mut plain, &bias, act);
+                let mut bits = vec![u16::MAX; rows * stride];
+                act_bias_rounded(&add, &bias, act, &mut bits, stride);
+                for (r, row) in bits.chunks_exact(stride).enumerate() {
+                    let expect: Vec<u16> =
+                        plain[r * h..][..h].iter().map(|&v| bf16_bits(v)).collect();
+                    assert_eq!(&row[..h], &expect[..], "{act:?} width {h} row {r}");
+                    assert!(
+                        row[h..].iter().all(|&b| b == 0),
+                        "{act:?} width {h} row {r}: padding"
+                    );
+                }
+            }
         }
     }
 

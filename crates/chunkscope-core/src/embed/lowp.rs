@@ -4,7 +4,8 @@
 //! back. Weights are packed once at load into panels the kernels read in order; the kernels use
 //! AMX tiles where the CPU has them (`amx`), else AVX-512 BF16 and AVX-512 VNNI, else plain loops
 //! (same numbers, slower). With bf16, attention's products run on the same kernels
-//! (`Bf16Operands`); its softmax, LayerNorm, GELU and pooling stay in f32.
+//! (`Bf16Operands`); softmax, LayerNorm and GELU compute in f32 and round their output for the
+//! next product in the same pass (`Packed::matmul_rounded` reads it); pooling stays in f32.
 
 use rayon::prelude::*;
 
@@ -152,6 +153,8 @@ const ROW_BLOCK: usize = 48;
 const STEP_MULTIPLE: usize = 16;
 /// Rows per AMX block (two tiles of 16).
 const AMX_ROWS: usize = 32;
+/// Activations handed to `Packed::matmul_rounded` are padded to a multiple of this many rows.
+pub const BF16_PAD_ROWS: usize = AMX_ROWS;
 
 /// bf16 bits of `x`, rounded to nearest even (finite values; what the CPU's conversion does).
 #[inline(always)]
@@ -284,7 +287,46 @@ impl Packed {
         self.product(x, rows, bias, out, Kernel::best(self.precision()), false)
     }
 
-    fn precision(&self) -> Precision {
+    /// The row length of activations already rounded to bf16 for this (bf16) product: `k`
+    /// rounded up to whole pairs of tile steps. See `matmul_rounded`.
+    pub fn bf16_stride(&self) -> usize {
+        self.steps * 2
+    }
+
+    /// As `matmul_here` (or `matmul` with `pool`), for activations a fused pass already rounded:
+    /// `xb` holds `rows` rows of `bf16_stride()` bf16 bits, zero past k, followed by zero (or
+    /// any finite) rows up to a multiple of `BF16_PAD_ROWS` (AMX reads whole blocks; what those
+    /// rows give is never written). Panics for int8 weights.
+    pub fn matmul_rounded(
+        &self,
+        xb: &[u16],
+        rows: usize,
+        bias: Option<&[f32]>,
+        out: &mut [f32],
+        pool: bool,
+    ) {
+        let PackedData::Bf16(w) = &self.data else {
+            panic!("matmul_rounded: the weights are not bf16");
+        };
+        let n = self.n;
+        assert!(out.len() >= rows * n && bias.is_none_or(|b| b.len() >= n));
+        if rows == 0 {
+            return;
+        }
+        let plan = TilePlan::new(Kernel::best(Precision::Bf16), rows);
+        let parallel = pool && rows * n * self.k >= 1 << 18 && rayon::current_num_threads() > 1;
+        let shape = Bf16Shape {
+            rows,
+            n,
+            stride: n,
+            steps: self.steps,
+        };
+        // SAFETY: `out` holds rows x n values (checked above); `bf16_tiles` checks `xb`.
+        unsafe { bf16_tiles(xb, w, shape, bias, OutPtr(out.as_mut_ptr()), plan, parallel) };
+    }
+
+    /// bf16 or int8.
+    pub fn precision(&self) -> Precision {
         match self.data {
             PackedData::Bf16(_) => Precision::Bf16,
             PackedData::Int8 { .. } => Precision::Int8,
@@ -771,6 +813,40 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// A product of rows rounded beforehand (`matmul_rounded`) equals the product that rounds
+    /// its own input, bit for bit, on and off the pool, whatever finite values the padding rows
+    /// past `rows` hold (a block's buffer keeps the last block's rows there).
+    #[test]
+    fn rounded_input_gives_the_same_product() {
+        for &(rows, n, k) in &[(1, 16, 8), (13, 70, 33), (45, 384, 384), (97, 200, 130)] {
+            let x = data(rows * k, 7);
+            let w = data(n * k, 8);
+            let b = data(n, 9);
+            let packed = Packed::new(&w, n, k, Precision::Bf16);
+            let stride = packed.bf16_stride();
+            let padded = rows.next_multiple_of(BF16_PAD_ROWS);
+            let mut xb = vec![bf16_bits(0.5); padded * stride];
+            to_bf16_rows(&x, k, &mut xb, stride);
+            for row in xb[..rows * stride].chunks_exact_mut(stride) {
+                row[k..].fill(0);
+            }
+            for pool in [false, true] {
+                let mut want = vec![f32::NAN; rows * n];
+                packed.product(
+                    &x,
+                    rows,
+                    Some(&b),
+                    &mut want,
+                    Kernel::best(Precision::Bf16),
+                    pool,
+                );
+                let mut got = vec![f32::NAN; rows * n];
+                packed.matmul_rounded(&xb, rows, Some(&b), &mut got, pool);
+                assert_eq!(want, got, "{rows}x{n}x{k} pool {pool}");
             }
         }
     }

@@ -5,8 +5,10 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use super::{Bert, Dense, Family, Layer};
-use crate::embed::kernels::{act_bias, add_layer_norm_rows, layer_norm_rows, Activation};
-use crate::embed::lowp::Precision;
+use crate::embed::kernels::{
+    act_bias, act_bias_rounded, layer_norm_rows, residual_layer_norm_rows, Activation,
+};
+use crate::embed::lowp::{to_bf16_rows, Precision, BF16_PAD_ROWS};
 
 impl Bert {
     /// Mean-pooled, L2-normalised embeddings of token id sequences (specials included).
@@ -72,24 +74,48 @@ impl Bert {
             groups: groups(seqs, 3 * c.hidden),
         };
         let mut scratch = Scratch::new(c, &packed);
-        for layer in &self.layers {
-            self.encoder_layer(layer, &packed, &mut x, &mut scratch);
+        // bf16: the layers' input rounded once here; from then on each layer's last LayerNorm
+        // writes the next one's.
+        if let Some(sh) = self.layers.first().and_then(|l| l.qkv_w.rounded_stride()) {
+            scratch.rounded = vec![0; (total + BF16_PAD_ROWS) * sh];
+            to_bf16_rows(&x, c.hidden, &mut scratch.rounded, sh);
+        }
+        for (n, layer) in self.layers.iter().enumerate() {
+            let last = n + 1 == self.layers.len();
+            self.encoder_layer(layer, &packed, &mut x, &mut scratch, last);
         }
         (x, starts)
     }
 
     /// One encoder layer over the packed states `x`: attention, then the feed-forward block,
-    /// each added to its input and normalised.
-    fn encoder_layer(&self, layer: &Layer, p: &PackedSeqs, x: &mut [f32], s: &mut Scratch) {
+    /// each added to its input and normalised. With bf16 weights the layer reads its input
+    /// rounded from `s.rounded` and, unless it is the `last`, leaves the next layer's there.
+    fn encoder_layer(
+        &self,
+        layer: &Layer,
+        p: &PackedSeqs,
+        x: &mut [f32],
+        s: &mut Scratch,
+        last: bool,
+    ) {
         let c = &self.config;
         let (h, total) = (c.hidden, p.total);
+        let sh = layer.qkv_w.rounded_stride();
         // Q, K and V of a few sequences at a time, attended to while they are still in cache.
         for g in &p.groups {
             let qkv = &mut s.qkv[..g.rows.len() * 3 * h];
-            let x = &x[g.rows.start * h..g.rows.end * h];
             let seqs = &p.seqs[g.seqs.clone()];
-            let shape = (g.rows.len(), h, 3 * h);
-            linear(x, shape, &layer.qkv_w, Some(&layer.qkv_b), qkv, true);
+            let (rows, bias) = (g.rows.len(), Some(&layer.qkv_b[..]));
+            match sh {
+                Some(sh) => {
+                    let xb = &s.rounded[g.rows.start * sh..];
+                    linear_rounded(xb, rows, &layer.qkv_w, bias, qkv, true)
+                }
+                None => {
+                    let x = &x[g.rows.start * h..g.rows.end * h];
+                    linear(x, (rows, h, 3 * h), &layer.qkv_w, bias, qkv, true)
+                }
+            }
             if let Some(r) = p.rotary {
                 r.apply(qkv, seqs, &g.starts, h, c.heads);
             }
@@ -98,17 +124,25 @@ impl Bert {
         }
         if self.precision == Precision::F32 {
             // gemm packs the weights on each call: one call over all rows, on the whole pool.
-            self.layer_tail(layer, &mut x[..total * h], &s.ctx, &mut s.tail, true);
+            self.layer_tail(layer, &mut x[..total * h], &s.ctx, &mut s.tail, None, true);
             return;
         }
         let block = tail_rows(c);
+        // The next layer's rounded input, a block's rows beside each block (none after the last
+        // layer, or for int8).
+        let mut next: Vec<Option<&mut [u16]>> = match sh {
+            Some(sh) if !last => s.rounded.chunks_mut(block * sh).map(Some).collect(),
+            _ => Vec::new(),
+        };
+        next.resize_with(next.len().max(total.div_ceil(block)), || None);
         x[..total * h]
             .par_chunks_mut(block * h)
             .zip(s.ctx.par_chunks(block * h))
-            .for_each(|(x, ctx)| {
+            .zip(next)
+            .for_each(|((x, ctx), next)| {
                 TAIL.with(|t| match t.try_borrow_mut() {
-                    Ok(mut t) => self.layer_tail(layer, x, ctx, &mut t, false),
-                    Err(_) => self.layer_tail(layer, x, ctx, &mut Tail::default(), false),
+                    Ok(mut t) => self.layer_tail(layer, x, ctx, &mut t, next, false),
+                    Err(_) => self.layer_tail(layer, x, ctx, &mut Tail::default(), next, false),
                 })
             });
     }
@@ -116,11 +150,84 @@ impl Bert {
     /// The rest of a layer for a block of rows: the output projection, LayerNorm with the
     /// residual, the feed-forward block, and LayerNorm with the residual again, into `x`. With
     /// `pool` each step is spread over the thread pool; without, the block stays on this thread
-    /// and its intermediates in its cache.
-    fn layer_tail(&self, layer: &Layer, x: &mut [f32], ctx: &[f32], t: &mut Tail, pool: bool) {
+    /// and its intermediates in its cache. With bf16 weights each LayerNorm and the activation
+    /// write the next product's input rounded (the last LayerNorm into `next`, when given).
+    fn layer_tail(
+        &self,
+        layer: &Layer,
+        x: &mut [f32],
+        ctx: &[f32],
+        t: &mut Tail,
+        next: Option<&mut [u16]>,
+        pool: bool,
+    ) {
         let c = &self.config;
         let (h, i) = (c.hidden, c.intermediate);
         let rows = x.len() / h;
+        // x = LayerNorm(add + x + bias), rows of `h`; 64 rows a task with `pool` (f32 only).
+        let norm = |x: &mut [f32],
+                    add: &[f32],
+                    bias: &[f32],
+                    (g, b): (&[f32], &[f32]),
+                    rounded: Option<(&mut [u16], usize)>| {
+            if pool {
+                debug_assert!(rounded.is_none(), "rounded rows are written on one thread");
+                x.par_chunks_mut(64 * h)
+                    .zip(add.par_chunks(64 * h))
+                    .for_each(|(x, a)| residual_layer_norm_rows(x, a, bias, g, b, c.eps, None));
+            } else {
+                residual_layer_norm_rows(x, add, bias, g, b, c.eps, rounded);
+            }
+        };
+        t.tmp.resize(rows * h, 0.0);
+        let strides = layer
+            .inter_w
+            .rounded_stride()
+            .zip(layer.down_w.rounded_stride());
+        let Some((sh, si)) = strides.filter(|_| !pool) else {
+            // f32 and int8: the products round their own input.
+            linear(ctx, (rows, h, h), &layer.out_w, None, &mut t.tmp, pool);
+            norm(x, &t.tmp, &layer.out_b, (&layer.ln1_g, &layer.ln1_b), None);
+            self.feed_forward(layer, rows, FfnInput::F32(x), t, pool);
+            linear(
+                &t.inter,
+                (rows, i, h),
+                &layer.down_w,
+                None,
+                &mut t.tmp,
+                pool,
+            );
+            norm(x, &t.tmp, &layer.down_b, (&layer.ln2_g, &layer.ln2_b), None);
+            return;
+        };
+        let padded = rows.next_multiple_of(BF16_PAD_ROWS);
+        t.rounded_h.resize(padded * sh, 0);
+        t.rounded_h[rows * sh..].fill(0);
+        // The context rounded into the buffer the first LayerNorm then overwrites.
+        to_bf16_rows(ctx, h, &mut t.rounded_h, sh);
+        linear_rounded(&t.rounded_h, rows, &layer.out_w, None, &mut t.tmp, false);
+        let bits = Some((&mut t.rounded_h[..rows * sh], sh));
+        norm(x, &t.tmp, &layer.out_b, (&layer.ln1_g, &layer.ln1_b), bits);
+        t.rounded_i.resize(padded * si, 0);
+        t.rounded_i[rows * si..].fill(0);
+        let input = std::mem::take(&mut t.rounded_h);
+        self.feed_forward(layer, rows, FfnInput::Rounded(&input, si), t, false);
+        t.rounded_h = input;
+        linear_rounded(&t.rounded_i, rows, &layer.down_w, None, &mut t.tmp, false);
+        let bits = next.map(|n| (n, sh));
+        norm(x, &t.tmp, &layer.down_b, (&layer.ln2_g, &layer.ln2_b), bits);
+    }
+
+    /// The feed-forward block's up projection and activation for `rows` rows: into `t.inter`
+    /// from f32 rows, or from rounded rows into `t.rounded_i` (rows of the given stride), rounded
+    /// for the down projection.
+    fn feed_forward(&self, layer: &Layer, rows: usize, input: FfnInput, t: &mut Tail, pool: bool) {
+        let c = &self.config;
+        let (h, i) = (c.hidden, c.intermediate);
+        let up = |out: &mut [f32], n: usize| match input {
+            FfnInput::F32(x) => linear(x, (rows, h, n), &layer.inter_w, None, out, pool),
+            FfnInput::Rounded(xb, _) => linear_rounded(xb, rows, &layer.inter_w, None, out, pool),
+        };
         // Rows of `width` values, 64 rows a task with `pool`.
         let by_rows = |data: &mut [f32], width: usize, f: &(dyn Fn(&mut [f32], usize) + Sync)| {
             if pool {
@@ -131,26 +238,10 @@ impl Bert {
                 f(data, 0);
             }
         };
-        let norm = |tmp: &mut [f32], x: &mut [f32], bias: &[f32], g: &[f32], b: &[f32]| {
-            by_rows(tmp, h, &|o, r0| {
-                add_layer_norm_rows(o, &x[r0 * h..r0 * h + o.len()], bias, g, b, c.eps)
-            });
-            x.copy_from_slice(tmp);
-        };
-        t.tmp.resize(rows * h, 0.0);
-        linear(ctx, (rows, h, h), &layer.out_w, None, &mut t.tmp, pool);
-        norm(&mut t.tmp, x, &layer.out_b, &layer.ln1_g, &layer.ln1_b);
-        t.inter.resize(rows * i, 0.0);
         if c.gated() {
             t.gates.resize(rows * 2 * i, 0.0);
-            linear(
-                x,
-                (rows, h, 2 * i),
-                &layer.inter_w,
-                None,
-                &mut t.gates,
-                pool,
-            );
+            up(&mut t.gates, 2 * i);
+            t.inter.resize(rows * i, 0.0);
             let gates = &t.gates;
             by_rows(&mut t.inter, i, &|o, r0| {
                 gate_rows(
@@ -160,19 +251,21 @@ impl Bert {
                     c.act,
                 )
             });
-        } else {
-            linear(x, (rows, h, i), &layer.inter_w, None, &mut t.inter, pool);
-            by_rows(&mut t.inter, i, &|o, _| act_bias(o, &layer.inter_b, c.act));
+            if let FfnInput::Rounded(_, si) = input {
+                to_bf16_rows(&t.inter, i, &mut t.rounded_i, si);
+            }
+            return;
         }
-        linear(
-            &t.inter,
-            (rows, i, h),
-            &layer.down_w,
-            None,
-            &mut t.tmp,
-            pool,
-        );
-        norm(&mut t.tmp, x, &layer.down_b, &layer.ln2_g, &layer.ln2_b);
+        t.inter.resize(rows * i, 0.0);
+        up(&mut t.inter, i);
+        match input {
+            FfnInput::F32(_) => {
+                by_rows(&mut t.inter, i, &|o, _| act_bias(o, &layer.inter_b, c.act))
+            }
+            FfnInput::Rounded(_, si) => {
+                act_bias_rounded(&t.inter, &layer.inter_b, c.act, &mut t.rounded_i, si)
+            }
+        }
     }
 
     /// Word + position + token type embeddings of every token, packed (before the LayerNorm).
@@ -255,10 +348,21 @@ pub(super) fn groups(seqs: &[Vec<u32>], width: usize) -> Vec<Group> {
     out
 }
 
+/// What the feed-forward block reads: the f32 rows, or (bf16) the rows already rounded, with the
+/// stride its activation's rounded output takes.
+#[derive(Clone, Copy)]
+enum FfnInput<'a> {
+    F32(&'a [f32]),
+    Rounded(&'a [u16], usize),
+}
+
 /// The buffers a layer writes for the whole pass: one group's Q, K and V, every row's context.
 struct Scratch {
     qkv: Vec<f32>,
     ctx: Vec<f32>,
+    /// bf16: every row's input to the next layer, rounded (rows of the Q/K/V weights'
+    /// `bf16_stride`, padded with `BF16_PAD_ROWS` zero rows).
+    rounded: Vec<u16>,
     /// The rest of the layer's buffers for all rows at once (f32 only).
     tail: Tail,
 }
@@ -271,6 +375,9 @@ struct Tail {
     inter: Vec<f32>,
     /// A gated feed-forward's gate and value halves.
     gates: Vec<f32>,
+    /// bf16: the feed-forward's input and the activation's output, rounded.
+    rounded_h: Vec<u16>,
+    rounded_i: Vec<u16>,
 }
 
 thread_local! {
@@ -298,6 +405,7 @@ impl Scratch {
         Scratch {
             qkv: vec![0.0f32; group_rows * 3 * h],
             ctx: vec![0.0f32; p.total * h],
+            rounded: Vec::new(),
             tail: Tail::default(),
         }
     }
@@ -368,6 +476,22 @@ pub(super) fn gate_rows(out: &mut [f32], gates: &[f32], bias: &[f32], act: Activ
             o[j] = act.apply(g[j] + bias[j]) * (g[i + j] + bias[i + j]);
         }
     }
+}
+
+/// out (rows x n) = xb W^T (+ b) for rows already rounded to bf16 (see `Packed::matmul_rounded`);
+/// `w` must hold bf16 weights (`Dense::rounded_stride` said so).
+fn linear_rounded(
+    xb: &[u16],
+    rows: usize,
+    w: &Dense,
+    b: Option<&[f32]>,
+    out: &mut [f32],
+    pool: bool,
+) {
+    let Dense::Packed(p) = w else {
+        panic!("linear_rounded: f32 weights take f32 rows");
+    };
+    p.matmul_rounded(xb, rows, b, out, pool);
 }
 
 /// out (rows x n) = x (rows x k) W^T (+ b), with W stored (n x k) as PyTorch's Linear does.

@@ -65,6 +65,35 @@ macro_rules! multiversion {
 
 pub(crate) use multiversion;
 
+/// `$body` with `$a` bound to `act`, one match arm per activation: each arm's loop holds a
+/// single formula, which the compiler vectorizes.
+macro_rules! per_activation {
+    ($act:expr, |$a:ident| $body:block) => {
+        match $act {
+            Activation::Gelu => {
+                let $a = Activation::Gelu;
+                $body
+            }
+            Activation::GeluTanh => {
+                let $a = Activation::GeluTanh;
+                $body
+            }
+            Activation::Relu => {
+                let $a = Activation::Relu;
+                $body
+            }
+            Activation::Silu => {
+                let $a = Activation::Silu;
+                $body
+            }
+            Activation::QuickGelu => {
+                let $a = Activation::QuickGelu;
+                $body
+            }
+        }
+    };
+}
+
 /// Clamp without NaN bookkeeping, which would keep the loop scalar.
 #[inline(always)]
 pub(crate) fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
@@ -109,23 +138,14 @@ multiversion! {
 /// The activation of `x + bias`, row by row (`bias.len()` wide), rounded to bf16 bits into rows
 /// of `stride` (zero past the row): `act_bias` fused with the next bf16 product's conversion.
 pub fn act_bias_rounded(xs: &[f32], bias: &[f32], act: Activation, out: &mut [u16], stride: usize) {
-    macro_rules! each {
-        ($act:expr) => {
-            for (row, bits) in xs.chunks_exact(bias.len()).zip(out.chunks_exact_mut(stride)) {
-                for ((o, v), b) in bits.iter_mut().zip(row).zip(bias) {
-                    *o = crate::embed::lowp::bf16_bits($act.apply(v + b));
-                }
-                bits[bias.len()..].fill(0);
+    per_activation!(act, |a| {
+        for (row, bits) in xs.chunks_exact(bias.len()).zip(out.chunks_exact_mut(stride)) {
+            for ((o, v), b) in bits.iter_mut().zip(row).zip(bias) {
+                *o = crate::embed::lowp::bf16_bits(a.apply(v + b));
             }
-        };
-    }
-    match act {
-        Activation::Gelu => each!(Activation::Gelu),
-        Activation::GeluTanh => each!(Activation::GeluTanh),
-        Activation::Relu => each!(Activation::Relu),
-        Activation::Silu => each!(Activation::Silu),
-        Activation::QuickGelu => each!(Activation::QuickGelu),
-    }
+            bits[bias.len()..].fill(0);
+        }
+    })
 }
 }
 
@@ -234,23 +254,13 @@ multiversion! {
 /// The activation of `x + bias`, row by row (`bias.len()` wide): the projection's bias folded
 /// in.
 pub fn act_bias(xs: &mut [f32], bias: &[f32], act: Activation) {
-    // One loop per activation, so each loop body is a single formula.
-    macro_rules! each {
-        ($act:expr) => {
-            for row in xs.chunks_exact_mut(bias.len()) {
-                for (v, b) in row.iter_mut().zip(bias) {
-                    *v = $act.apply(*v + b);
-                }
+    per_activation!(act, |a| {
+        for row in xs.chunks_exact_mut(bias.len()) {
+            for (v, b) in row.iter_mut().zip(bias) {
+                *v = a.apply(*v + b);
             }
-        };
-    }
-    match act {
-        Activation::Gelu => each!(Activation::Gelu),
-        Activation::GeluTanh => each!(Activation::GeluTanh),
-        Activation::Relu => each!(Activation::Relu),
-        Activation::Silu => each!(Activation::Silu),
-        Activation::QuickGelu => each!(Activation::QuickGelu),
-    }
+        }
+    })
 }
 }
 

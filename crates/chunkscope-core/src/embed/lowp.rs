@@ -308,21 +308,17 @@ impl Packed {
         let PackedData::Bf16(w) = &self.data else {
             panic!("matmul_rounded: the weights are not bf16");
         };
-        let n = self.n;
-        assert!(out.len() >= rows * n && bias.is_none_or(|b| b.len() >= n));
+        assert!(out.len() >= rows * self.n && bias.is_none_or(|b| b.len() >= self.n));
         if rows == 0 {
             return;
         }
         let plan = TilePlan::new(Kernel::best(Precision::Bf16), rows);
-        let parallel = pool && rows * n * self.k >= 1 << 18 && rayon::current_num_threads() > 1;
-        let shape = Bf16Shape {
-            rows,
-            n,
-            stride: n,
-            steps: self.steps,
-        };
-        // SAFETY: `out` holds rows x n values (checked above); `bf16_tiles` checks `xb`.
-        unsafe { bf16_tiles(xb, w, shape, bias, OutPtr(out.as_mut_ptr()), plan, parallel) };
+        self.rounded_product(w, xb, rows, bias, out, (plan, self.spread(rows, pool)));
+    }
+
+    /// Whether a product of `rows` rows is worth spreading over the thread pool (with `pool`).
+    fn spread(&self, rows: usize, pool: bool) -> bool {
+        pool && rows * self.n * self.k >= 1 << 18 && rayon::current_num_threads() > 1
     }
 
     /// bf16 or int8.
@@ -365,7 +361,7 @@ impl Packed {
             return;
         }
         let plan = TilePlan::new(kernel, rows);
-        let parallel = pool && rows * n * k >= 1 << 18 && rayon::current_num_threads() > 1;
+        let parallel = self.spread(rows, pool);
         match &self.data {
             PackedData::Bf16(w) => self.matmul_bf16(w, x, rows, bias, out, (plan, parallel)),
             PackedData::Int8 { q, scale, colsum } => {
@@ -395,24 +391,27 @@ impl Packed {
         } else {
             to_bf16_rows(&x[..rows * k], k, &mut xb, xs);
         }
+        self.rounded_product(w, &xb, rows, bias, out, (plan, parallel));
+    }
+
+    /// out (rows x n) = xb W^T (+ bias), tile by tile, for activations already rounded.
+    fn rounded_product(
+        &self,
+        w: &[u16],
+        xb: &[u16],
+        rows: usize,
+        bias: Option<&[f32]>,
+        out: &mut [f32],
+        (plan, parallel): (TilePlan, bool),
+    ) {
         let shape = Bf16Shape {
             rows,
             n: self.n,
             stride: self.n,
             steps: self.steps,
         };
-        // SAFETY: `matmul_with` checked that `out` holds rows x n values.
-        unsafe {
-            bf16_tiles(
-                &xb,
-                w,
-                shape,
-                bias,
-                OutPtr(out.as_mut_ptr()),
-                plan,
-                parallel,
-            )
-        };
+        // SAFETY: every caller checked that `out` holds rows x n values; `bf16_tiles` checks `xb`.
+        unsafe { bf16_tiles(xb, w, shape, bias, OutPtr(out.as_mut_ptr()), plan, parallel) };
     }
 
     /// The int8 product: the activations quantized per row (u8 codes, scale, zero point), then

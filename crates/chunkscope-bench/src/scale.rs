@@ -21,6 +21,7 @@ use chunkscope_core::embed::BackendChoice;
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::index::ann::XorShift;
 use chunkscope_core::model::ModelInfo;
+use chunkscope_core::search::SearchIndex;
 use chunkscope_core::stats::Stats;
 use chunkscope_core::tokenize::EmbedTokenizer;
 use chunkscope_core::window::WindowSpec;
@@ -75,6 +76,9 @@ pub struct KnobRow {
     /// The same two counted on the heap (what the program holds, not what the allocator keeps).
     pub heap_peak_mb: u64,
     pub heap_after_mb: u64,
+    /// Moving the search index (BM25) to the switched-to chunking, as the embedding worker does
+    /// while the old chunking is still held.
+    pub index_ms: f64,
 }
 
 /// Every figure of one run.
@@ -85,6 +89,8 @@ pub struct ScaleFigures {
     pub read_tokenize_s: f64,
     pub first_chunking_s: f64,
     pub first_chunking_label: String,
+    /// The search index (BM25) over the first chunking.
+    pub first_index_s: f64,
     /// Resident memory before the corpus is read (the process and the tokenizer), after reading
     /// and tokenizing, and after the first chunking; the peak through those and through the knobs.
     pub rss_base_mb: Option<u64>,
@@ -221,6 +227,7 @@ fn knobs(
     window: usize,
     args: &ScaleArgs,
     mut prev: Chunking,
+    mut index: SearchIndex,
     out: &mut dyn Write,
 ) -> Result<Vec<KnobRow>> {
     let vectors = HashedVectors::new(384, args.seed);
@@ -239,6 +246,10 @@ fn knobs(
         reset_peak_rss();
         reset_peak_heap();
         let (c, stats, switch_ms) = chunk_whole(engine, &s, v, Some(&prev), window)?;
+        // The workbench's search index follows the switch with both chunkings held.
+        let t = Instant::now();
+        index.update(engine, &c)?;
+        let index_ms = ms_since(t);
         prev = c;
         let mut focus_ms = Vec::new();
         for i in 0..args.focus_presses.max(1) {
@@ -273,13 +284,15 @@ fn knobs(
             rss_after_mb,
             heap_peak_mb,
             heap_after_mb,
+            index_ms,
         };
         writeln!(
             out,
-            "{:<18} {:>9} {:>10.0} | {:>8.2} {:>8.2} {:>8.2} | {:>9.0} {:>9.0} | {:>7} {:>7} | {:>7} {:>7}   {}",
+            "{:<18} {:>9} {:>10.0} {:>8.0} | {:>8.2} {:>8.2} {:>8.2} | {:>9.0} {:>9.0} | {:>7} {:>7} | {:>7} {:>7}   {}",
             row.preset,
             row.chunks,
             row.switch_ms,
+            row.index_ms,
             row.focus_p50_ms,
             row.focus_p95_ms,
             row.focus_max_ms,
@@ -350,11 +363,18 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
     f.first_chunking_label = settings.label();
     let (first, stats, ms) = chunk_whole(&engine, &settings, None, None, window)?;
     f.first_chunking_s = ms / 1000.0;
+    let chunked_heap = heap_mb();
+    // The workbench's BM25 index over the first chunking (vectors are not part of this run).
+    let t = Instant::now();
+    let index = SearchIndex::build(&engine, &first, None, 384)?;
+    f.first_index_s = t.elapsed().as_secs_f64();
     f.rss_chunked_mb = rss_mb();
     writeln!(
         out,
-        "heap after the first chunking: {} MB (peak {} MB)",
+        "heap after the first chunking: {chunked_heap} MB, {} MB with its search index (BM25, \
+         built in {:.2} s; peak {} MB)",
         heap_mb(),
+        f.first_index_s,
         peak_heap_mb()
     )?;
     f.peak_to_first_chunking_mb = peak_rss_mb();
@@ -388,10 +408,11 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
     )?;
     writeln!(
         out,
-        "{:<18} {:>9} {:>10} | {:>8} {:>8} {:>8} | {:>9} {:>9} | {:>7} {:>7} | {:>7} {:>7}   settings",
+        "{:<18} {:>9} {:>10} {:>8} | {:>8} {:>8} {:>8} | {:>9} {:>9} | {:>7} {:>7} | {:>7} {:>7}   settings",
         "preset",
         "chunks",
         "switch ms",
+        "index ms",
         "file p50",
         "file p95",
         "file max",
@@ -402,7 +423,7 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
         "heap pk",
         "heap"
     )?;
-    f.knobs = knobs(&engine, &focus, window, args, first, out)?;
+    f.knobs = knobs(&engine, &focus, window, args, first, index, out)?;
     f.peak_knobs_mb = f
         .knobs
         .iter()

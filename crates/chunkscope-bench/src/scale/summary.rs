@@ -52,6 +52,12 @@ fn corpus_rows(f: &ScaleFigures, rows: &mut Rows) {
         "",
         "",
     );
+    rows.add(
+        "its search index (BM25)".into(),
+        format!("{:.1} s", f.first_index_s),
+        "",
+        "",
+    );
     let per_byte = |mb: Option<u64>| {
         f.bytes_per_byte(mb)
             .map_or(String::new(), |b| format!(" = {b:.1} B/B"))
@@ -59,7 +65,7 @@ fn corpus_rows(f: &ScaleFigures, rows: &mut Rows) {
     let before = format!("before reading: {}", mb(f.rss_base_mb));
     for (what, value, reference, target) in [
         (
-            "memory after first chunking (RSS)",
+            "memory after first chunking + BM25 (RSS)",
             f.rss_chunked_mb,
             before.as_str(),
             "<= 5 B per corpus byte",

@@ -1,10 +1,14 @@
 //! BM25 over chunk texts with tantivy, in RAM. The text is indexed with positions; file and heading
 //! are indexed too. Any user text is a valid query: syntax errors fall back to plain terms.
 
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
-use tantivy::schema::{Field, Schema, Value, FAST, INDEXED, STORED, STRING, TEXT};
+use tantivy::schema::{Document, Field, Schema, Value, FAST, INDEXED, STORED, STRING, TEXT};
 use tantivy::snippet::SnippetGenerator;
+
+use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 /// Why the BM25 index failed: tantivy's own error (the index lives in memory, so this is rare:
@@ -14,6 +18,10 @@ pub enum Bm25Error {
     #[error(transparent)]
     Index(#[from] tantivy::TantivyError),
 }
+
+/// The writer's memory for documents not yet in a segment: each time it fills, a segment is
+/// written.
+const WRITER_BUDGET: usize = 15_000_000;
 
 type Result<T> = std::result::Result<T, Bm25Error>;
 
@@ -40,12 +48,68 @@ impl<'a> From<(u64, &'a str, &'a str, &'a str)> for Bm25Doc<'a> {
 pub struct Bm25 {
     reader: IndexReader,
     /// Kept open so that changed chunks can be deleted and added without a rebuild.
-    writer: IndexWriter,
+    writer: IndexWriter<Queued>,
+    gate: Arc<Gate>,
     text: Field,
     file: Field,
     heading: Field,
     id: Field,
     parser: QueryParser,
+}
+
+/// Documents waiting for the writer's thread at most: its queue takes 10,000 and each holds a
+/// copy of its chunk's text, 45 MB of 1024-token chunks queued while the writer indexed.
+const MAX_QUEUED: usize = 256;
+
+/// Counts the documents handed to the writer and not yet indexed: `enter` waits while
+/// `MAX_QUEUED` are, a document leaves when the writer drops it, indexed.
+#[derive(Default)]
+struct Gate {
+    queued: Mutex<usize>,
+    left: Condvar,
+}
+
+impl Gate {
+    fn enter(&self) {
+        let Ok(queued) = self.queued.lock() else {
+            return;
+        };
+        // Not forever: a writer that died drops nothing more, and add_document then says why.
+        let waited = self
+            .left
+            .wait_timeout_while(queued, Duration::from_secs(1), |n| *n >= MAX_QUEUED);
+        if let Ok((mut queued, _)) = waited {
+            *queued += 1;
+        }
+    }
+
+    fn leave(&self) {
+        if let Ok(mut queued) = self.queued.lock() {
+            *queued = queued.saturating_sub(1);
+            self.left.notify_one();
+        }
+    }
+}
+
+/// A document on its way to the writer, counted by its gate until the writer drops it.
+struct Queued {
+    doc: TantivyDocument,
+    gate: Arc<Gate>,
+}
+
+impl Document for Queued {
+    type Value<'a> = <TantivyDocument as Document>::Value<'a>;
+    type FieldsValuesIter<'a> = <TantivyDocument as Document>::FieldsValuesIter<'a>;
+
+    fn iter_fields_and_values(&self) -> Self::FieldsValuesIter<'_> {
+        self.doc.iter_fields_and_values()
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.gate.leave();
+    }
 }
 
 /// A BM25 hit: the chunk id given at build time, its score, and the byte (in the chunk text) where
@@ -67,7 +131,11 @@ impl Bm25 {
         let _path = sb.add_text_field("path", STRING);
         let id = sb.add_u64_field("id", STORED | FAST | INDEXED);
         let index = Index::create_in_ram(sb.build());
-        let writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000)?;
+        let writer: IndexWriter<Queued> = index.writer_with_num_threads(1, WRITER_BUDGET)?;
+        // The build writes a segment each time the writer's budget fills and merges none: a merge
+        // holds its segments and the merged one at once (and the reader holds the old ones until
+        // it reloads), which put a hundred megabytes on top of a 400,000-chunk index.
+        writer.set_merge_policy(Box::new(NoMergePolicy));
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -78,6 +146,7 @@ impl Bm25 {
         let mut bm25 = Bm25 {
             reader,
             writer,
+            gate: Arc::new(Gate::default()),
             text,
             file,
             heading,
@@ -85,6 +154,13 @@ impl Bm25 {
             parser,
         };
         bm25.update(&[], chunks)?;
+        // Later updates (a file changed) add a small segment per commit: those are merged, the
+        // build's large ones never are.
+        let built = bm25.reader.searcher().num_docs();
+        let mut merges = LogMergePolicy::default();
+        merges
+            .set_max_docs_before_merge(usize::try_from(built / 64).unwrap_or(usize::MAX).max(256));
+        bm25.writer.set_merge_policy(Box::new(merges));
         Ok(bm25)
     }
 
@@ -100,9 +176,11 @@ impl Bm25 {
         let (text, file, heading, id) = (self.text, self.file, self.heading, self.id);
         for d in added {
             let d: Bm25Doc = d.into();
-            self.writer.add_document(
-                doc!(text => d.text, file => d.file, heading => d.heading, id => d.id),
-            )?;
+            self.gate.enter();
+            self.writer.add_document(Queued {
+                doc: doc!(text => d.text, file => d.file, heading => d.heading, id => d.id),
+                gate: Arc::clone(&self.gate),
+            })?;
         }
         self.writer.commit()?;
         self.reader.reload()?;
@@ -226,6 +304,33 @@ mod tests {
         assert_eq!(idx.len(), 2);
         let hits = idx.search("alpha", 5, |_| None).unwrap();
         assert_eq!(hits.iter().map(|h| h.id).collect::<Vec<_>>(), vec![12]);
+    }
+
+    #[test]
+    fn a_build_past_the_writer_budget_keeps_its_segments_and_drains_its_queue() {
+        // 24 MB of text: the writer's budget fills more than once, so the build writes several
+        // segments, and the queue's gate is passed thousands of times.
+        let filler = "rotate the staging keys before the release window closes ".repeat(20);
+        let texts: Vec<String> = (0..20_000).map(|i| format!("marker{i} {filler}")).collect();
+        let idx = Bm25::build(
+            texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i as u64, t.as_str(), "f.md", "")),
+        )
+        .unwrap();
+        assert_eq!(idx.len(), 20_000);
+        assert_eq!(idx.held(), 20_000, "nothing deleted, nothing copied");
+        assert!(idx.reader.searcher().segment_readers().len() > 1);
+        assert_eq!(
+            *idx.gate.queued.lock().unwrap(),
+            0,
+            "every document indexed"
+        );
+        for i in [0, 9_999, 19_999] {
+            let hits = idx.search(&format!("marker{i}"), 1, |_| None).unwrap();
+            assert_eq!(hits.iter().map(|h| h.id).collect::<Vec<_>>(), vec![i]);
+        }
     }
 
     #[test]

@@ -222,6 +222,9 @@ impl SearchIndex {
             // tantivy's segments until a merge, so deleting them one by one kept every earlier
             // chunking's postings alive; the old index goes before the new one is built.
             self.bm25 = Bm25::build(std::iter::empty::<Bm25Doc>())?;
+            // The old chunking's places are not read again (a failed build drops the index).
+            self.refs = Vec::new();
+            self.ids = HashMap::new();
             self.bm25 = bm25_of(engine, chunking, &refs, &keys)?;
         } else {
             self.bm25.update(

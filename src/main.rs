@@ -60,6 +60,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    chunkscope_core::reclaim::bound_arenas();
     let cli = Cli::parse();
     let mono = match cli.color {
         ColorWhen::Never => true,

@@ -417,6 +417,8 @@ fn embed(o: EmbedOpts, out: &mut dyn Write) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
+    // The product's allocator settings, so that its memory is what is measured.
+    chunkscope_core::reclaim::bound_arenas();
     let cli = Cli::parse();
     match run(cli.what, &mut io::stdout().lock()) {
         Ok(()) => ExitCode::SUCCESS,

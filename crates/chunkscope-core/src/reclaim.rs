@@ -36,6 +36,34 @@ pub fn soon() {
     }
 }
 
+/// Let glibc keep at most one arena per core (at least two) unless `MALLOC_ARENA_MAX` says
+/// otherwise. By default it may open eight per core, and each thread that frees a chunking or an
+/// index leaves that memory in its own arena, where no other thread reuses it: at 105 MB of
+/// corpus over three presets the resident peak was 700 MB for 520 MB in use, 587 MB with two
+/// arenas on two cores (knob times within a few percent). Call it first in `main`, before any
+/// thread starts.
+pub fn bound_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::os::raw::c_int;
+        /// glibc's `M_ARENA_MAX` (malloc.h).
+        const M_ARENA_MAX: c_int = -8;
+        extern "C" {
+            fn mallopt(param: c_int, value: c_int) -> c_int;
+        }
+        if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+            return;
+        }
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let arenas = c_int::try_from(cores.max(2)).unwrap_or(c_int::MAX);
+        // SAFETY: mallopt takes two integers and may be called at any time; called before other
+        // threads start, it changes only how many arenas later threads may open.
+        unsafe {
+            mallopt(M_ARENA_MAX, arenas);
+        }
+    }
+}
+
 /// Return the allocator's free pages to the system.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn trim() {

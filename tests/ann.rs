@@ -187,3 +187,46 @@ fn an_update_after_a_knob_turn_equals_a_fresh_build() {
     let changes = index.update(&engine, &b).unwrap();
     assert_eq!((changes.removed, changes.added), (0, 0));
 }
+
+/// The embedding worker gives up an index for a chunking a newer one replaced: a build or a
+/// knob turn's fresh BM25 stops once told to (nothing half-built comes back); a small move and
+/// an unstopped one finish as `update` does.
+#[test]
+fn a_stopped_build_or_knob_turn_gives_up_and_an_unstopped_one_finishes() {
+    let corpus = Corpus::load(&common::repo().join("examples"), &CorpusRules::default()).unwrap();
+    let engine = Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap();
+    let chunk = |size: usize| {
+        let s = ChunkSettings {
+            size,
+            overlap: 0,
+            ..ChunkSettings::default()
+        };
+        engine.chunk_all(&s, &AtomicBool::new(false)).unwrap()
+    };
+    let (a, b) = (chunk(400), chunk(500));
+    let (stop, go) = (AtomicBool::new(true), AtomicBool::new(false));
+    assert!(SearchIndex::build_unless(&engine, &a, 4, &stop)
+        .unwrap()
+        .is_none());
+    let index = SearchIndex::build_unless(&engine, &a, 4, &go)
+        .unwrap()
+        .expect("not stopped");
+    let fresh_a = SearchIndex::build(&engine, &a, None, 4).unwrap();
+    assert_eq!(index.contents().unwrap(), fresh_a.contents().unwrap());
+    let kept = SearchIndex::build(&engine, &a, None, 4).unwrap();
+    assert!(kept.update_unless(&engine, &b, &stop).unwrap().is_none());
+    // The same chunking again moves nothing: nothing to give up.
+    let (index, changes) = index
+        .update_unless(&engine, &a, &stop)
+        .unwrap()
+        .expect("a move without a fresh build finishes");
+    assert_eq!((changes.removed, changes.added), (0, 0));
+    let (index, changes) = index
+        .update_unless(&engine, &b, &go)
+        .unwrap()
+        .expect("not stopped");
+    assert!(changes.removed * 2 > changes.kept, "{changes:?}");
+    let fresh_b = SearchIndex::build(&engine, &b, None, 4).unwrap();
+    assert_eq!(index.contents().unwrap(), fresh_b.contents().unwrap());
+    assert_eq!(index.bm25_held(), index.len() as u64);
+}

@@ -2,7 +2,7 @@
 //! the embed-token offset of its match and marked inside the window or in the tail.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 
@@ -149,18 +149,22 @@ pub struct IndexChanges {
     pub kept: usize,
 }
 
-/// A BM25 index of every chunk of `chunking` (`refs` and `keys` in chunking order).
+/// A BM25 index of every chunk of `chunking` (`refs` and `keys` in chunking order); None when
+/// `stop` was set before it was done (checked before each chunk).
 fn bm25_of(
     engine: &Engine,
     chunking: &Chunking,
-    refs: &[(usize, usize)],
-    keys: &[u64],
-) -> Result<Bm25> {
-    Bm25::build(
+    (refs, keys): (&[(usize, usize)], &[u64]),
+    stop: &AtomicBool,
+) -> Result<Option<Bm25>> {
+    let stopped = || stop.load(Ordering::Relaxed);
+    let bm25 = Bm25::build(
         refs.iter()
             .zip(keys)
+            .take_while(|_| !stopped())
             .map(|(&r, &k)| bm25_doc(engine, chunking, r, k)),
-    )
+    )?;
+    Ok((!stopped()).then_some(bm25))
 }
 
 impl SearchIndex {
@@ -172,14 +176,33 @@ impl SearchIndex {
         vectors: Option<&[Vec<f32>]>,
         dim: usize,
     ) -> Result<SearchIndex> {
+        let mut index = Self::build_unless(engine, chunking, dim, &AtomicBool::new(false))?
+            .expect("a build nobody stops finishes");
+        if let Some(v) = vectors {
+            index.set_vectors(v, dim);
+        }
+        Ok(index)
+    }
+
+    /// `build` without vectors that gives up, answering None, once `stop` is set: a newer
+    /// chunking is waiting, and half a BM25 index of 400,000 chunks is seconds and tens of
+    /// megabytes spent for nothing.
+    pub fn build_unless(
+        engine: &Engine,
+        chunking: &Chunking,
+        dim: usize,
+        stop: &AtomicBool,
+    ) -> Result<Option<SearchIndex>> {
         let (refs, keys) = refs_and_keys(engine, chunking);
-        let bm25 = bm25_of(engine, chunking, &refs, &keys)?;
+        let Some(bm25) = bm25_of(engine, chunking, (&refs, &keys), stop)? else {
+            return Ok(None);
+        };
         let ids = keys
             .iter()
             .enumerate()
             .map(|(i, &k)| (k, i as u64))
             .collect();
-        let mut index = SearchIndex {
+        Ok(Some(SearchIndex {
             refs,
             keys,
             ids,
@@ -191,17 +214,38 @@ impl SearchIndex {
             ann_build: None,
             ann_params: AnnParams::default(),
             last_approximate: AtomicBool::new(false),
-        };
-        if let Some(v) = vectors {
-            index.set_vectors(v, dim);
-        }
-        Ok(index)
+        }))
     }
 
     /// Move the index to a new chunking of the same (possibly changed) corpus: delete the chunks
     /// that are gone, add the new ones to BM25; vectors of kept chunks stay, new chunks have none
     /// until `add_vectors` (see `missing_vectors`).
     pub fn update(&mut self, engine: &Engine, chunking: &Chunking) -> Result<IndexChanges> {
+        Ok(self
+            .move_to(engine, chunking, &AtomicBool::new(false))?
+            .expect("an update nobody stops finishes"))
+    }
+
+    /// `update` that gives up once `stop` is set while a fresh BM25 index is built (most chunks
+    /// changed): None then, the index gone with its half-built BM25 side (a newer chunking
+    /// builds its own; vectors come back from the embedding cache).
+    pub fn update_unless(
+        mut self,
+        engine: &Engine,
+        chunking: &Chunking,
+        stop: &AtomicBool,
+    ) -> Result<Option<(SearchIndex, IndexChanges)>> {
+        Ok(self.move_to(engine, chunking, stop)?.map(|c| (self, c)))
+    }
+
+    /// `update`'s work; None when `stop` cut a fresh BM25 build short, which leaves `self`
+    /// half-moved: only `update_unless`, which drops it then, passes a `stop` that can be set.
+    fn move_to(
+        &mut self,
+        engine: &Engine,
+        chunking: &Chunking,
+        stop: &AtomicBool,
+    ) -> Result<Option<IndexChanges>> {
         let (refs, keys) = refs_and_keys(engine, chunking);
         let new: HashMap<u64, u64> = keys
             .iter()
@@ -225,7 +269,10 @@ impl SearchIndex {
             // The old chunking's places are not read again (a failed build drops the index).
             self.refs = Vec::new();
             self.ids = HashMap::new();
-            self.bm25 = bm25_of(engine, chunking, &refs, &keys)?;
+            match bm25_of(engine, chunking, (&refs, &keys), stop)? {
+                Some(bm25) => self.bm25 = bm25,
+                None => return Ok(None),
+            }
         } else {
             self.bm25.update(
                 &removed,
@@ -244,7 +291,7 @@ impl SearchIndex {
         self.refs = refs;
         self.keys = keys;
         self.ids = new;
-        Ok(changes)
+        Ok(Some(changes))
     }
 
     /// Ids of the chunks without a vector, in chunking order.

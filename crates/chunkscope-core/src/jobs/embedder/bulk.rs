@@ -50,7 +50,11 @@ pub(super) fn run_embed<M: From<Event>>(
         },
     } = job;
     let started = Instant::now();
-    st.index_chunking(generation, (&engine, &chunking), window);
+    st.index_chunking(generation, (&engine, &chunking), window, &cancel);
+    if cancel.is_cancelled() {
+        // A newer chunking is waiting; this one's index may have been given up half-built.
+        return;
+    }
     let (todo, all) = st.missing_vectors();
     let Some(mut driver) = st.embedder.as_deref().map(Driver::new) else {
         return;
@@ -122,12 +126,13 @@ impl<M: From<Event>> State<M> {
         generation: u64,
         (engine, chunking): (&Arc<Engine>, &Arc<Chunking>),
         window: usize,
+        cancel: &CancelToken,
     ) {
         let dim = self.embedder.as_ref().map_or(0, |e| e.dim());
         let started = Instant::now();
         let index = match self.current.take() {
             Some(Current {
-                index: Some(mut ix),
+                index: Some(ix),
                 window: old_window,
                 chunking: old,
                 ..
@@ -135,30 +140,38 @@ impl<M: From<Event>> State<M> {
                 // The app and the chunking worker have moved to the new chunking: the old one
                 // goes before the new index is built, not after (at 400,000 chunks it is 90 MB).
                 drop(old);
-                ix.update(engine, chunking).map(|ch| {
-                    log::info!(
-                        "generation {generation}: index updated in {:.1} ms: +{} -{} ={}",
-                        started.elapsed().as_secs_f64() * 1000.0,
-                        ch.added,
-                        ch.removed,
-                        ch.kept
-                    );
-                    if old_window != window {
-                        ix.clear_vectors();
-                    }
+                ix.update_unless(engine, chunking, cancel.flag())
+                    .map(|moved| {
+                        moved.map(|(mut ix, ch)| {
+                            log::info!(
+                                "generation {generation}: index updated in {:.1} ms: +{} -{} ={}",
+                                started.elapsed().as_secs_f64() * 1000.0,
+                                ch.added,
+                                ch.removed,
+                                ch.kept
+                            );
+                            if old_window != window {
+                                ix.clear_vectors();
+                            }
+                            ix
+                        })
+                    })
+            }
+            _ => SearchIndex::build_unless(engine, chunking, dim, cancel.flag()).map(|built| {
+                built.map(|mut ix| {
+                    ix.rrf_k = self.rrf_k;
                     ix
                 })
-            }
-            _ => SearchIndex::build(engine, chunking, None, dim).map(|mut ix| {
-                ix.rrf_k = self.rrf_k;
-                ix
             }),
         };
+        if matches!(index, Ok(None)) {
+            log::info!("generation {generation}: index given up for a newer chunking");
+        }
         if let Err(e) = &index {
             self.out
                 .emit(Event::Failed(JobError::Index(format!("{e:#}"))));
         }
-        let mut index = index.ok();
+        let mut index = index.ok().flatten();
         if let Some(ix) = index.as_mut() {
             ix.add_stored_vectors(chunking);
         }

@@ -204,7 +204,7 @@ fn a_stopped_build_or_knob_turn_gives_up_and_an_unstopped_one_finishes() {
         engine.chunk_all(&s, &AtomicBool::new(false)).unwrap()
     };
     let (a, b) = (chunk(400), chunk(500));
-    let (stop, go) = (AtomicBool::new(true), AtomicBool::new(false));
+    let (stop, go) = (|| false, || true);
     assert!(SearchIndex::build_unless(&engine, &a, 4, &stop)
         .unwrap()
         .is_none());

@@ -2,7 +2,7 @@
 //! the embed-token offset of its match and marked inside the window or in the tail.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
 
@@ -150,21 +150,24 @@ pub struct IndexChanges {
 }
 
 /// A BM25 index of every chunk of `chunking` (`refs` and `keys` in chunking order); None when
-/// `stop` was set before it was done (checked before each chunk).
+/// `go_on()` (asked before each chunk; it may wait) said no before it was done.
 fn bm25_of(
     engine: &Engine,
     chunking: &Chunking,
     (refs, keys): (&[(usize, usize)], &[u64]),
-    stop: &AtomicBool,
+    go_on: &dyn Fn() -> bool,
 ) -> Result<Option<Bm25>> {
-    let stopped = || stop.load(Ordering::Relaxed);
+    let stopped = std::cell::Cell::new(false);
     let bm25 = Bm25::build(
         refs.iter()
             .zip(keys)
-            .take_while(|_| !stopped())
+            .take_while(|_| {
+                stopped.set(!go_on());
+                !stopped.get()
+            })
             .map(|(&r, &k)| bm25_doc(engine, chunking, r, k)),
     )?;
-    Ok((!stopped()).then_some(bm25))
+    Ok((!stopped.get()).then_some(bm25))
 }
 
 impl SearchIndex {
@@ -176,7 +179,7 @@ impl SearchIndex {
         vectors: Option<&[Vec<f32>]>,
         dim: usize,
     ) -> Result<SearchIndex> {
-        let mut index = Self::build_unless(engine, chunking, dim, &AtomicBool::new(false))?
+        let mut index = Self::build_unless(engine, chunking, dim, &|| true)?
             .expect("a build nobody stops finishes");
         if let Some(v) = vectors {
             index.set_vectors(v, dim);
@@ -184,17 +187,17 @@ impl SearchIndex {
         Ok(index)
     }
 
-    /// `build` without vectors that gives up, answering None, once `stop` is set: a newer
-    /// chunking is waiting, and half a BM25 index of 400,000 chunks is seconds and tens of
-    /// megabytes spent for nothing.
+    /// `build` without vectors, asking `go_on()` before each chunk (it may wait, to leave the
+    /// cores to a chunking); None when it says no: a newer chunking is waiting, and half a BM25
+    /// index of 400,000 chunks is seconds and tens of megabytes spent for nothing.
     pub fn build_unless(
         engine: &Engine,
         chunking: &Chunking,
         dim: usize,
-        stop: &AtomicBool,
+        go_on: &dyn Fn() -> bool,
     ) -> Result<Option<SearchIndex>> {
         let (refs, keys) = refs_and_keys(engine, chunking);
-        let Some(bm25) = bm25_of(engine, chunking, (&refs, &keys), stop)? else {
+        let Some(bm25) = bm25_of(engine, chunking, (&refs, &keys), go_on)? else {
             return Ok(None);
         };
         let ids = keys
@@ -222,29 +225,29 @@ impl SearchIndex {
     /// until `add_vectors` (see `missing_vectors`).
     pub fn update(&mut self, engine: &Engine, chunking: &Chunking) -> Result<IndexChanges> {
         Ok(self
-            .move_to(engine, chunking, &AtomicBool::new(false))?
+            .move_to(engine, chunking, &|| true)?
             .expect("an update nobody stops finishes"))
     }
 
-    /// `update` that gives up once `stop` is set while a fresh BM25 index is built (most chunks
-    /// changed): None then, the index gone with its half-built BM25 side (a newer chunking
-    /// builds its own; vectors come back from the embedding cache).
+    /// `update` asking `go_on()` before each chunk of a fresh BM25 index (most chunks changed;
+    /// it may wait): when it says no, None, the index gone with its half-built BM25 side (a
+    /// newer chunking builds its own; vectors come back from the embedding cache).
     pub fn update_unless(
         mut self,
         engine: &Engine,
         chunking: &Chunking,
-        stop: &AtomicBool,
+        go_on: &dyn Fn() -> bool,
     ) -> Result<Option<(SearchIndex, IndexChanges)>> {
-        Ok(self.move_to(engine, chunking, stop)?.map(|c| (self, c)))
+        Ok(self.move_to(engine, chunking, go_on)?.map(|c| (self, c)))
     }
 
-    /// `update`'s work; None when `stop` cut a fresh BM25 build short, which leaves `self`
-    /// half-moved: only `update_unless`, which drops it then, passes a `stop` that can be set.
+    /// `update`'s work; None when `go_on` cut a fresh BM25 build short, which leaves `self`
+    /// half-moved: only `update_unless`, which drops it then, passes a `go_on` that can say no.
     fn move_to(
         &mut self,
         engine: &Engine,
         chunking: &Chunking,
-        stop: &AtomicBool,
+        go_on: &dyn Fn() -> bool,
     ) -> Result<Option<IndexChanges>> {
         let (refs, keys) = refs_and_keys(engine, chunking);
         let new: HashMap<u64, u64> = keys
@@ -269,7 +272,7 @@ impl SearchIndex {
             // The old chunking's places are not read again (a failed build drops the index).
             self.refs = Vec::new();
             self.ids = HashMap::new();
-            match bm25_of(engine, chunking, (&refs, &keys), stop)? {
+            match bm25_of(engine, chunking, (&refs, &keys), go_on)? {
                 Some(bm25) => self.bm25 = bm25,
                 None => return Ok(None),
             }

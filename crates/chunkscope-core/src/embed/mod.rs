@@ -312,12 +312,14 @@ impl Embedder {
 }
 
 /// The embedding model of a process, loaded on first use and shared by every worker (the
-/// pipeline's Max-Min sentences and the embedding worker's chunks read the same weights).
+/// pipeline's Max-Min sentences and the embedding worker's chunks read the same weights), with
+/// whether one of them is chunking (the embedding worker's background work waits for it).
 #[derive(Clone)]
 pub struct SharedEmbedder {
     info: ModelInfo,
     spec: EmbedSpec,
     loaded: std::sync::Arc<std::sync::OnceLock<Result<std::sync::Arc<Embedder>, EmbedError>>>,
+    cores: crate::jobs::Cores,
 }
 
 impl SharedEmbedder {
@@ -332,7 +334,13 @@ impl SharedEmbedder {
             info,
             spec,
             loaded: Default::default(),
+            cores: Default::default(),
         }
+    }
+
+    /// Whether a worker sharing this model is chunking.
+    pub fn cores(&self) -> &crate::jobs::Cores {
+        &self.cores
     }
 
     /// The model, loading it the first time; a failed load is reported every time it is asked.

@@ -209,6 +209,8 @@ struct State<M> {
     focus_changed: bool,
     rrf_k: usize,
     reranker: RerankerSlot,
+    /// Whether the pipeline is chunking: vectors and index builds wait for it between steps.
+    cores: crate::jobs::Cores,
     out: Emitter<M>,
 }
 
@@ -231,6 +233,7 @@ fn worker<M: From<Event>>(
         reranker: options
             .rerank
             .map_or(RerankerSlot::None, RerankerSlot::Wanted),
+        cores: shared.cores().clone(),
         out,
     };
     loop {

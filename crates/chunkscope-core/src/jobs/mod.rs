@@ -2,6 +2,7 @@
 //! (vectors, indexes, queries) and the corpus watcher. They speak [`Event`]; a caller (the TUI, a
 //! test, a service) maps events to its own messages through `From<Event>`.
 
+pub mod cores;
 pub mod embedder;
 mod latest;
 pub mod pipeline;
@@ -9,6 +10,7 @@ pub mod watcher;
 
 use std::sync::Arc;
 
+pub use cores::{Busy, Cores};
 pub use latest::{CancelToken, Latest, Stamped, Wait};
 
 use crate::embed::EmbedError;

@@ -233,8 +233,10 @@ impl State {
             prev,
             cancel,
         };
-        // None: cancelled, or nobody listens.
+        // None: cancelled, or nobody listens. The embedding worker waits while it runs.
+        let busy = self.embedder.cores().busy();
         let (c, reused) = job.run(focus, out)?;
+        drop(busy);
         log::debug!("{reused} files kept their chunks");
         let c = Arc::new(c);
         self.last = Some((Arc::clone(engine), Arc::clone(&c)));

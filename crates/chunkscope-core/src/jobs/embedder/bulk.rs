@@ -80,6 +80,17 @@ pub(super) fn run_embed<M: From<Event>>(
             // The user looked elsewhere: what is left is reordered, their files first.
             st.refocus(&mut run.todo[done..]);
         }
+        // A chunking the user waits for has the cores first; queries are still answered.
+        let waited = Instant::now();
+        while !run.cancel.is_cancelled()
+            && waited.elapsed() < crate::jobs::cores::PATIENCE
+            && st.cores.pause()
+        {
+            st.serve_urgent(requests);
+        }
+        if run.cancel.is_cancelled() {
+            return;
+        }
         let end = (done + driver.slice()).min(total);
         let Some(focus_fresh) = st.embed_slice(&run, &mut driver, (done, end)) else {
             return;
@@ -130,6 +141,12 @@ impl<M: From<Event>> State<M> {
     ) {
         let dim = self.embedder.as_ref().map_or(0, |e| e.dim());
         let started = Instant::now();
+        // Before each chunk: a running chunking first, then on unless a newer one is queued.
+        let cores = self.cores.clone();
+        let go_on = || {
+            cores.wait_idle(|| cancel.is_cancelled());
+            !cancel.is_cancelled()
+        };
         let index = match self.current.take() {
             Some(Current {
                 index: Some(ix),
@@ -140,24 +157,23 @@ impl<M: From<Event>> State<M> {
                 // The app and the chunking worker have moved to the new chunking: the old one
                 // goes before the new index is built, not after (at 400,000 chunks it is 90 MB).
                 drop(old);
-                ix.update_unless(engine, chunking, cancel.flag())
-                    .map(|moved| {
-                        moved.map(|(mut ix, ch)| {
-                            log::info!(
-                                "generation {generation}: index updated in {:.1} ms: +{} -{} ={}",
-                                started.elapsed().as_secs_f64() * 1000.0,
-                                ch.added,
-                                ch.removed,
-                                ch.kept
-                            );
-                            if old_window != window {
-                                ix.clear_vectors();
-                            }
-                            ix
-                        })
+                ix.update_unless(engine, chunking, &go_on).map(|moved| {
+                    moved.map(|(mut ix, ch)| {
+                        log::info!(
+                            "generation {generation}: index updated in {:.1} ms: +{} -{} ={}",
+                            started.elapsed().as_secs_f64() * 1000.0,
+                            ch.added,
+                            ch.removed,
+                            ch.kept
+                        );
+                        if old_window != window {
+                            ix.clear_vectors();
+                        }
+                        ix
                     })
+                })
             }
-            _ => SearchIndex::build_unless(engine, chunking, dim, cancel.flag()).map(|built| {
+            _ => SearchIndex::build_unless(engine, chunking, dim, &go_on).map(|built| {
                 built.map(|mut ix| {
                     ix.rrf_k = self.rrf_k;
                     ix

@@ -10,9 +10,25 @@ use std::time::{Duration, Instant};
 use chunkscope_core::chunk::ChunkSettings;
 use chunkscope_core::corpus::{Corpus, CorpusRules};
 use chunkscope_core::embed::{EmbedCache, Embedder};
-use chunkscope_core::engine::Engine;
+use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::index::ann::{clustered_queries, clustered_vectors};
 use chunkscope_core::search::SearchIndex;
+
+/// The examples folder's engine.
+fn examples() -> Engine {
+    let corpus = Corpus::load(&common::repo().join("examples"), &CorpusRules::default()).unwrap();
+    Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap()
+}
+
+/// `engine` chunked at `size` (the default strategy), no overlap.
+fn chunked(engine: &Engine, size: usize) -> Chunking {
+    let s = ChunkSettings {
+        size,
+        overlap: 0,
+        ..ChunkSettings::default()
+    };
+    engine.chunk_all(&s, &AtomicBool::new(false)).unwrap()
+}
 
 fn rows(flat: &[f32], dim: usize) -> Vec<Vec<f32>> {
     flat.chunks_exact(dim).map(<[f32]>::to_vec).collect()
@@ -22,16 +38,8 @@ fn rows(flat: &[f32], dim: usize) -> Vec<Vec<f32>> {
 fn search_index_goes_approximate_past_the_threshold_and_back_when_vectors_change() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<SearchIndex>();
-    let corpus = Corpus::load(&common::repo().join("examples"), &CorpusRules::default()).unwrap();
-    let engine = Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap();
-    let settings = ChunkSettings {
-        size: 64,
-        overlap: 0,
-        ..ChunkSettings::default()
-    };
-    let chunking = engine
-        .chunk_all(&settings, &AtomicBool::new(false))
-        .unwrap();
+    let engine = examples();
+    let chunking = chunked(&engine, 64);
     let dim = 384;
     let mut index = SearchIndex::build(&engine, &chunking, None, dim).unwrap();
     let n = index.len();
@@ -156,17 +164,8 @@ fn search_index_goes_approximate_past_the_threshold_and_back_when_vectors_change
 /// build of the new chunking does; a small change still goes through deletes and adds.
 #[test]
 fn an_update_after_a_knob_turn_equals_a_fresh_build() {
-    let corpus = Corpus::load(&common::repo().join("examples"), &CorpusRules::default()).unwrap();
-    let engine = Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap();
-    let chunk = |size: usize| {
-        let s = ChunkSettings {
-            size,
-            overlap: 0,
-            ..ChunkSettings::default()
-        };
-        engine.chunk_all(&s, &AtomicBool::new(false)).unwrap()
-    };
-    let (a, b) = (chunk(400), chunk(500));
+    let engine = examples();
+    let (a, b) = (chunked(&engine, 400), chunked(&engine, 500));
     let mut index = SearchIndex::build(&engine, &a, None, 4).unwrap();
     for next in [&b, &a, &b] {
         let changes = index.update(&engine, next).unwrap();
@@ -193,17 +192,8 @@ fn an_update_after_a_knob_turn_equals_a_fresh_build() {
 /// an unstopped one finish as `update` does.
 #[test]
 fn a_stopped_build_or_knob_turn_gives_up_and_an_unstopped_one_finishes() {
-    let corpus = Corpus::load(&common::repo().join("examples"), &CorpusRules::default()).unwrap();
-    let engine = Engine::new(common::model().clone(), common::tokenizer(), corpus).unwrap();
-    let chunk = |size: usize| {
-        let s = ChunkSettings {
-            size,
-            overlap: 0,
-            ..ChunkSettings::default()
-        };
-        engine.chunk_all(&s, &AtomicBool::new(false)).unwrap()
-    };
-    let (a, b) = (chunk(400), chunk(500));
+    let engine = examples();
+    let (a, b) = (chunked(&engine, 400), chunked(&engine, 500));
     let (stop, go) = (|| false, || true);
     assert!(SearchIndex::build_unless(&engine, &a, 4, &stop)
         .unwrap()

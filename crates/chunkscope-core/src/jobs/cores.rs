@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long background work waits at most: a chunking outlasting it shares the cores again.
-pub const PATIENCE: Duration = Duration::from_secs(20);
+const PATIENCE: Duration = Duration::from_secs(20);
 /// How often a waiting worker looks again.
 const POLL: Duration = Duration::from_millis(5);
 
@@ -36,7 +36,7 @@ impl Cores {
     }
 
     /// Sleep a moment if a chunking runs; whether one did.
-    pub fn pause(&self) -> bool {
+    fn pause(&self) -> bool {
         let busy = self.is_busy();
         if busy {
             std::thread::sleep(POLL);
@@ -44,8 +44,9 @@ impl Cores {
         busy
     }
 
-    /// Wait while a chunking runs, until `give_up()` says so or for `PATIENCE` at most.
-    pub fn wait_idle(&self, give_up: impl Fn() -> bool) {
+    /// Wait while a chunking runs, until `give_up()` (asked between moments; it may answer the
+    /// worker's urgent requests) says so or for `PATIENCE` at most.
+    pub fn wait_idle(&self, mut give_up: impl FnMut() -> bool) {
         let started = Instant::now();
         while !give_up() && started.elapsed() < PATIENCE && self.pause() {}
     }

@@ -2,7 +2,7 @@
 //! (vectors, indexes, queries) and the corpus watcher. They speak [`Event`]; a caller (the TUI, a
 //! test, a service) maps events to its own messages through `From<Event>`.
 
-pub mod cores;
+mod cores;
 pub mod embedder;
 mod latest;
 pub mod pipeline;

@@ -81,13 +81,11 @@ pub(super) fn run_embed<M: From<Event>>(
             st.refocus(&mut run.todo[done..]);
         }
         // A chunking the user waits for has the cores first; queries are still answered.
-        let waited = Instant::now();
-        while !run.cancel.is_cancelled()
-            && waited.elapsed() < crate::jobs::cores::PATIENCE
-            && st.cores.pause()
-        {
+        let cores = st.cores.clone();
+        cores.wait_idle(|| {
             st.serve_urgent(requests);
-        }
+            run.cancel.is_cancelled()
+        });
         if run.cancel.is_cancelled() {
             return;
         }

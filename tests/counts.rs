@@ -60,8 +60,9 @@ fn derived_counts_equal_the_tokenizers_own() {
     let mut checked = 0usize;
     let mut with_tail = 0usize;
     let mut replaced = 0usize;
+    let mut runs = 0usize;
     for (name, text) in varied_texts() {
-        let tokens = DocTokens::new(&text, &tok).unwrap();
+        let tokens = std::sync::Arc::new(DocTokens::new(&text, &tok).unwrap());
         let memo = DocMemo::default();
         let view = DocView {
             text: &text,
@@ -96,6 +97,21 @@ fn derived_counts_equal_the_tokenizers_own() {
                 let derived: Vec<usize> = m.token_starts.iter().map(|s| s as usize).collect();
                 assert_eq!(derived, starts, "{name} {} chunk {i} starts", s.label());
                 replaced += usize::from(m.chunk.text.is_some() && chunk_text.contains('\u{fffd}'));
+                // A slice keeps a run of the document's tokens, not a start per token.
+                runs += usize::from(m.token_starts.reads_document());
+                for k in [0, starts.len() / 2, starts.len().saturating_sub(1)] {
+                    let b = starts.get(k).copied().unwrap_or(0);
+                    let want = starts
+                        .iter()
+                        .take_while(|&&s| s <= b)
+                        .count()
+                        .saturating_sub(1);
+                    assert_eq!(
+                        m.token_starts.token_at_byte(b),
+                        want,
+                        "{name} chunk {i} byte {b}"
+                    );
+                }
                 for window in [128usize, 256] {
                     let expect = (starts.len() > window - 2).then(|| starts[window - 2]);
                     let tail = m.tail(window, tok.specials());
@@ -116,10 +132,11 @@ fn derived_counts_equal_the_tokenizers_own() {
         }
     }
     assert!(
-        checked > 1000 && with_tail > 100 && replaced > 0,
-        "checked {checked}, with tail {with_tail}, with replacement characters {replaced}"
+        checked > 1000 && with_tail > 100 && replaced > 0 && runs > checked / 2,
+        "checked {checked}, with tail {with_tail}, with replacement characters {replaced}, \
+         runs of the document's tokens {runs}"
     );
-    eprintln!("{checked} chunks checked, {with_tail} tails, {replaced} with U+FFFD");
+    eprintln!("{checked} chunks checked, {with_tail} tails, {replaced} with U+FFFD, {runs} runs");
 }
 
 #[test]
@@ -141,7 +158,7 @@ fn a_shared_memo_changes_no_chunk() {
     let tok = tokenizer();
     let grid = settings_grid();
     for (name, text) in varied_texts() {
-        let tokens = DocTokens::new(&text, &tok).unwrap();
+        let tokens = std::sync::Arc::new(DocTokens::new(&text, &tok).unwrap());
         let memo = DocMemo::default();
         let view = |memo| DocView {
             text: &text,
@@ -170,7 +187,7 @@ fn counts_past_64_kib_equal_the_slices_own() {
         .repeat(4);
     let text = text.repeat((200_000 / text.len().max(1)).max(1) + 1);
     assert!(text.len() > 3 * 65_536, "{} bytes", text.len());
-    let tokens = DocTokens::new(&text, &tok).unwrap();
+    let tokens = std::sync::Arc::new(DocTokens::new(&text, &tok).unwrap());
     let mut checked = 0;
     for seam in [65_536usize, 131_072, 196_608] {
         for (back, ahead) in [(10, 10), (700, 3), (3, 2_000), (5_000, 5_000)] {
@@ -205,7 +222,7 @@ fn remembered_fragments_belong_to_their_tokenizer() {
         .collect();
     let mut differ = 0;
     for tok in [&*minilm, &tiny, &*minilm, &tiny] {
-        let tokens = DocTokens::new(text, tok).unwrap();
+        let tokens = std::sync::Arc::new(DocTokens::new(text, tok).unwrap());
         for (k, &s) in bounds.iter().enumerate() {
             for &e in &bounds[k + 1..] {
                 let own = common::own_spans(tok, text, s, e);

@@ -62,7 +62,7 @@ proptest! {
     #[test]
     fn chunkers_hold_their_invariants(text in text_strategy(), s in settings_strategy()) {
         let tok = common::tokenizer();
-        let tokens = DocTokens::new(&text, &tok).unwrap();
+        let tokens = std::sync::Arc::new(DocTokens::new(&text, &tok).unwrap());
         // One memo across every setting, as the engine keeps it across knob turns.
         let memo = DocMemo::default();
         let view = DocView { text: &text, tokens: &tokens, tok: &tok, memo: Some(&memo) };
@@ -132,7 +132,7 @@ proptest! {
     #[test]
     fn slice_tokens_equal_own_encoding(text in text_strategy(), a in 0usize..10_000, b in 0usize..10_000) {
         let tok = common::tokenizer();
-        let tokens = DocTokens::new(&text, &tok).unwrap();
+        let tokens = std::sync::Arc::new(DocTokens::new(&text, &tok).unwrap());
         let (mut s, mut e) = (a % (text.len() + 1), b % (text.len() + 1));
         if s > e { std::mem::swap(&mut s, &mut e); }
         let s = chunkscope_core::text::floor_char(&text, s);
@@ -203,7 +203,7 @@ proptest! {
         let unit = Unit::ALL[unit];
         let overlap = overlap % size;
         let tok = common::tokenizer();
-        let tokens = DocTokens::new(&text, &tok).unwrap();
+        let tokens = std::sync::Arc::new(DocTokens::new(&text, &tok).unwrap());
         // With and without what the engine keeps per document (the sentence boundaries).
         let memo = DocMemo::default();
         let view = DocView { text: &text, tokens: &tokens, tok: &tok, memo: kept.then_some(&memo) };
@@ -227,7 +227,7 @@ proptest! {
 fn semchunk_keeps_a_character_over_the_size_whole() {
     let tok = common::tokenizer();
     let text = "a\u{b27fd}\u{1b}b 湑 c";
-    let tokens = DocTokens::new(text, &tok).unwrap();
+    let tokens = std::sync::Arc::new(DocTokens::new(text, &tok).unwrap());
     let view = DocView {
         text,
         tokens: &tokens,
@@ -268,7 +268,7 @@ fn text_splitter_equals_the_crate_on_varied_texts() {
         (Unit::Cl100k, 64, 0),
     ];
     for (name, text) in &texts {
-        let tokens = DocTokens::new(text, &tok).unwrap();
+        let tokens = std::sync::Arc::new(DocTokens::new(text, &tok).unwrap());
         // Without what the engine keeps per document, and with it, kept across the settings as
         // the engine keeps it across knob turns.
         let memo = DocMemo::default();

@@ -85,7 +85,7 @@ pub fn skip(test: &str, why: &str) {
 /// Chunk `text` with `settings`, returning the chunks and the texts.
 pub fn chunk_text(text: &str, settings: &ChunkSettings) -> Vec<(Chunk, String)> {
     let tok = tokenizer();
-    let tokens = DocTokens::new(text, &tok).unwrap();
+    let tokens = std::sync::Arc::new(DocTokens::new(text, &tok).unwrap());
     let view = DocView {
         text,
         tokens: &tokens,

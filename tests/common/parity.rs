@@ -77,7 +77,7 @@ fn pinned(
 pub struct Doc {
     pub name: String,
     pub text: String,
-    pub tokens: DocTokens,
+    pub tokens: std::sync::Arc<DocTokens>,
     pub markdown: bool,
 }
 
@@ -85,7 +85,7 @@ impl Doc {
     pub fn new(name: String, text: String) -> Self {
         Doc {
             markdown: name.ends_with(".md"),
-            tokens: DocTokens::new(&text, &tokenizer()).unwrap(),
+            tokens: std::sync::Arc::new(DocTokens::new(&text, &tokenizer()).unwrap()),
             name,
             text,
         }

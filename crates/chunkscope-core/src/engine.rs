@@ -410,7 +410,7 @@ impl Engine {
                 m
             })
             .collect();
-        crate::measure::share_starts(&mut chunks, starts);
+        crate::measure::share_starts(&mut chunks, starts, &view);
         FileChunks {
             doc,
             chunks: Arc::new(chunks),

@@ -33,10 +33,14 @@ pub struct MeasuredChunk {
     pub parent: Option<u32>,
 }
 
-/// Give `chunks` (measured by `measure_into` into `buf`) their token starts: one allocation
-/// of the exact size for all of them.
-pub fn share_starts(chunks: &mut [MeasuredChunk], buf: Vec<u8>) {
-    token_starts::share_all(chunks.iter_mut().map(|c| &mut c.token_starts), &buf);
+/// Give `chunks` (measured by `measure_into` into `buf`, from the document `doc`) their token
+/// starts: one allocation of the exact size for all of them.
+pub fn share_starts(chunks: &mut [MeasuredChunk], buf: Vec<u8>, doc: &DocView) {
+    token_starts::share_all(
+        chunks.iter_mut().map(|c| &mut c.token_starts),
+        &buf,
+        Some(doc.tokens),
+    );
 }
 
 /// What a chunk embeds ahead of its text, and its content tokens.
@@ -79,7 +83,7 @@ impl MeasuredChunk {
     pub fn measure(doc: &DocView, index: usize, chunk: Chunk, unit: Unit) -> MeasuredChunk {
         let mut buf = Vec::new();
         let mut m = MeasuredChunk::measure_into(doc, index, chunk, unit, &mut buf);
-        share_starts(std::slice::from_mut(&mut m), buf);
+        share_starts(std::slice::from_mut(&mut m), buf, doc);
         m
     }
 
@@ -92,26 +96,24 @@ impl MeasuredChunk {
         unit: Unit,
         buf: &mut Vec<u8>,
     ) -> MeasuredChunk {
-        let starts: StartsBuilder = match &chunk.text {
-            None => {
-                // About one token per four bytes of prose: room for a few more.
-                let mut starts = StartsBuilder::with_capacity((chunk.end - chunk.start) / 3 + 1);
-                let from = chunk.start;
-                doc.tokens
-                    .each_embed_span(doc.text, from, chunk.end, doc.tok, |s, _| {
-                        starts.push((s - from) as u32)
-                    });
-                starts
-            }
-            Some(own) => starts_between_replacements(doc, &chunk, own).unwrap_or_else(|| {
-                let spans = doc.tok.spans(own).unwrap_or_default();
-                let mut starts = StartsBuilder::with_capacity(spans.len());
-                spans.iter().for_each(|t| starts.push(t.start));
-                starts
-            }),
+        let slice = match &chunk.text {
+            None => doc
+                .tokens
+                .embed_slice(doc.text, chunk.start, chunk.end, doc.tok),
+            Some(_) => None,
         };
-        let tokens = starts.len();
-        let token_starts = starts.finish_into(buf);
+        let (token_starts, tokens) = match slice {
+            // The document's own tokens but at the cut words: a few bytes for the chunk.
+            Some(slice) => (
+                token_starts::run_into(&slice, chunk.start, buf),
+                slice.head.len() + slice.run.1 + slice.tail.len(),
+            ),
+            None => {
+                let starts = Self::own_starts(doc, &chunk);
+                let n = starts.len();
+                (starts.finish_into(buf), n)
+            }
+        };
         let text = chunk.text(doc.text);
         let chars = text.chars().count();
         let cl100k = (unit == Unit::Cl100k).then(|| match &chunk.text {
@@ -132,6 +134,29 @@ impl MeasuredChunk {
             unit_len: unit_len as u32,
             prefix: None,
             parent: None,
+        }
+    }
+
+    /// The token starts of a chunk that is not a run of its document's tokens: a slice under a
+    /// tokenizer that is not word-local, or a text of the splitter's own.
+    fn own_starts(doc: &DocView, chunk: &Chunk) -> StartsBuilder {
+        match &chunk.text {
+            None => {
+                // About one token per four bytes of prose: room for a few more.
+                let mut starts = StartsBuilder::with_capacity((chunk.end - chunk.start) / 3 + 1);
+                let from = chunk.start;
+                doc.tokens
+                    .each_embed_span(doc.text, from, chunk.end, doc.tok, |s, _| {
+                        starts.push((s - from) as u32)
+                    });
+                starts
+            }
+            Some(own) => starts_between_replacements(doc, chunk, own).unwrap_or_else(|| {
+                let spans = doc.tok.spans(own).unwrap_or_default();
+                let mut starts = StartsBuilder::with_capacity(spans.len());
+                spans.iter().for_each(|t| starts.push(t.start));
+                starts
+            }),
         }
     }
 

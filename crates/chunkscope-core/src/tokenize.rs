@@ -366,6 +366,45 @@ impl DocTokens {
         }
     }
 
+    /// `embed_spans_in`'s tokens of `text[start..end]` as the document's run of whole-word
+    /// tokens and the starts (absolute) of the tokens of the words the boundaries cut, tokenized
+    /// alone; None for a tokenizer that is not word-local or words out of order (the slice is
+    /// then tokenized on its own). A chunk keeps this instead of every token's start.
+    pub fn embed_slice(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        tok: &EmbedTokenizer,
+    ) -> Option<SliceTokens> {
+        let t = &self.embed;
+        if !tok.is_word_local() || !t.words_in_order() {
+            return None;
+        }
+        let mut out = SliceTokens::default();
+        if start >= end {
+            return Some(out);
+        }
+        // The walk of `embed_count_in`, keeping the fragments' starts.
+        let (s, e) = (start as u32, end as u32);
+        let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
+        let mut i = t.partition_from(0, |i| t.end(i) <= s);
+        if i < t.len() && straddles(t.word_span(i), s) {
+            let w = t.word_span(i);
+            fragment(text, start, w.1.min(e) as usize, tok, |a, _| {
+                out.head.push(a as u32)
+            });
+            i = t.word_end(i);
+        }
+        let k = t.gallop_from(i, |j| t.end(t.word_end(j) - 1) <= e);
+        out.run = (i, k - i);
+        if k < t.len() && straddles(t.word_span(k), e) {
+            let at = t.word_span(k).0.max(s) as usize;
+            fragment(text, at, end, tok, |a, _| out.tail.push(a as u32));
+        }
+        Some(out)
+    }
+
     /// Number of cl100k tokens in `text[start..end]` encoded alone (`text` is the document these
     /// tokens were made from): the document's tokens between the slice's first and last forced
     /// piece boundaries, and only its two ends encoded again.
@@ -415,6 +454,17 @@ impl DocTokens {
         }
         n
     }
+}
+
+/// A slice's embed tokens as `DocTokens::embed_slice` finds them: the starts of the tokens of
+/// the word cut by its left boundary (`head`), the document's tokens `run.0..run.0 + run.1`,
+/// then the starts of the tokens of the word cut by its right boundary (`tail`). Starts are
+/// absolute bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SliceTokens {
+    pub head: Vec<u32>,
+    pub run: (usize, usize),
+    pub tail: Vec<u32>,
 }
 
 /// Token spans within a piece of at most 255 bytes.

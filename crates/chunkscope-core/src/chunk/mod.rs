@@ -66,7 +66,8 @@ impl Chunk {
 /// A document with the tokens computed once for it.
 pub struct DocView<'a> {
     pub text: &'a str,
-    pub tokens: &'a DocTokens,
+    /// Shared: chunks that are runs of the document's tokens read their starts from them.
+    pub tokens: &'a std::sync::Arc<DocTokens>,
     pub tok: &'a EmbedTokenizer,
     /// Where this document's structure outlives one chunking (None: found again each time).
     pub memo: Option<&'a DocMemo>,

@@ -60,7 +60,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    chunkscope_core::reclaim::bound_arenas();
+    chunkscope_core::reclaim::tune_allocator();
     let cli = Cli::parse();
     let mono = match cli.color {
         ColorWhen::Never => true,

@@ -418,7 +418,7 @@ fn embed(o: EmbedOpts, out: &mut dyn Write) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     // The product's allocator settings, so that its memory is what is measured.
-    chunkscope_core::reclaim::bound_arenas();
+    chunkscope_core::reclaim::tune_allocator();
     let cli = Cli::parse();
     match run(cli.what, &mut io::stdout().lock()) {
         Ok(()) => ExitCode::SUCCESS,

@@ -123,7 +123,11 @@ skips="$target_dir/test-skips.log"
 mkdir -p "$target_dir"
 : > "$skips"
 status=0
-CHUNKSCOPE_SKIP_LOG="$skips" cargo test --locked --workspace --no-fail-fast "$@" || status=$?
+# The tests' scratch folders (the stores the frameworks write, snippets, generated corpora) in one
+# folder of this run: removed when the tests pass, kept (and named) when they fail.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/chunkscope-tests-XXXXXX")
+trap 'if [ "$status" = 0 ]; then rm -rf "$scratch"; else echo "== scratch files kept in $scratch"; fi' EXIT
+TMPDIR="$scratch" CHUNKSCOPE_SKIP_LOG="$skips" cargo test --locked --workspace --no-fail-fast "$@" || status=$?
 
 n=$(sort -u "$skips" | grep -c '^SKIP' || true)
 echo

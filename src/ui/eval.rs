@@ -9,6 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Bar, BarChart, Block, Borders, ListItem, Paragraph};
 use ratatui::Frame;
 
+use super::files::shorten_middle;
 use crate::app::keymap::Layer;
 use crate::app::Model;
 use chunkscope_core::eval::judged::{judged_doc_line, JudgedQuery, JudgedReport, Ranker};
@@ -49,7 +50,9 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     if let Some(j) = judged {
         let title = format!(
             " eval · {} · {} judged queries{stale} · {} ",
-            r.cases_file, j.queries, j.rule
+            shorten_middle(&r.cases_file, FILE_COLUMNS),
+            j.queries,
+            j.rule
         );
         let a_judged = a.and_then(|a| a.judged.as_ref());
         judged_block(
@@ -261,6 +264,9 @@ fn judged_block(
 }
 
 /// Columns of a measures row without its recall columns: label, nDCG@10, MAP@10, MRR@10.
+/// Columns the cases file takes at most in a title: the counts after it stay on screen.
+const FILE_COLUMNS: usize = 32;
+
 const TABLE_FIXED: usize = 1 + 7 + 7 + 1 + 6 + 7;
 /// Columns of one recall@k.
 const RECALL_WIDTH: usize = 6;
@@ -422,7 +428,7 @@ fn span_block(frame: &mut Frame, area: Rect, m: &Model, mut lines: Vec<Line>, st
         Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(Span::styled(
             format!(
                 " eval · {} · {} cases{stale} ",
-                r.cases_file,
+                shorten_middle(&r.cases_file, FILE_COLUMNS),
                 r.results.len()
             ),
             t.title,

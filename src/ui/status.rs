@@ -19,7 +19,8 @@ pub fn top(frame: &mut Frame, area: Rect, m: &Model) {
     .filter_map(|(n, v)| v.map(|v| format!("{n} {v}")))
     .collect();
     let chunks = match &m.store {
-        Some(uri) => format!("stored chunks of {uri}"),
+        // A long path would push the window and the model off the line.
+        Some(uri) => format!("stored chunks of {}", super::files::shorten_middle(uri, 48)),
         None => m.settings.label(),
     };
     let text = format!(

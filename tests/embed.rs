@@ -102,6 +102,24 @@ fn vectors_are_normalised_and_batch_independent() {
     }
 }
 
+/// A background run pauses before every layer of every forward pass (the workbench waits there
+/// while a chunking runs), and pausing changes no vector.
+#[test]
+fn a_pausing_run_pauses_before_each_layer_and_gives_the_same_vectors() {
+    let texts = [
+        "alpha beta",
+        "a somewhat longer sentence about payments and refunds",
+    ];
+    let pauses = std::cell::Cell::new(0usize);
+    let paused = embedder()
+        .embed_pausing(&texts, 128, |_| true, &|| pauses.set(pauses.get() + 1))
+        .unwrap();
+    let plain = embedder().embed_with(&texts, 128, |_| true).unwrap();
+    assert_eq!(paused.vectors, plain.vectors);
+    // all-MiniLM-L6-v2: six layers; two short texts make one pass.
+    assert_eq!(pauses.get(), 6);
+}
+
 #[test]
 fn cache_embeds_nothing_twice() {
     let dir = std::env::temp_dir().join(format!("chunkscope-embcache-{}", std::process::id()));

@@ -139,13 +139,21 @@ pub(crate) fn chunk_vectors(
     for part in texts.chunks(driver.slice()) {
         let done_before = vectors.len();
         let vs = driver
-            .run(&embedder, &mut cache, part, window.tokens, |done| {
-                if last.elapsed().as_millis() > 500 {
-                    say(&format!("embedding {}/{total} chunks…", done_before + done));
-                    last = std::time::Instant::now();
-                }
-                true
-            })
+            .run(
+                &embedder,
+                &mut cache,
+                part,
+                window.tokens,
+                |done| {
+                    if last.elapsed().as_millis() > 500 {
+                        say(&format!("embedding {}/{total} chunks…", done_before + done));
+                        last = std::time::Instant::now();
+                    }
+                    true
+                },
+                // Headless: nothing to give the cores to.
+                &|| {},
+            )
             .map_err(|e| match e {
                 EmbedError::Server(_) => anyhow::anyhow!(
                     "{e}; the vectors received so far are kept, a rerun embeds only the rest"

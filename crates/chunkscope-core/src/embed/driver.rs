@@ -23,7 +23,19 @@ pub fn embed_cached(
     cache: &mut EmbedCache,
     texts: &[&str],
     window: usize,
+    progress: impl FnMut(usize, usize) -> bool,
+) -> Result<(Vec<Vec<f32>>, usize), EmbedError> {
+    embed_cached_pausing(embedder, cache, texts, window, progress, &|| {})
+}
+
+/// `embed_cached`, calling `pause()` before each layer (`Embedder::embed_pausing`).
+pub fn embed_cached_pausing(
+    embedder: &Embedder,
+    cache: &mut EmbedCache,
+    texts: &[&str],
+    window: usize,
     mut progress: impl FnMut(usize, usize) -> bool,
+    pause: &dyn Fn(),
 ) -> Result<(Vec<Vec<f32>>, usize), EmbedError> {
     let keys: Vec<u128> = texts
         .iter()
@@ -40,7 +52,7 @@ pub fn embed_cached(
     if total > 0 {
         let todo: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
         let done = embedder
-            .embed_with(&todo, window, |done| progress(done, total))
+            .embed_pausing(&todo, window, |done| progress(done, total), pause)
             .ok_or(EmbedError::Cancelled)?;
         // The cache takes only vectors of the model's width: a failed text's empty one is left.
         for (&i, v) in missing.iter().zip(done.vectors) {
@@ -99,8 +111,9 @@ impl Driver {
         texts: &[&str],
         window: usize,
         mut progress: impl FnMut(usize) -> bool,
+        pause: &dyn Fn(),
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        match embed_cached(embedder, cache, texts, window, |d, _| progress(d)) {
+        match embed_cached_pausing(embedder, cache, texts, window, |d, _| progress(d), pause) {
             Ok((vectors, new)) => {
                 self.embedded += new;
                 if self.remote && self.saved.elapsed().as_secs() >= SAVE_EVERY_SECS {

@@ -38,7 +38,19 @@ impl Embedder {
         &self,
         texts: &[&str],
         window: usize,
+        keep_going: impl FnMut(usize) -> bool,
+    ) -> Option<Embedded> {
+        self.embed_pausing(texts, window, keep_going, &|| {})
+    }
+
+    /// `embed_with`, calling `pause()` before each layer of the native backend's passes (see
+    /// `Bert::hidden_states_pausing`); candle and servers never pause.
+    pub fn embed_pausing(
+        &self,
+        texts: &[&str],
+        window: usize,
         mut keep_going: impl FnMut(usize) -> bool,
+        pause: &dyn Fn(),
     ) -> Option<Embedded> {
         // The native path packs a pass's sequences end to end; candle pads them to the longest,
         // so there the pass's budget counts the padding too.
@@ -47,7 +59,7 @@ impl Embedder {
             Backend::Native(b) => (
                 b.config.hidden,
                 false,
-                Box::new(|batch| Ok(b.hidden_states(batch))),
+                Box::new(move |batch| Ok(b.hidden_states_pausing(batch, pause))),
             ),
             Backend::Candle(c) => (
                 c.hidden,

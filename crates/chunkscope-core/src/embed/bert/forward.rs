@@ -33,7 +33,18 @@ impl Bert {
     /// The last layer's states of every token of every sequence, packed (rows of `hidden`), and
     /// the row each sequence starts at.
     pub fn hidden_states(&self, seqs: &[Vec<u32>]) -> (Vec<f32>, Vec<usize>) {
-        self.hidden_states_typed(seqs, None)
+        self.states(seqs, None, &|| {})
+    }
+
+    /// As `hidden_states`, calling `pause()` before each layer: a background run waits there
+    /// (for a chunking the user waits for) with the pass's states kept, instead of holding the
+    /// cores for the whole pass.
+    pub fn hidden_states_pausing(
+        &self,
+        seqs: &[Vec<u32>],
+        pause: &dyn Fn(),
+    ) -> (Vec<f32>, Vec<usize>) {
+        self.states(seqs, None, pause)
     }
 
     /// Rows of the token type table (2 for BERT, 1 for RoBERTa and models without types).
@@ -47,6 +58,15 @@ impl Bert {
         &self,
         seqs: &[Vec<u32>],
         types: Option<&[Vec<u32>]>,
+    ) -> (Vec<f32>, Vec<usize>) {
+        self.states(seqs, types, &|| {})
+    }
+
+    fn states(
+        &self,
+        seqs: &[Vec<u32>],
+        types: Option<&[Vec<u32>]>,
+        pause: &dyn Fn(),
     ) -> (Vec<f32>, Vec<usize>) {
         let c = &self.config;
         let total: usize = seqs.iter().map(Vec::len).sum();
@@ -81,6 +101,7 @@ impl Bert {
             to_bf16_rows(&x, c.hidden, &mut scratch.rounded, sh);
         }
         for (n, layer) in self.layers.iter().enumerate() {
+            pause();
             let last = n + 1 == self.layers.len();
             self.encoder_layer(layer, &packed, &mut x, &mut scratch, last);
         }

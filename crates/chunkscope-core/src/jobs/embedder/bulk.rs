@@ -223,12 +223,10 @@ impl<M: From<Event>> State<M> {
         let (out, before) = (&self.out, driver.embedded);
         let cores = self.cores.clone();
         let mut heard = Instant::now();
+        // Within a slice too (two or three forward passes, up to 0.7 s on two cores), before
+        // each layer: a chunking the user waits for has the cores first.
+        let pause = || cores.wait_idle(|| run.cancel.is_cancelled());
         let progress = |d: usize| {
-            // Between forward passes too (a slice is two or three of them, up to 0.7 s on two
-            // cores): a chunking the user waits for has the cores first.
-            if embedder.remote().is_none() {
-                cores.wait_idle(|| run.cancel.is_cancelled());
-            }
             // A server answers slowly: progress (with requests in flight and retries) goes out
             // as batches arrive and while waiting for them, not only per slice.
             if embedder.remote().is_some() && heard.elapsed().as_millis() >= 250 {
@@ -243,7 +241,7 @@ impl<M: From<Event>> State<M> {
             }
             !run.cancel.is_cancelled()
         };
-        let vs = match driver.run(embedder, cache, &texts, run.window, progress) {
+        let vs = match driver.run(embedder, cache, &texts, run.window, progress, &pause) {
             Ok(vs) => vs,
             Err(EmbedError::Cancelled) => return None,
             Err(e) => {

@@ -106,7 +106,7 @@ impl MeasuredChunk {
             // The document's own tokens but at the cut words: a few bytes for the chunk.
             Some(slice) => (
                 token_starts::run_into(&slice, chunk.start, buf),
-                slice.head.len() + slice.run.1 + slice.tail.len(),
+                slice.len(),
             ),
             None => {
                 let starts = Self::own_starts(doc, &chunk);

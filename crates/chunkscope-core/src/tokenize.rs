@@ -377,32 +377,52 @@ impl DocTokens {
         end: usize,
         tok: &EmbedTokenizer,
     ) -> Option<SliceTokens> {
+        let (mut head, mut tail) = (Vec::new(), Vec::new());
+        let run = self.walk_slice(text, start, end, tok, |cut, a| match cut {
+            Cut::Head => head.push(a as u32),
+            Cut::Tail => tail.push(a as u32),
+        })?;
+        Some(SliceTokens { head, run, tail })
+    }
+
+    /// As `embed_spans_in` for a word-local tokenizer with words in order, without listing the
+    /// tokens: the whole words inside the slice are a run of the document's tokens (first, count),
+    /// found by a binary search for its first token and a galloping one from there for its end;
+    /// the tokens of a word cut by a boundary are handed to `cut` (which end, absolute start).
+    /// None for other tokenizers.
+    fn walk_slice(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        tok: &EmbedTokenizer,
+        mut cut: impl FnMut(Cut, usize),
+    ) -> Option<(usize, usize)> {
         let t = &self.embed;
         if !tok.is_word_local() || !t.words_in_order() {
             return None;
         }
-        let mut out = SliceTokens::default();
         if start >= end {
-            return Some(out);
+            return Some((0, 0));
         }
-        // The walk of `embed_count_in`, keeping the fragments' starts.
         let (s, e) = (start as u32, end as u32);
         let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
         let mut i = t.partition_from(0, |i| t.end(i) <= s);
         if i < t.len() && straddles(t.word_span(i), s) {
             let w = t.word_span(i);
             fragment(text, start, w.1.min(e) as usize, tok, |a, _| {
-                out.head.push(a as u32)
+                cut(Cut::Head, a)
             });
             i = t.word_end(i);
         }
+        // With words in order, the walk of `embed_spans_in` stops at the first token whose word
+        // ends past `e`: the one cut by the right boundary, or one wholly after it.
         let k = t.gallop_from(i, |j| t.end(t.word_end(j) - 1) <= e);
-        out.run = (i, k - i);
         if k < t.len() && straddles(t.word_span(k), e) {
             let at = t.word_span(k).0.max(s) as usize;
-            fragment(text, at, end, tok, |a, _| out.tail.push(a as u32));
+            fragment(text, at, end, tok, |a, _| cut(Cut::Tail, a));
         }
-        Some(out)
+        Some((i, k - i))
     }
 
     /// Number of cl100k tokens in `text[start..end]` encoded alone (`text` is the document these
@@ -427,32 +447,11 @@ impl DocTokens {
         if start >= end {
             return 0;
         }
-        let t = &self.embed;
-        if !tok.is_word_local() || !t.words_in_order() {
-            return self.embed_spans_in(text, start, end, tok).len();
+        let mut fragments = 0;
+        match self.walk_slice(text, start, end, tok, |_, _| fragments += 1) {
+            Some((_, run)) => fragments + run,
+            None => self.embed_spans_in(text, start, end, tok).len(),
         }
-        // As `embed_spans_in`, without listing the tokens: the whole words inside the slice are
-        // a run of the document's tokens, found by a binary search for its first token and a
-        // galloping one from there for its end.
-        let (s, e) = (start as u32, end as u32);
-        let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
-        let mut i = t.partition_from(0, |i| t.end(i) <= s);
-        let mut n = 0;
-        if i < t.len() && straddles(t.word_span(i), s) {
-            let w = t.word_span(i);
-            fragment(text, start, w.1.min(e) as usize, tok, |_, _| n += 1);
-            i = t.word_end(i);
-        }
-        // With words in order, the walk of `embed_spans_in` stops at the first token whose word
-        // ends past `e`: the one cut by the right boundary, or one wholly after it.
-        let k = t.gallop_from(i, |j| t.end(t.word_end(j) - 1) <= e);
-        n += k - i;
-        if k < t.len() && straddles(t.word_span(k), e) {
-            fragment(text, t.word_span(k).0.max(s) as usize, end, tok, |_, _| {
-                n += 1
-            });
-        }
-        n
     }
 }
 
@@ -465,6 +464,23 @@ pub struct SliceTokens {
     pub head: Vec<u32>,
     pub run: (usize, usize),
     pub tail: Vec<u32>,
+}
+
+impl SliceTokens {
+    /// The slice's content tokens.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.run.1 + self.tail.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Which boundary of a slice cut a word (`DocTokens::walk_slice`).
+enum Cut {
+    Head,
+    Tail,
 }
 
 /// Token spans within a piece of at most 255 bytes.

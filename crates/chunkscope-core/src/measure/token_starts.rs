@@ -140,7 +140,7 @@ impl StartsBuilder {
 /// (`slice`), appended to `buf` as `StartsBuilder::finish_into` does: the run's starts are read
 /// from the document's tokens given to `share_all`.
 pub fn run_into(slice: &SliceTokens, start: usize, buf: &mut Vec<u8>) -> TokenStarts {
-    if slice.head.is_empty() && slice.run.1 == 0 && slice.tail.is_empty() {
+    if slice.is_empty() {
         return TokenStarts::default();
     }
     let at = buf.len();

@@ -223,8 +223,8 @@ impl<M: From<Event>> State<M> {
         let (out, before) = (&self.out, driver.embedded);
         let cores = self.cores.clone();
         let mut heard = Instant::now();
-        // Within a slice too (two or three forward passes, up to 0.7 s on two cores), before
-        // each layer: a chunking the user waits for has the cores first.
+        // Within a slice too (two or three forward passes of up to 4,096 tokens), before each
+        // layer: a chunking the user waits for has the cores first.
         let pause = || cores.wait_idle(|| run.cancel.is_cancelled());
         let progress = |d: usize| {
             // A server answers slowly: progress (with requests in flight and retries) goes out

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 use tiktoken_rs::CoreBPE;
 use tokenizers::{PreTokenizerWrapper, Tokenizer};
 
+mod bert_direct;
 pub(crate) mod cl100k_pieces;
 mod cl100k_tokens;
 mod embed_tokens;
@@ -172,6 +173,9 @@ pub struct EmbedTokenizer {
     model_max_length: Option<usize>,
     /// This tokenizer among those loaded in the process: the key of its remembered fragments.
     id: u64,
+    /// BERT's pipeline computed directly (same spans, a fraction of the time), for a
+    /// tokenizer that is BERT's.
+    direct: Option<bert_direct::BertDirect>,
 }
 
 impl EmbedTokenizer {
@@ -211,12 +215,13 @@ impl EmbedTokenizer {
                 .and_then(|n| usize::try_from(n).ok());
         static LOADED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(EmbedTokenizer {
-            inner,
             specials,
             word_local,
             drops_replacement,
             model_max_length,
             id: LOADED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            direct: bert_direct::BertDirect::for_tokenizer(&inner),
+            inner,
         })
     }
 
@@ -245,6 +250,20 @@ impl EmbedTokenizer {
 
     /// Content tokens of `text` (no specials) with byte offsets into `text`.
     pub fn spans(&self, text: &str) -> Result<Vec<TokenSpan>, TokenizeError> {
+        match self.direct_spans(text) {
+            Some(spans) => Ok(spans),
+            None => self.encoded_spans(text),
+        }
+    }
+
+    /// `spans` computed without the tokenizers crate, where this tokenizer is BERT's and the
+    /// text allows it (see tokenize/bert_direct.rs); None where the crate must encode it.
+    pub fn direct_spans(&self, text: &str) -> Option<Vec<TokenSpan>> {
+        self.direct.as_ref()?.spans(text)
+    }
+
+    /// `spans` as the tokenizers crate computes them.
+    fn encoded_spans(&self, text: &str) -> Result<Vec<TokenSpan>, TokenizeError> {
         let enc = self
             .inner
             .encode(text, false)
@@ -272,6 +291,9 @@ impl EmbedTokenizer {
 
     /// Number of content tokens (no specials) in `text`.
     pub fn count(&self, text: &str) -> usize {
+        if let Some(spans) = self.direct_spans(text) {
+            return spans.len();
+        }
         self.inner
             .encode(text, false)
             .map(|e| e.len())

@@ -143,7 +143,7 @@ proptest! {
         prop_assert_eq!(tokens.embed_count_in(&text, s, e, &tok), own.len());
         prop_assert_eq!(
             tokens.cl100k_count_in(&text, s, e),
-            chunkscope_core::tokenize::cl100k_count(&text[s..e])
+            common::tiktoken_count(&text[s..e])
         );
         prop_assert_eq!(derived, own, "slice {:?}", &text[s..e]);
     }

@@ -408,9 +408,18 @@ pub fn index_of(path: &str) -> usize {
 
 /// The embed tokens of `text[s..e]` tokenized alone, as absolute byte spans.
 pub fn own_spans(tok: &EmbedTokenizer, text: &str, s: usize, e: usize) -> Vec<(usize, usize)> {
-    tok.spans(&text[s..e])
-        .unwrap()
-        .into_iter()
-        .map(|t| (s + t.start as usize, s + t.end as usize))
+    // The tokenizers crate itself, not `EmbedTokenizer::spans` (which may compute BERT's
+    // tokenizer directly): the reference stays independent of what it checks.
+    let enc = tok.tokenizer().encode(&text[s..e], false).unwrap();
+    enc.get_offsets()
+        .iter()
+        .map(|&(a, b)| (s + a, s + b))
         .collect()
+}
+
+/// cl100k tokens of `text` as tiktoken-rs counts them (not through chunkscope's direct path).
+pub fn tiktoken_count(text: &str) -> usize {
+    chunkscope_core::tokenize::cl100k()
+        .encode_ordinary(text)
+        .len()
 }

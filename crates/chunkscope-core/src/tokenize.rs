@@ -15,6 +15,7 @@ use tiktoken_rs::CoreBPE;
 use tokenizers::{PreTokenizerWrapper, Tokenizer};
 
 mod bert_direct;
+mod cl100k_direct;
 pub(crate) mod cl100k_pieces;
 mod cl100k_tokens;
 mod embed_tokens;
@@ -104,10 +105,10 @@ pub fn cl100k_count(text: &str) -> usize {
         static SEEN: std::cell::RefCell<Remembered<(), u32>> = Default::default();
     }
     if text.len() > SHORT {
-        return cl100k().encode_ordinary(text).len();
+        return cl100k_direct::count(text);
     }
     SEEN.with_borrow_mut(|seen| {
-        *seen.get_or((), text, || cl100k().encode_ordinary(text).len() as u32) as usize
+        *seen.get_or((), text, || cl100k_direct::count(text) as u32) as usize
     })
 }
 
@@ -116,7 +117,7 @@ pub fn cl100k_count(text: &str) -> usize {
 /// rather than grown.
 pub(crate) struct Remembered<O, V> {
     owner: Option<O>,
-    seen: std::collections::HashMap<Box<str>, V>,
+    seen: rustc_hash::FxHashMap<Box<str>, V>,
 }
 
 impl<O, V> Default for Remembered<O, V> {

@@ -43,6 +43,27 @@ pub(super) struct BertDirect {
     added: Vec<(Box<[u8]>, bool)>,
 }
 
+/// What the normalizer makes of one character.
+enum Norm {
+    /// Dropped by the cleaning (a control character, U+FFFD).
+    Dropped,
+    /// Decomposed into a kept mark that NFD could reorder with its neighbours' marks.
+    Moved,
+    /// These characters, set apart by spaces when `apart` (a Chinese character).
+    Chars {
+        apart: bool,
+        out: Box<[(char, Kind)]>,
+    },
+}
+
+/// How the pre-tokenizer reads a normalized character.
+#[derive(Clone, Copy)]
+enum Kind {
+    Space,
+    Punct,
+    Word,
+}
+
 /// The word being read: its normalized bytes, and for each byte the source character's span.
 #[derive(Default)]
 struct Word {
@@ -200,38 +221,76 @@ impl BertDirect {
         words: &mut u32,
         out: &mut Vec<TokenSpan>,
     ) -> Option<()> {
+        thread_local! {
+            static KNOWN: std::cell::RefCell<rustc_hash::FxHashMap<(u8, char), Norm>> =
+                Default::default();
+        }
+        KNOWN.with_borrow_mut(|known| {
+            let norm = known
+                .entry((self.flags(), c))
+                .or_insert_with(|| self.normalize(c));
+            let Norm::Chars { apart, out: chars } = norm else {
+                return match norm {
+                    Norm::Dropped => Some(()),
+                    _ => None,
+                };
+            };
+            if *apart {
+                self.flush(word, words, out);
+            }
+            for &(n, kind) in chars.iter() {
+                match kind {
+                    Kind::Space => self.flush(word, words, out),
+                    Kind::Punct => {
+                        self.flush(word, words, out);
+                        word.push_char(n, at);
+                        self.flush(word, words, out);
+                    }
+                    Kind::Word => word.push_char(n, at),
+                }
+            }
+            if *apart {
+                self.flush(word, words, out);
+            }
+            Some(())
+        })
+    }
+
+    /// The normalizer's settings in one byte: the key of what `normalize` found per character.
+    fn flags(&self) -> u8 {
+        u8::from(self.clean_text)
+            | u8::from(self.chinese) << 1
+            | u8::from(self.strip_accents) << 2
+            | u8::from(self.lowercase) << 3
+    }
+
+    /// What the normalizer makes of `c`, each character it becomes classed as the pre-tokenizer
+    /// reads it.
+    fn normalize(&self, c: char) -> Norm {
         if self.clean_text && (c == '\0' || c == '\u{fffd}' || is_control(c)) {
-            return Some(());
+            return Norm::Dropped;
         }
         let c = if self.clean_text && is_whitespace(c) {
             ' '
         } else {
             c
         };
-        let apart = self.chinese && is_chinese_char(c);
-        if apart {
-            self.flush(word, words, out);
-        }
+        let mut chars = Vec::new();
         let mut emit = |n: char| {
-            let mut lowered = [n, '\0', '\0'];
-            let mut count = 1;
-            if self.lowercase {
-                count = 0;
-                for l in n.to_lowercase() {
-                    lowered[count] = l;
-                    count += 1;
-                }
-            }
-            for &l in &lowered[..count] {
-                if l.is_whitespace() {
-                    self.flush(word, words, out);
+            let mut push = |l: char| {
+                let kind = if l.is_whitespace() {
+                    Kind::Space
                 } else if l.is_ascii_punctuation() || l.is_punctuation() {
-                    self.flush(word, words, out);
-                    word.push_char(l, at);
-                    self.flush(word, words, out);
+                    Kind::Punct
                 } else {
-                    word.push_char(l, at);
-                }
+                    Kind::Word
+                };
+                chars.push((l, kind));
+            };
+            if self.lowercase {
+                n.to_lowercase().for_each(&mut push);
+            } else {
+                push(n);
             }
         };
         if self.strip_accents {
@@ -240,21 +299,19 @@ impl BertDirect {
                 if d.is_mark_nonspacing() {
                     return;
                 }
-                if canonical_combining_class(d) != 0 {
-                    moved = true;
-                }
+                moved |= canonical_combining_class(d) != 0;
                 emit(d);
             });
             if moved {
-                return None;
+                return Norm::Moved;
             }
         } else {
             emit(c);
         }
-        if apart {
-            self.flush(word, words, out);
+        Norm::Chars {
+            apart: self.chinese && is_chinese_char(c),
+            out: chars.into(),
         }
-        Some(())
     }
 
     /// The word read so far, pieced into `out` as word number `words` (then the next).

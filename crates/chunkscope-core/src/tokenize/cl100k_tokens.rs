@@ -5,9 +5,6 @@
 //! token instead of 8 (an id and a start each).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
-
-use super::cl100k;
 
 /// Tokens per stored start.
 const BLOCK: usize = 32;
@@ -25,21 +22,6 @@ pub struct Cl100kTokens {
     lens: Vec<u8>,
     /// Byte where token `k * BLOCK` starts.
     block_starts: Vec<u32>,
-}
-
-/// Byte length of every ordinary cl100k token, by id (0 for ids that are not one).
-fn token_lens() -> &'static [u8] {
-    static LENS: OnceLock<Vec<u8>> = OnceLock::new();
-    LENS.get_or_init(|| {
-        let bpe = cl100k();
-        // cl100k's ordinary ids are 0..100256; its special tokens follow.
-        (0..100_256u32)
-            .map(|id| {
-                bpe.decode_bytes(&[id])
-                    .map_or(0, |b| u8::try_from(b.len()).unwrap_or(u8::MAX))
-            })
-            .collect()
-    })
 }
 
 /// (start byte, token) of a token of the document, packed in one atomic so that threads sharing
@@ -76,34 +58,24 @@ impl PartialEq for LastFound {
 
 impl Eq for LastFound {}
 
-/// Byte length of token `id`, from the table.
-fn len_of(lens: &[u8], id: u32) -> u32 {
-    match lens.get(id as usize) {
-        Some(&n) if n < u8::MAX => u32::from(n),
-        // Not in the table (a special token), or too long for it.
-        _ => cl100k().decode_bytes(&[id]).map_or(0, |b| b.len() as u32),
-    }
-}
-
 impl Cl100kTokens {
     /// `text` encoded with cl100k_base, special-token strings read as plain text.
     pub fn new(text: &str) -> Cl100kTokens {
-        let ids = cl100k().encode_ordinary(text);
-        let table = token_lens();
         let mut t = Cl100kTokens {
             last: LastFound::default(),
-            lens: Vec::with_capacity(ids.len()),
-            block_starts: Vec::with_capacity(ids.len().div_ceil(BLOCK)),
+            lens: Vec::with_capacity(text.len() / 4 + 1),
+            block_starts: Vec::with_capacity(text.len() / (4 * BLOCK) + 1),
         };
         let mut at = 0u32;
-        for (i, &id) in ids.iter().enumerate() {
-            if i % BLOCK == 0 {
+        super::cl100k_direct::token_lens(text, |len| {
+            if t.lens.len().is_multiple_of(BLOCK) {
                 t.block_starts.push(at);
             }
-            let len = len_of(table, id);
             t.lens.push(len as u8);
-            at += len;
-        }
+            at += len as u32;
+        });
+        t.lens.shrink_to_fit();
+        t.block_starts.shrink_to_fit();
         t
     }
 
@@ -183,6 +155,7 @@ impl Cl100kTokens {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cl100k;
     use super::*;
 
     /// Every ordinary token's length fits the byte that holds it.
@@ -193,7 +166,6 @@ mod tests {
             .filter_map(|id| bpe.decode_bytes(&[id]).ok().map(|b| b.len()))
             .max();
         assert_eq!(longest, Some(128));
-        assert!(token_lens().iter().all(|&n| n < u8::MAX));
     }
 
     #[test]

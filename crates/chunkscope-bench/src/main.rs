@@ -13,6 +13,7 @@ mod rechunk;
 mod scale;
 mod search;
 mod store;
+mod tokenize;
 mod wiki;
 
 use std::io::{self, Write};
@@ -96,6 +97,15 @@ enum What {
         /// Threshold turns to time.
         #[arg(long, default_value_t = 10)]
         presses: usize,
+        /// Model folder or hub id.
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// Tokenizing a corpus on one thread, both units, through their crates (tokenizers,
+    /// tiktoken-rs) and as chunkscope computes a document's tokens, token counts compared.
+    Tokenize {
+        /// The corpus (default: the examples; e.g. a folder written by `scale --keep-corpus`).
+        corpus: Option<std::path::PathBuf>,
         /// Model folder or hub id.
         #[arg(long)]
         model: Option<String>,
@@ -303,6 +313,11 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
             out,
         ),
         What::Convert { reference, copies } => convert::convert(&reference, copies, out),
+        What::Tokenize { corpus, model } => tokenize::tokenize(
+            &locate(model)?,
+            &corpus.unwrap_or_else(common::examples),
+            out,
+        ),
         What::Maxmin {
             megabytes,
             presses,

@@ -19,6 +19,7 @@ mod cl100k_direct;
 pub(crate) mod cl100k_pieces;
 mod cl100k_tokens;
 mod embed_tokens;
+mod piece_table;
 
 pub use cl100k_tokens::Cl100kTokens;
 pub use embed_tokens::EmbedTokens;

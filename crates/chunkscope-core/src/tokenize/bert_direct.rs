@@ -17,19 +17,19 @@
 //! NFD could reorder and that is kept (a combining class other than 0 outside the nonspacing
 //! marks), and an added token that strips the whitespace around it or must be a word alone.
 
-use rustc_hash::FxHashSet;
 use tokenizers::{ModelWrapper, NormalizerWrapper, PreTokenizerWrapper, Tokenizer};
 use unicode_categories::UnicodeCategories;
 use unicode_normalization_alignments::char::{canonical_combining_class, decompose_canonical};
 
+use super::piece_table::PieceTable;
 use super::TokenSpan;
 
 /// A BERT tokenizer's settings and vocabulary, as the direct path reads them.
 pub(super) struct BertDirect {
     /// Pieces that may start a word (every piece of the vocabulary).
-    heads: FxHashSet<Box<[u8]>>,
+    heads: PieceTable,
     /// Pieces that continue a word, without their prefix ("##").
-    tails: FxHashSet<Box<[u8]>>,
+    tails: PieceTable,
     /// The longest piece of either set, in bytes: no match is tried beyond it.
     longest: usize,
     clean_text: bool,
@@ -101,16 +101,12 @@ impl BertDirect {
             return None;
         }
         let prefix = wp.continuing_subword_prefix.as_bytes();
-        let mut heads = FxHashSet::default();
-        let mut tails = FxHashSet::default();
-        for piece in vocab.keys().map(|p| p.as_bytes()) {
-            heads.insert(Box::<[u8]>::from(piece));
-            match piece.strip_prefix(prefix) {
-                Some(rest) if !rest.is_empty() => tails.insert(rest.into()),
-                _ => false,
-            };
-        }
-        let longest = heads.iter().map(|p| p.len()).max().unwrap_or(0);
+        let heads = PieceTable::new(vocab.keys().map(|p| (p.as_bytes(), 0)));
+        let tails = PieceTable::new(vocab.keys().filter_map(|p| {
+            let rest = p.as_bytes().strip_prefix(prefix)?;
+            (!rest.is_empty()).then_some((rest, 0))
+        }));
+        let longest = heads.longest();
         let mut added = Vec::new();
         for t in tok.get_added_tokens_decoder().values() {
             let text = t.content.as_bytes();

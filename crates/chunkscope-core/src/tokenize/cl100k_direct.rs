@@ -1,6 +1,7 @@
 //! cl100k_base's token lengths computed directly: the pieces tiktoken-rs's regex finds, found by
-//! hand, and each piece's tokens from tiktoken-rs's own merge (`byte_pair_split`), remembered per
-//! thread for the pieces that repeat. The lengths are those of `encode_ordinary`'s tokens, at
+//! hand, and each piece's tokens by byte-pair merging with cl100k's ranks (the adjacent pair that
+//! makes the lowest-ranked token is merged first, the leftmost of equal ones, until no pair makes
+//! a token), remembered per thread for the pieces that repeat. The lengths are those of `encode_ordinary`'s tokens, at
 //! several times its speed (its regex runs on a backtracking engine for one look-ahead).
 //!
 //! The regex, as tiktoken-rs writes it:
@@ -15,10 +16,11 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
+use super::piece_table::PieceTable;
 use super::{cl100k, Remembered};
 
-/// Pieces of at least this many bytes are encoded by tiktoken-rs whole (it merges them with
-/// another algorithm; a piece alone is one match of the regex, so the result is the same).
+/// Pieces of at least this many bytes are encoded by tiktoken-rs whole (merging is quadratic in
+/// the piece's length here; a piece alone is one match of the regex, so the result is the same).
 const LONG_PIECE: usize = 100;
 
 /// The byte length of each of `text`'s cl100k tokens, in order.
@@ -31,7 +33,7 @@ pub(super) fn token_lens(text: &str, mut visit: impl FnMut(usize)) {
     while at < text.len() {
         let end = piece_end(text, at);
         let piece = &text[at..end];
-        if piece.len() == 1 || ranks.contains_key(piece.as_bytes()) {
+        if piece.len() == 1 || ranks.contains(piece.as_bytes()) {
             visit(piece.len());
         } else if piece.len() >= LONG_PIECE {
             let bpe = cl100k();
@@ -40,12 +42,7 @@ pub(super) fn token_lens(text: &str, mut visit: impl FnMut(usize)) {
             }
         } else {
             SEEN.with_borrow_mut(|seen| {
-                let lens = seen.get_or((), piece, || {
-                    tiktoken_rs::byte_pair_split(piece.as_bytes(), ranks)
-                        .iter()
-                        .map(|p| p.len() as u8)
-                        .collect()
-                });
+                let lens = seen.get_or((), piece, || merged_lens(piece.as_bytes(), ranks));
                 lens.iter().for_each(|&n| visit(usize::from(n)));
             });
         }
@@ -60,16 +57,47 @@ pub(super) fn count(text: &str) -> usize {
     n
 }
 
-/// cl100k's ordinary tokens by their bytes, as `byte_pair_split` reads them.
-fn ranks() -> &'static FxHashMap<Vec<u8>, tiktoken_rs::Rank> {
-    static RANKS: OnceLock<FxHashMap<Vec<u8>, tiktoken_rs::Rank>> = OnceLock::new();
+/// cl100k's ordinary tokens by their bytes, with their ranks.
+fn ranks() -> &'static PieceTable {
+    static RANKS: OnceLock<PieceTable> = OnceLock::new();
     RANKS.get_or_init(|| {
         let bpe = cl100k();
         // cl100k's ordinary ids are 0..100256; its special tokens follow.
-        (0..100_256)
+        let tokens: Vec<(Vec<u8>, u32)> = (0..100_256)
             .filter_map(|id| Some((bpe.decode_bytes(&[id]).ok()?, id)))
-            .collect()
+            .collect();
+        PieceTable::new(tokens.iter().map(|(b, id)| (&b[..], *id)))
     })
+}
+
+/// The byte lengths of `piece`'s tokens (at least two bytes, fewer than 256): its bytes merged
+/// pair by pair, the pair whose joined bytes have the lowest rank first (the leftmost of equal
+/// ranks), until no adjacent pair joins into a token.
+fn merged_lens(piece: &[u8], ranks: &PieceTable) -> Box<[u8]> {
+    // Where each part starts; a part ends where the next starts.
+    let mut starts: Vec<usize> = (0..=piece.len()).collect();
+    // The rank of part i joined with part i + 1 (u32::MAX: not a token).
+    let joined = |starts: &[usize], i: usize| -> u32 {
+        match starts.get(i + 2) {
+            Some(&end) => ranks.get(&piece[starts[i]..end]).unwrap_or(u32::MAX),
+            None => u32::MAX,
+        }
+    };
+    let mut pair: Vec<u32> = (0..piece.len()).map(|i| joined(&starts, i)).collect();
+    while let Some((i, _)) = pair
+        .iter()
+        .enumerate()
+        .filter(|(_, &r)| r != u32::MAX)
+        .min_by_key(|&(i, &r)| (r, i))
+    {
+        starts.remove(i + 1);
+        pair.remove(i + 1);
+        pair[i] = joined(&starts, i);
+        if i > 0 {
+            pair[i - 1] = joined(&starts, i - 1);
+        }
+    }
+    starts.windows(2).map(|w| (w[1] - w[0]) as u8).collect()
 }
 
 /// What the regex's classes say of a character.

@@ -1,7 +1,7 @@
 //! cl100k_base's token lengths computed directly: the pieces tiktoken-rs's regex finds, found by
 //! hand, and each piece's tokens by byte-pair merging with cl100k's ranks (the adjacent pair that
 //! makes the lowest-ranked token is merged first, the leftmost of equal ones, until no pair makes
-//! a token), remembered per thread for the pieces that repeat. The lengths are those of `encode_ordinary`'s tokens, at
+//! a token), kept in one table shared by the threads for the pieces that repeat. The lengths are those of `encode_ordinary`'s tokens, at
 //! several times its speed (its regex runs on a backtracking engine for one look-ahead).
 //!
 //! The regex, as tiktoken-rs writes it:
@@ -16,8 +16,8 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
+use super::cl100k;
 use super::piece_table::PieceTable;
-use super::{cl100k, Remembered};
 
 /// Pieces of at least this many bytes are encoded by tiktoken-rs whole (merging is quadratic in
 /// the piece's length here; a piece alone is one match of the regex, so the result is the same).
@@ -25,9 +25,6 @@ const LONG_PIECE: usize = 100;
 
 /// The byte length of each of `text`'s cl100k tokens, in order.
 pub(super) fn token_lens(text: &str, mut visit: impl FnMut(usize)) {
-    thread_local! {
-        static SEEN: RefCell<Remembered<(), Box<[u8]>>> = Default::default();
-    }
     let ranks = ranks();
     let mut at = 0;
     while at < text.len() {
@@ -41,12 +38,61 @@ pub(super) fn token_lens(text: &str, mut visit: impl FnMut(usize)) {
                 visit(bpe.decode_bytes(&[id]).map_or(0, |b| b.len()));
             }
         } else {
-            SEEN.with_borrow_mut(|seen| {
-                let lens = seen.get_or((), piece, || merged_lens(piece.as_bytes(), ranks));
-                lens.iter().for_each(|&n| visit(usize::from(n)));
-            });
+            merged(piece, ranks, &mut visit);
         }
         at = end;
+    }
+}
+
+/// Shards of the table of merged pieces, shared by every thread (a piece's shard is its hash's).
+const SHARDS: usize = 16;
+
+/// Pieces a shard holds at most: it is emptied rather than grown (about 2 MB in all).
+const SHARD_BOUND: usize = 2048;
+
+/// Visit the token lengths of `piece` (not a token itself), merged once and kept for the pieces
+/// that repeat: one table for all threads, so its memory does not grow with the thread count.
+fn merged(piece: &str, ranks: &PieceTable, visit: &mut impl FnMut(usize)) {
+    type Shard = std::sync::Mutex<FxHashMap<Box<str>, Lens>>;
+    static KEPT: OnceLock<Vec<Shard>> = OnceLock::new();
+    let kept = KEPT.get_or_init(|| (0..SHARDS).map(|_| Shard::default()).collect());
+    let hash = std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, piece);
+    let shard = &kept[(hash >> 60) as usize % SHARDS];
+    let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(lens) = shard.get(piece) {
+        return lens.get().iter().for_each(|&n| visit(usize::from(n)));
+    }
+    let lens = Lens::new(merged_lens(piece.as_bytes(), ranks));
+    lens.get().iter().for_each(|&n| visit(usize::from(n)));
+    if shard.len() >= SHARD_BOUND {
+        shard.clear();
+    }
+    shard.insert(piece.into(), lens);
+}
+
+/// A merged piece's token lengths: inline up to 15, else on the heap.
+enum Lens {
+    Inline(u8, [u8; 15]),
+    Heap(Box<[u8]>),
+}
+
+impl Lens {
+    fn new(lens: Box<[u8]>) -> Lens {
+        let mut inline = [0u8; 15];
+        match inline.get_mut(..lens.len()) {
+            Some(head) => {
+                head.copy_from_slice(&lens);
+                Lens::Inline(lens.len() as u8, inline)
+            }
+            None => Lens::Heap(lens),
+        }
+    }
+
+    fn get(&self) -> &[u8] {
+        match self {
+            Lens::Inline(n, lens) => &lens[..usize::from(*n)],
+            Lens::Heap(lens) => lens,
+        }
     }
 }
 
@@ -57,16 +103,26 @@ pub(super) fn count(text: &str) -> usize {
     n
 }
 
+/// Build the tables the direct path reads (once per process; later calls return at once): on
+/// the thread that loads a tokenizer, before any worker tokenizes.
+pub(super) fn prepare() {
+    ranks();
+}
+
 /// cl100k's ordinary tokens by their bytes, with their ranks.
 fn ranks() -> &'static PieceTable {
     static RANKS: OnceLock<PieceTable> = OnceLock::new();
     RANKS.get_or_init(|| {
         let bpe = cl100k();
         // cl100k's ordinary ids are 0..100256; its special tokens follow.
-        let tokens: Vec<(Vec<u8>, u32)> = (0..100_256)
-            .filter_map(|id| Some((bpe.decode_bytes(&[id]).ok()?, id)))
-            .collect();
-        PieceTable::new(tokens.iter().map(|(b, id)| (&b[..], *id)))
+        let mut t = PieceTable::default();
+        for id in 0..100_256 {
+            if let Ok(bytes) = bpe.decode_bytes(&[id]) {
+                t.push(&bytes, id);
+            }
+        }
+        t.shrink();
+        t
     })
 }
 

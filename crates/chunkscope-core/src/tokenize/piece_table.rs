@@ -21,26 +21,36 @@ impl PieceTable {
     pub(super) fn new<'a>(pieces: impl IntoIterator<Item = (&'a [u8], u32)>) -> PieceTable {
         let mut t = PieceTable::default();
         for (piece, value) in pieces {
-            if t.get(piece).is_some() {
-                continue;
-            }
-            let i = t.ends.len() as u32;
-            t.bytes.extend_from_slice(piece);
-            t.ends.push(t.bytes.len() as u32);
-            t.values.push(value);
-            let hash = FxBuildHasher.hash_one(piece);
-            let (bytes, ends) = (&t.bytes, &t.ends);
-            t.table.insert_unique(hash, i, |&j| {
-                FxBuildHasher.hash_one(piece_of(bytes, ends, j))
-            });
+            t.push(piece, value);
         }
-        t.bytes.shrink_to_fit();
-        t.ends.shrink_to_fit();
-        t.values.shrink_to_fit();
-        let (bytes, ends) = (&t.bytes, &t.ends);
-        t.table
-            .shrink_to_fit(|&j| FxBuildHasher.hash_one(piece_of(bytes, ends, j)));
+        t.shrink();
         t
+    }
+
+    /// Add `piece` with `value`, unless it is already there.
+    pub(super) fn push(&mut self, piece: &[u8], value: u32) {
+        if self.get(piece).is_some() {
+            return;
+        }
+        let i = self.ends.len() as u32;
+        self.bytes.extend_from_slice(piece);
+        self.ends.push(self.bytes.len() as u32);
+        self.values.push(value);
+        let hash = FxBuildHasher.hash_one(piece);
+        let (bytes, ends) = (&self.bytes, &self.ends);
+        self.table.insert_unique(hash, i, |&j| {
+            FxBuildHasher.hash_one(piece_of(bytes, ends, j))
+        });
+    }
+
+    /// Give back what the buffers hold beyond their pieces.
+    pub(super) fn shrink(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.values.shrink_to_fit();
+        let (bytes, ends) = (&self.bytes, &self.ends);
+        self.table
+            .shrink_to_fit(|&j| FxBuildHasher.hash_one(piece_of(bytes, ends, j)));
     }
 
     /// The value of `piece`, if it is one.

@@ -6,23 +6,8 @@
 
 mod common;
 
-use chunkscope_core::tokenize::{EmbedTokenizer, TokenSpan};
+use chunkscope_core::tokenize::EmbedTokenizer;
 use proptest::prelude::*;
-
-/// The crate's spans, as `EmbedTokenizer::spans` computed them before the direct path.
-fn crate_spans(tok: &EmbedTokenizer, text: &str) -> Vec<TokenSpan> {
-    let enc = tok.tokenizer().encode(text, false).unwrap();
-    let words = enc.get_word_ids();
-    enc.get_offsets()
-        .iter()
-        .enumerate()
-        .map(|(i, &(s, e))| TokenSpan {
-            start: s as u32,
-            end: e as u32,
-            word: words.get(i).copied().flatten().unwrap_or(i as u32),
-        })
-        .collect()
-}
 
 /// The real tokenizer with its normalizer replaced by `normalizer` (JSON), written to a scratch
 /// folder and loaded as any model's.
@@ -246,7 +231,7 @@ fn direct_spans_equal_the_crate_on_varied_texts() {
         for (what, text) in &texts {
             assert_eq!(
                 tok.spans(text).unwrap(),
-                crate_spans(tok, text),
+                common::crate_spans(tok, text),
                 "{name} tokenizer, {what}"
             );
             direct += usize::from(tok.direct_spans(text).is_some());
@@ -268,13 +253,13 @@ fn direct_spans_on_added_tokens_and_reordered_marks() {
     let direct = tok
         .direct_spans(text)
         .expect("added tokens are matched directly");
-    assert_eq!(direct, crate_spans(&tok, text));
+    assert_eq!(direct, common::crate_spans(&tok, text));
     let at = text.find("[CLS]").unwrap() as u32;
     assert!(direct.iter().any(|s| s.start == at && s.end == at + 5));
     // A kept mark that NFD could move is left to the crate, whole.
     let text = "stem \u{1d165} here";
     assert!(tok.direct_spans(text).is_none());
-    assert_eq!(tok.spans(text).unwrap(), crate_spans(&tok, text));
+    assert_eq!(tok.spans(text).unwrap(), common::crate_spans(&tok, text));
 }
 
 proptest! {
@@ -283,7 +268,7 @@ proptest! {
     #[test]
     fn direct_spans_equal_the_crate_on_generated_text(text in text_strategy()) {
         for (name, tok) in tokenizers_once() {
-            prop_assert_eq!(tok.spans(&text).unwrap(), crate_spans(tok, &text), "{} tokenizer", name);
+            prop_assert_eq!(tok.spans(&text).unwrap(), common::crate_spans(tok, &text), "{} tokenizer", name);
         }
     }
 }

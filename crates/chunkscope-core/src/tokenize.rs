@@ -192,6 +192,7 @@ impl EmbedTokenizer {
             why,
         };
         let mut inner = Tokenizer::from_file(path).map_err(|e| load(e.to_string()))?;
+        // cl100k's tables too: a tokenizer is loaded before the corpus is tokenized on workers.
         cl100k_direct::prepare();
         inner
             .with_truncation(None)

@@ -19,7 +19,10 @@ mod cl100k_direct;
 pub(crate) mod cl100k_pieces;
 mod cl100k_tokens;
 mod embed_tokens;
+mod memo;
 mod piece_table;
+
+pub(crate) use memo::Remembered;
 
 pub use cl100k_tokens::Cl100kTokens;
 pub use embed_tokens::EmbedTokens;
@@ -103,50 +106,12 @@ pub fn cl100k() -> &'static CoreBPE {
 pub fn cl100k_count(text: &str) -> usize {
     const SHORT: usize = 32;
     thread_local! {
-        static SEEN: std::cell::RefCell<Remembered<(), u32>> = Default::default();
+        static SEEN: std::cell::RefCell<Remembered<()>> = Default::default();
     }
     if text.len() > SHORT {
         return cl100k_direct::count(text);
     }
-    SEEN.with_borrow_mut(|seen| {
-        *seen.get_or((), text, || cl100k_direct::count(text) as u32) as usize
-    })
-}
-
-/// What was computed for short texts, kept per thread for one owner at a time (a tokenizer, a
-/// unit): the table is emptied when the owner changes, and past `Remembered::BOUND` entries
-/// rather than grown.
-pub(crate) struct Remembered<O, V> {
-    owner: Option<O>,
-    seen: rustc_hash::FxHashMap<Box<str>, V>,
-}
-
-impl<O, V> Default for Remembered<O, V> {
-    fn default() -> Self {
-        Remembered {
-            owner: None,
-            seen: Default::default(),
-        }
-    }
-}
-
-impl<O: PartialEq, V> Remembered<O, V> {
-    const BOUND: usize = 1 << 14;
-
-    /// What `make` computes for `text`, from the table when `owner` put it there.
-    pub(crate) fn get_or(&mut self, owner: O, text: &str, make: impl FnOnce() -> V) -> &V {
-        if self.owner.as_ref() != Some(&owner) {
-            self.seen.clear();
-            self.owner = Some(owner);
-        }
-        if !self.seen.contains_key(text) {
-            if self.seen.len() >= Self::BOUND {
-                self.seen.clear();
-            }
-            self.seen.insert(text.into(), make());
-        }
-        &self.seen[text]
-    }
+    SEEN.with_borrow_mut(|seen| seen.count_or((), text, || cl100k_direct::count(text)))
 }
 
 /// One embed token of a document: byte span in the document and the pre-tokenizer word it belongs to.
@@ -509,9 +474,6 @@ enum Cut {
     Tail,
 }
 
-/// Token spans within a piece of at most 255 bytes.
-type ShortSpans = Box<[(u8, u8)]>;
-
 /// Tokenize `text[start..end]` alone and hand `visit` each token's absolute span, in order.
 ///
 /// Fragments (a word cut by a slice's boundary: the head of a number in a run of Chinese text,
@@ -527,7 +489,7 @@ fn fragment(
 ) {
     const SHORT: usize = 32;
     thread_local! {
-        static SEEN: std::cell::RefCell<Remembered<u64, ShortSpans>> = Default::default();
+        static SEEN: std::cell::RefCell<Remembered<u64>> = Default::default();
     }
     let piece = &text[start..end];
     let spans = || tok.spans(piece).unwrap_or_default();
@@ -537,15 +499,14 @@ fn fragment(
             .for_each(|t| visit(start + t.start as usize, start + t.end as usize));
     }
     SEEN.with_borrow_mut(|seen| {
-        // Offsets into a piece of at most 32 bytes fit a byte.
-        let rel = seen.get_or(tok.id, piece, || {
+        // Offsets into a piece of at most 32 bytes fit a byte: each span is two bytes.
+        let rel = seen.get_or(tok.id, piece, |out| {
             spans()
                 .iter()
-                .map(|t| (t.start as u8, t.end as u8))
-                .collect()
+                .for_each(|t| out.extend([t.start as u8, t.end as u8]))
         });
-        rel.iter()
-            .for_each(|&(a, b)| visit(start + a as usize, start + b as usize));
+        rel.chunks_exact(2)
+            .for_each(|ab| visit(start + ab[0] as usize, start + ab[1] as usize));
     })
 }
 

@@ -99,7 +99,7 @@ impl Counter<'_> {
     fn remembered(&self, unit: Unit, s: &str) -> usize {
         const SHORT: usize = 256;
         thread_local! {
-            static SEEN: std::cell::RefCell<Remembered<(Unit, u64), usize>> = Default::default();
+            static SEEN: std::cell::RefCell<Remembered<(Unit, u64)>> = Default::default();
         }
         let fresh = || match unit {
             Unit::Cl100k => cl100k_tokens(s),
@@ -108,7 +108,7 @@ impl Counter<'_> {
         if s.len() > SHORT {
             return fresh();
         }
-        SEEN.with_borrow_mut(|seen| *seen.get_or((unit, self.doc.tok.id()), s, fresh))
+        SEEN.with_borrow_mut(|seen| seen.count_or((unit, self.doc.tok.id()), s, fresh))
     }
 
     /// Punkt's sentence spans of `slice`, kept with the document when it is a slice of it.

@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use rustc_hash::FxHashMap;
 
 use super::cl100k;
+use super::memo::ByteMemo;
 use super::piece_table::PieceTable;
 
 /// Pieces of at least this many bytes are encoded by tiktoken-rs whole (merging is quadratic in
@@ -53,47 +54,20 @@ const SHARD_BOUND: usize = 2048;
 /// Visit the token lengths of `piece` (not a token itself), merged once and kept for the pieces
 /// that repeat: one table for all threads, so its memory does not grow with the thread count.
 fn merged(piece: &str, ranks: &PieceTable, visit: &mut impl FnMut(usize)) {
-    type Shard = std::sync::Mutex<FxHashMap<Box<str>, Lens>>;
+    type Shard = std::sync::Mutex<ByteMemo>;
     static KEPT: OnceLock<Vec<Shard>> = OnceLock::new();
-    let kept = KEPT.get_or_init(|| (0..SHARDS).map(|_| Shard::default()).collect());
+    let kept = KEPT.get_or_init(|| {
+        (0..SHARDS)
+            .map(|_| Shard::new(ByteMemo::new(SHARD_BOUND)))
+            .collect()
+    });
     let hash = std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, piece);
     let shard = &kept[(hash >> 60) as usize % SHARDS];
     let mut shard = shard.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(lens) = shard.get(piece) {
-        return lens.get().iter().for_each(|&n| visit(usize::from(n)));
-    }
-    let lens = Lens::new(merged_lens(piece.as_bytes(), ranks));
-    lens.get().iter().for_each(|&n| visit(usize::from(n)));
-    if shard.len() >= SHARD_BOUND {
-        shard.clear();
-    }
-    shard.insert(piece.into(), lens);
-}
-
-/// A merged piece's token lengths: inline up to 15, else on the heap.
-enum Lens {
-    Inline(u8, [u8; 15]),
-    Heap(Box<[u8]>),
-}
-
-impl Lens {
-    fn new(lens: Box<[u8]>) -> Lens {
-        let mut inline = [0u8; 15];
-        match inline.get_mut(..lens.len()) {
-            Some(head) => {
-                head.copy_from_slice(&lens);
-                Lens::Inline(lens.len() as u8, inline)
-            }
-            None => Lens::Heap(lens),
-        }
-    }
-
-    fn get(&self) -> &[u8] {
-        match self {
-            Lens::Inline(n, lens) => &lens[..usize::from(*n)],
-            Lens::Heap(lens) => lens,
-        }
-    }
+    let lens = shard.get_or(piece.as_bytes(), |out| {
+        out.extend_from_slice(&merged_lens(piece.as_bytes(), ranks))
+    });
+    lens.iter().for_each(|&n| visit(usize::from(n)));
 }
 
 /// Number of cl100k tokens in `text`.

@@ -165,9 +165,9 @@ fn known_sentences_report_their_page() {
                 let chunk = f
                     .chunks
                     .iter()
-                    .find(|ch| ch.chunk.start <= at && at < ch.chunk.end)
+                    .find(|ch| ch.start() <= at && at < ch.end())
                     .unwrap();
-                let (a, b) = doc.page_span(chunk.chunk.start, chunk.chunk.end).unwrap();
+                let (a, b) = doc.page_span(chunk.start(), chunk.end()).unwrap();
                 let page = i + 1;
                 assert!((a..=b).contains(&page), "{path}: chunk pages {a}-{b}");
                 checked += 1;
@@ -230,9 +230,9 @@ proptest! {
                 continue;
             }
             for ch in f.chunks.iter() {
-                prop_assert!(doc.text.is_char_boundary(ch.chunk.start), "{} {}", doc.path, ch.chunk.start);
-                prop_assert!(doc.text.is_char_boundary(ch.chunk.end), "{} {}", doc.path, ch.chunk.end);
-                if let Some((a, b)) = doc.page_span(ch.chunk.start, ch.chunk.end) {
+                prop_assert!(doc.text.is_char_boundary(ch.start()), "{} {}", doc.path, ch.start());
+                prop_assert!(doc.text.is_char_boundary(ch.end()), "{} {}", doc.path, ch.end());
+                if let Some((a, b)) = doc.page_span(ch.start(), ch.end()) {
                     prop_assert!(1 <= a && a <= b && b <= doc.pages.len());
                 }
             }

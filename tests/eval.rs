@@ -111,7 +111,7 @@ fn check(corpus: Corpus, cases: impl Fn(&Corpus) -> Cases, label: &str) {
                 .tail(128, 2)
                 .expect("a tail bucket case's chunk overflows");
             assert!(
-                case.end - c.chunk.start > tail.start_byte,
+                case.end - c.start() > tail.start_byte,
                 "{label} line {}",
                 case.line
             );

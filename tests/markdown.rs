@@ -60,7 +60,7 @@ fn chunks_carry_their_section_heading() {
                 .find(|(at, _)| *at <= c.start)
                 .map(|(_, p)| p.clone());
             assert_eq!(
-                c.heading.as_deref().map(str::to_string),
+                c.heading.as_deref().cloned(),
                 want,
                 "{name} chunk at {}",
                 c.start

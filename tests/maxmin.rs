@@ -12,6 +12,7 @@ use chunkscope_core::corpus::{Corpus, CorpusRules};
 use chunkscope_core::embed::Embedder;
 use chunkscope_core::engine::Engine;
 use chunkscope_core::sentences::SentenceStore;
+use chunkscope_core::tokenize::Unit;
 
 fn engine() -> Engine {
     let corpus = Corpus::load(&common::repo().join("examples"), &CorpusRules::default()).unwrap();
@@ -80,15 +81,12 @@ fn boundaries_equal_the_reference_rule() {
                 .map(|c| {
                     spans
                         .iter()
-                        .position(|s| s.0 == c.chunk.start)
+                        .position(|s| s.0 == c.start())
                         .expect("a chunk starts at a sentence")
                 })
                 .collect();
             // Chunks cover the sentences in order, end to end.
-            assert_eq!(
-                f.chunks.last().map(|c| c.chunk.end),
-                spans.last().map(|s| s.1)
-            );
+            assert_eq!(f.chunks.last().map(|c| c.end()), spans.last().map(|s| s.1));
             joined_somewhere |= starts.len() < spans.len();
             ours.push(starts);
         }
@@ -130,7 +128,11 @@ fn maximum_size_holds_chunks_inside_the_window() {
     let mut total = 0;
     for f in &chunking.files {
         for c in f.chunks.iter() {
-            assert!(c.unit_len <= 60, "{} embed tokens", c.unit_len);
+            assert!(
+                c.unit_len(Unit::Embed) <= 60,
+                "{} embed tokens",
+                c.unit_len(Unit::Embed)
+            );
             total += 1;
         }
     }
@@ -145,7 +147,7 @@ fn maximum_size_holds_chunks_inside_the_window() {
     let longest = free
         .files
         .iter()
-        .flat_map(|f| f.chunks.iter().map(|c| c.unit_len))
+        .flat_map(|f| f.chunks.iter().map(|c| c.unit_len(Unit::Embed)))
         .max()
         .unwrap();
     assert!(

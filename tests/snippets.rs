@@ -52,7 +52,7 @@ fn workbench_chunks(s: &ChunkSettings) -> Vec<Vec<String>> {
             );
             f.chunks
                 .iter()
-                .map(|c| c.chunk.text(&doc.text).to_string())
+                .map(|c| c.text(&doc.text).to_string())
                 .collect()
         })
         .collect()

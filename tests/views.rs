@@ -152,7 +152,7 @@ fn tail_style_starts_at_the_first_unread_token() {
         let tail = first
             .tail(64, m.specials)
             .expect("chunk 1 overflows a 64-token window");
-        let tail_char = RUNBOOK[first.chunk.start + tail.start_byte..]
+        let tail_char = RUNBOOK[first.start() + tail.start_byte..]
             .chars()
             .next()
             .unwrap();

@@ -88,9 +88,9 @@ pub fn results(m: &Model) -> Vec<Found> {
                 if let Some(c) = f
                     .chunks
                     .iter()
-                    .find(|c| c.chunk.start <= start && start < c.chunk.end)
+                    .find(|c| c.start() <= start && start < c.end())
                 {
-                    let rel = (start - c.chunk.start, end.min(c.chunk.end) - c.chunk.start);
+                    let rel = (start - c.start(), end.min(c.end()) - c.start());
                     out.push(Found::Line {
                         file_pos,
                         chunk: c.index as usize,

@@ -96,17 +96,12 @@ fn write_chunks_jsonl(
         for c in f.chunks.iter() {
             let tail = c.tail(window.tokens, specials);
             let metadata: serde_json::Map<String, serde_json::Value> = policy
-                .fields(
-                    &doc.path,
-                    c.chunk.heading.as_deref(),
-                    c.index as usize,
-                    &front,
-                )
+                .fields(&doc.path, c.heading(), c.index as usize, &front)
                 .into_iter()
                 .map(|(k, v, _)| (k, serde_json::Value::String(v)))
                 .collect();
             let parent = c.parent().and_then(|p| f.parents.get(p));
-            let (start, end) = (c.chunk.start, c.chunk.end);
+            let (start, end) = (c.start(), c.end());
             let file_byte = |b: usize| doc.offsets.file_byte(b);
             let pages = doc.page_span(start, end);
             let line = json!({
@@ -119,17 +114,17 @@ fn write_chunks_jsonl(
                 "source_format": doc.source_format,
                 "page_start": pages.map(|p| p.0),
                 "page_end": pages.map(|p| p.1),
-                "verbatim": c.chunk.text.is_none() && doc.offsets.verbatim(start, end),
+                "verbatim": c.own_text().is_none() && doc.offsets.verbatim(start, end),
                 "embed_tokens": c.embed_tokens(specials),
                 "window": window.tokens,
                 "tail_start": tail.map(|t| t.start_byte),
                 "tail_tokens": tail.map_or(0, |t| t.tokens),
                 "tail_in_unit": tail.map_or(0, |t| c.tail_in_unit(&doc.text, &t, unit)),
                 "unit": unit.name(),
-                "unit_len": c.unit_len,
+                "unit_len": c.unit_len(unit),
                 "chars": c.chars,
                 "cl100k_tokens": c.cl100k_tokens(&doc.text),
-                "heading": c.chunk.heading.as_deref(),
+                "heading": c.heading(),
                 "embedded_prefix": c.prefix(),
                 "prefix_tokens": c.prefix_tokens(),
                 "metadata": metadata,
@@ -158,8 +153,8 @@ fn write_vectors_jsonl(
             let line = json!({
                 "file": doc.path,
                 "index": c.index,
-                "start_byte": doc.offsets.file_byte(c.chunk.start),
-                "end_byte": doc.offsets.file_byte(c.chunk.end),
+                "start_byte": doc.offsets.file_byte(c.start()),
+                "end_byte": doc.offsets.file_byte(c.end()),
                 "window": window.tokens,
                 "text": c.text(&doc.text),
                 "embedder": embedder,

@@ -37,7 +37,7 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
             // Centred on a match: the line it is on, half a pane down.
             let mut first_line = m.chunks.scroll;
             for i in focus..file.chunks.len() {
-                let prev_end = i.checked_sub(1).map(|p| file.chunks[p].chunk.end);
+                let prev_end = i.checked_sub(1).map(|p| file.chunks[p].end());
                 let parent = file.chunks[i]
                     .parent()
                     .and_then(|p| file.parents.get(p))
@@ -109,31 +109,26 @@ fn chunk_title(m: &Model, path: &str, ch: &MeasuredChunk, total: usize) -> Strin
     s
 }
 
-fn ch_unit(m: &Model) -> &'static str {
-    m.settings_of(m.chunks.selected)
-        .map_or("", |s| s.unit.name())
-}
-
 /// A chunk's size in the chunking's unit and in what the model reads, one unit name each:
 /// "1,392 chars · 304 embed tokens", or for the embed unit "90 embed tokens + 2 specials" (and
 /// the embedded prefix's tokens when there is one).
 fn sizes(m: &Model, ch: &MeasuredChunk) -> String {
     let embed = ch.embed_tokens(m.specials);
-    match ch_unit(m) {
+    let Some(unit) = m.settings_of(m.chunks.selected).map(|s| s.unit) else {
+        return format!("{} embed tokens", thousands(embed));
+    };
+    let len = ch.unit_len(unit);
+    match unit.name() {
         "embed" if ch.prefix_tokens() > 0 => format!(
             "{} embed tokens + {} prefix + {} specials",
-            thousands(ch.unit_len as usize),
+            thousands(len),
             ch.prefix_tokens(),
             m.specials
         ),
-        "embed" => format!(
-            "{} embed tokens + {} specials",
-            thousands(ch.unit_len as usize),
-            m.specials
-        ),
+        "embed" => format!("{} embed tokens + {} specials", thousands(len), m.specials),
         unit => format!(
             "{} {unit} · {} embed tokens",
-            thousands(ch.unit_len as usize),
+            thousands(len),
             thousands(embed)
         ),
     }
@@ -155,12 +150,12 @@ pub fn render_chunk<'a>(
     let window = m.window().tokens;
     let tail = ch.tail(window, m.specials);
     let text = ch.text(doc);
-    let overlap = match (prev_end, &ch.chunk.text) {
-        (Some(p), None) if p > ch.chunk.start => (p - ch.chunk.start).min(text.len()),
+    let overlap = match (prev_end, ch.own_text()) {
+        (Some(p), None) if p > ch.start() => (p - ch.start()).min(text.len()),
         _ => 0,
     };
     let mut head = format!("─── chunk {}/{} · {}", ch.index + 1, total, sizes(m, ch));
-    if let Some(pages) = document.page_span(ch.chunk.start, ch.chunk.end) {
+    if let Some(pages) = document.page_span(ch.start(), ch.end()) {
         head.push_str(&format!(" · {}", super::pages_label(pages)));
     }
     if tail.is_some() && m.window().rejects {
@@ -184,7 +179,7 @@ pub fn render_chunk<'a>(
         format!("{head}{}", "─".repeat(fill)),
         t.boundary,
     )];
-    if let Some(h) = &ch.chunk.heading {
+    if let Some(h) = ch.heading() {
         lines.push(Line::styled(format!("  § {h}"), t.title));
     }
     if let Some(prefix) = ch.prefix() {
@@ -210,7 +205,7 @@ pub fn render_chunk<'a>(
             t.dim,
         ));
     }
-    if ch.chunk.text.is_some() {
+    if ch.own_text().is_some() {
         lines.push(Line::styled(
             "  (the splitter's text differs from the file here: a window was cut inside a character)",
             t.dim,

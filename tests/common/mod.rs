@@ -341,7 +341,7 @@ pub fn heading_paths(
         .unwrap_or_else(|| panic!("{path} was read"));
     let mut out: Vec<String> = Vec::new();
     for ch in f.chunks.iter() {
-        let h = ch.chunk.heading.as_deref().unwrap_or_default().to_string();
+        let h = ch.heading().unwrap_or_default().to_string();
         if out.last() != Some(&h) {
             out.push(h);
         }

@@ -377,7 +377,7 @@ impl Engine {
                     parents.push(Parent {
                         start: secs[a].start.min(c.start),
                         end: secs[b].end.max(c.end),
-                        heading: secs[a].heading.as_deref().map(str::to_owned),
+                        heading: secs[a].heading.as_deref().cloned(),
                         sections: (a, b),
                     });
                     parents.len() - 1
@@ -395,7 +395,7 @@ impl Engine {
                 // The model's document prompt comes first, then the embedded metadata: both
                 // take window tokens, as the prompt does in sentence-transformers.
                 let prompt = self.model.modules.document_prompt();
-                let meta = policy.prefix(path, c.heading.as_deref(), i, &front);
+                let meta = policy.prefix(path, c.heading.as_deref().map(String::as_str), i, &front);
                 let prefix = match (prompt, meta) {
                     ("", None) => None,
                     (p, m) => Some(format!("{p}{}", m.unwrap_or_default())),
@@ -406,7 +406,7 @@ impl Engine {
                 });
                 let mut m = MeasuredChunk::measure_into(&view, i, c, settings.unit, &mut starts)
                     .with_prefix(prefix);
-                m.parent = parent.map(|p| p as u32);
+                m.set_parent(parent);
                 m
             })
             .collect();

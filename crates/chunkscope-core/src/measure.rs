@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::chunk::{Chunk, DocView};
+use super::chunk::{Chunk, DocView, Heading};
 use super::tokenize::{cl100k_count, Unit};
 use super::window::{invisible_tail, InvisibleTail};
 
@@ -17,20 +17,26 @@ pub struct MeasuredChunk {
     /// Place among its file's chunks. The counts below are u32 (a document is under 4 GiB), to
     /// keep each chunk small: every chunk of two chunkings is held while a knob turns.
     pub index: u32,
-    pub chunk: Chunk,
+    /// Byte range in the document.
+    start: u32,
+    end: u32,
+    /// The splitter's text when it differs from the document's bytes in the range, boxed once
+    /// more so that the chunks without one (most) pay a pointer, not two words.
+    own_text: Option<Box<Box<str>>>,
+    /// The heading path governing the chunk, shared by the chunks of a section.
+    heading: Option<Heading>,
     /// Start byte, relative to the chunk text, of each content embed token (specials excluded).
     pub token_starts: TokenStarts,
     pub chars: u32,
     /// Known when the splitter counts cl100k (`u32::MAX`: not known); otherwise computed on
     /// demand (`cl100k_tokens()`), since encoding every chunk again would dominate a knob change.
     cl100k: u32,
-    /// Length in the splitter's own unit (embed: content tokens).
-    pub unit_len: u32,
     /// Metadata embedded ahead of the text ("section: A > B" lines and a blank line), if any,
     /// with its content tokens: they come first in the window and push the tail forward.
     prefix: Option<Arc<Prefix>>,
-    /// Index of the parent section in `FileChunks::parents` (embed small, return big).
-    pub parent: Option<u32>,
+    /// Index of the parent section in `FileChunks::parents` (embed small, return big);
+    /// `u32::MAX`: none.
+    parent: u32,
 }
 
 /// Give `chunks` (measured by `measure_into` into `buf`, from the document `doc`) their token
@@ -120,20 +126,24 @@ impl MeasuredChunk {
             None => doc.count(Unit::Cl100k, chunk.start, chunk.end),
             Some(own) => cl100k_count(own),
         });
-        let unit_len = match unit {
-            Unit::Chars => chars,
-            Unit::Cl100k => cl100k.unwrap_or(0),
-            Unit::Embed => tokens,
-        };
+        debug_assert_eq!(tokens, token_starts.len());
+        let Chunk {
+            start,
+            end,
+            text,
+            heading,
+        } = chunk;
         MeasuredChunk {
             index: index as u32,
-            chunk,
+            start: start as u32,
+            end: end as u32,
+            own_text: text.map(Box::new),
+            heading,
             token_starts,
             chars: chars as u32,
             cl100k: cl100k.map_or(u32::MAX, |n| n as u32),
-            unit_len: unit_len as u32,
             prefix: None,
-            parent: None,
+            parent: u32::MAX,
         }
     }
 
@@ -173,7 +183,41 @@ impl MeasuredChunk {
 
     /// Index of the parent section in `FileChunks::parents`, if any.
     pub fn parent(&self) -> Option<usize> {
-        self.parent.map(|p| p as usize)
+        (self.parent != u32::MAX).then_some(self.parent as usize)
+    }
+
+    pub fn set_parent(&mut self, parent: Option<usize>) {
+        self.parent = parent.map_or(u32::MAX, |p| p as u32);
+    }
+
+    /// First byte in the document.
+    pub fn start(&self) -> usize {
+        self.start as usize
+    }
+
+    /// End byte in the document (exclusive).
+    pub fn end(&self) -> usize {
+        self.end as usize
+    }
+
+    /// The splitter's text when it differs from the document's bytes `start()..end()`.
+    pub fn own_text(&self) -> Option<&str> {
+        self.own_text.as_deref().map(|t| &**t)
+    }
+
+    /// The heading path governing the chunk ("Runbook > Rotate keys > Staging"), for splitters
+    /// that know the document's structure.
+    pub fn heading(&self) -> Option<&str> {
+        self.heading.as_deref().map(String::as_str)
+    }
+
+    /// Length in the splitter's own unit (embed: content tokens).
+    pub fn unit_len(&self, unit: Unit) -> usize {
+        match unit {
+            Unit::Chars => self.chars as usize,
+            Unit::Cl100k => self.cl100k as usize,
+            Unit::Embed => self.token_starts.len(),
+        }
     }
 
     /// The metadata embedded ahead of the text, if any.
@@ -205,7 +249,7 @@ impl MeasuredChunk {
     }
 
     pub fn text<'a>(&'a self, doc: &'a str) -> &'a str {
-        self.chunk.text(doc)
+        self.own_text().unwrap_or(&doc[self.start()..self.end()])
     }
 
     /// Length in cl100k_base tokens (computed now unless the splitter counted them).
@@ -244,10 +288,10 @@ mod tests {
 
     /// Every chunk of two chunkings is held while a knob turns (about 400,000 each at 100 MB of
     /// corpus): each byte here is 0.8 MB of the peak. 168 bytes before the counts were u32 and
-    /// the token starts one allocation.
+    /// the token starts one allocation; 96 before the range was two u32s, the own text and the
+    /// heading a pointer each, and the length in the unit read from the other counts.
     #[test]
     fn a_measured_chunk_stays_small() {
-        assert_eq!(std::mem::size_of::<Chunk>(), 48);
-        assert_eq!(std::mem::size_of::<MeasuredChunk>(), 96);
+        assert_eq!(std::mem::size_of::<MeasuredChunk>(), 64);
     }
 }

@@ -177,7 +177,7 @@ impl Markdown {
         &self,
         doc: &DocView,
         b: &Block,
-        heading: &Option<std::sync::Arc<str>>,
+        heading: &Option<crate::chunk::Heading>,
         out: &mut Vec<Chunk>,
     ) {
         let seps: Vec<String> = match b.kind {
@@ -211,7 +211,7 @@ impl Markdown {
         doc: &DocView,
         heading_start: usize,
         b: &Block,
-        heading: &Option<std::sync::Arc<str>>,
+        heading: &Option<crate::chunk::Heading>,
         out: &mut Vec<Chunk>,
     ) {
         let mut pieces = Vec::new();
@@ -259,7 +259,7 @@ impl Markdown {
         table_start: usize,
         header: &[String],
         rows: &[(usize, usize, Vec<String>)],
-        heading: &Option<std::sync::Arc<str>>,
+        heading: &Option<crate::chunk::Heading>,
         out: &mut Vec<Chunk>,
     ) {
         let render = |cells: &[String]| -> String {
@@ -343,7 +343,7 @@ impl Markdown {
 pub struct Section {
     pub start: usize,
     pub end: usize,
-    pub heading: Option<std::sync::Arc<str>>,
+    pub heading: Option<crate::chunk::Heading>,
 }
 
 /// The sections of `text`, in order, covering it from the first byte to the last.
@@ -397,9 +397,9 @@ impl Chunker for Markdown {
         let mut out = Vec::new();
         let mut path: Vec<(usize, String)> = Vec::new();
         let mut pending: Option<(usize, usize)> = None;
-        let mut heading: Option<std::sync::Arc<str>> = None;
+        let mut heading: Option<crate::chunk::Heading> = None;
         let flush = |pending: &mut Option<(usize, usize)>,
-                     heading: &Option<std::sync::Arc<str>>,
+                     heading: &Option<crate::chunk::Heading>,
                      out: &mut Vec<Chunk>| {
             if let Some((s, e)) = pending.take() {
                 let (s, e) = strip_range(doc.text, s, e, is_python_space);

@@ -45,8 +45,11 @@ pub struct Chunk {
     pub text: Option<Box<str>>,
     /// The heading path governing the chunk ("Runbook > Rotate keys > Staging"), for splitters
     /// that know the document's structure; one string shared by the chunks of a section.
-    pub heading: Option<std::sync::Arc<str>>,
+    pub heading: Option<Heading>,
 }
+
+/// A heading path shared by the chunks of a section: one pointer in each (an `Arc<str>` is two).
+pub type Heading = std::sync::Arc<String>;
 
 impl Chunk {
     pub fn slice(start: usize, end: usize) -> Chunk {

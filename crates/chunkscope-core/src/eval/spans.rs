@@ -162,9 +162,9 @@ pub(super) fn place(
     let mut tail_holder = None;
     let mut overlaps = false;
     for c in chunking.files[fp].chunks.iter() {
-        let (cs, ce) = (c.chunk.start, c.chunk.end);
+        let (cs, ce) = (c.start(), c.end());
         overlaps |= cs < case.end && case.start < ce;
-        let holds = match &c.chunk.text {
+        let holds = match c.own_text() {
             None => cs <= case.start && case.end <= ce,
             Some(t) => cs <= case.start && case.end <= ce && norm(t).contains(&answer),
         };

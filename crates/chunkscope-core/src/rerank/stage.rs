@@ -139,7 +139,7 @@ pub fn rerank(
             let doc = &engine.corpus.docs[f.doc];
             let text = chunk.text(&doc.text);
             let first = term_spans(text, query).first().map(|s| s.0);
-            let pages = doc.page_span(chunk.chunk.start, chunk.chunk.end);
+            let pages = doc.page_span(chunk.start(), chunk.end());
             Some(Hit {
                 rank: rank + 1,
                 score: scored.scores[rank],
@@ -147,7 +147,7 @@ pub fn rerank(
                 id: None,
                 file_pos: fp,
                 chunk: c,
-                heading: chunk.chunk.heading.as_deref().map(str::to_owned),
+                heading: chunk.heading().map(str::to_owned),
                 match_byte: first,
                 token_offset: None,
                 // The query's first term lies past the pair window's cut: the reranker never

@@ -58,7 +58,7 @@ impl HitMaker<'_> {
         let token = match_byte.map(|b| chunk.token_starts.token_at_byte(b));
         let readable = chunk.readable(self.window, specials);
         let doc = &self.engine.corpus.docs[self.chunking.files[fp].doc];
-        let pages = doc.page_span(chunk.chunk.start, chunk.chunk.end);
+        let pages = doc.page_span(chunk.start(), chunk.end());
         Some(Hit {
             rank,
             score,
@@ -66,7 +66,7 @@ impl HitMaker<'_> {
             id: None,
             file_pos: fp,
             chunk: c,
-            heading: chunk.chunk.heading.as_deref().map(str::to_owned),
+            heading: chunk.heading().map(str::to_owned),
             match_byte,
             token_offset: token.map(|t| chunk.input_position(t, specials)),
             in_tail: token.is_some_and(|t| t >= readable),

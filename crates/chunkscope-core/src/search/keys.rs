@@ -10,8 +10,8 @@ fn chunk_key(path: &str, c: &MeasuredChunk, doc: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     path.hash(&mut h);
-    (c.index, c.chunk.start, c.chunk.end).hash(&mut h);
-    c.chunk.heading.hash(&mut h);
+    (c.index, c.start(), c.end()).hash(&mut h);
+    c.heading().hash(&mut h);
     c.prefix().hash(&mut h);
     c.text(doc).hash(&mut h);
     h.finish()
@@ -53,6 +53,6 @@ pub(super) fn bm25_doc<'a>(
         id: key,
         text: ch.text(&doc.text),
         file: doc.path.as_str(),
-        heading: ch.chunk.heading.as_deref().unwrap_or(""),
+        heading: ch.heading().unwrap_or(""),
     }
 }

@@ -112,12 +112,23 @@ fn a_pausing_run_pauses_before_each_layer_and_gives_the_same_vectors() {
     ];
     let pauses = std::cell::Cell::new(0usize);
     let paused = embedder()
-        .embed_pausing(&texts, 128, |_| true, &|| pauses.set(pauses.get() + 1))
+        .embed_pausing(&texts, 128, |_| true, &|| {
+            pauses.set(pauses.get() + 1);
+            true
+        })
         .unwrap();
     let plain = embedder().embed_with(&texts, 128, |_| true).unwrap();
     assert_eq!(paused.vectors, plain.vectors);
     // all-MiniLM-L6-v2: six layers; two short texts make one pass.
     assert_eq!(pauses.get(), 6);
+    // A pause that answers false gives the pass up there: no vectors, no more pauses.
+    let asked = std::cell::Cell::new(0usize);
+    let given_up = embedder().embed_pausing(&texts, 128, |_| true, &|| {
+        asked.set(asked.get() + 1);
+        asked.get() < 3
+    });
+    assert!(given_up.is_none());
+    assert_eq!(asked.get(), 3);
 }
 
 #[test]

@@ -152,7 +152,7 @@ pub(crate) fn chunk_vectors(
                     true
                 },
                 // Headless: nothing to give the cores to.
-                &|| {},
+                &|| true,
             )
             .map_err(|e| match e {
                 EmbedError::Server(_) => anyhow::anyhow!(

@@ -25,17 +25,19 @@ pub fn embed_cached(
     window: usize,
     progress: impl FnMut(usize, usize) -> bool,
 ) -> Result<(Vec<Vec<f32>>, usize), EmbedError> {
-    embed_cached_pausing(embedder, cache, texts, window, progress, &|| {})
+    embed_cached_pausing(embedder, cache, texts, window, progress, &|| true)
 }
 
-/// `embed_cached`, calling `pause()` before each layer (`Embedder::embed_pausing`).
+/// `embed_cached`, calling `pause()` before each layer (`Embedder::embed_pausing`); a pause
+/// that answers false gives the run up (`EmbedError::Cancelled`, the passes done before it
+/// unsaved).
 pub fn embed_cached_pausing(
     embedder: &Embedder,
     cache: &mut EmbedCache,
     texts: &[&str],
     window: usize,
     mut progress: impl FnMut(usize, usize) -> bool,
-    pause: &dyn Fn(),
+    pause: &dyn Fn() -> bool,
 ) -> Result<(Vec<Vec<f32>>, usize), EmbedError> {
     let keys: Vec<u128> = texts
         .iter()
@@ -111,7 +113,7 @@ impl Driver {
         texts: &[&str],
         window: usize,
         mut progress: impl FnMut(usize) -> bool,
-        pause: &dyn Fn(),
+        pause: &dyn Fn() -> bool,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
         match embed_cached_pausing(embedder, cache, texts, window, |d, _| progress(d), pause) {
             Ok((vectors, new)) => {

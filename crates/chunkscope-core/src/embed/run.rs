@@ -40,33 +40,38 @@ impl Embedder {
         window: usize,
         keep_going: impl FnMut(usize) -> bool,
     ) -> Option<Embedded> {
-        self.embed_pausing(texts, window, keep_going, &|| {})
+        self.embed_pausing(texts, window, keep_going, &|| true)
     }
 
     /// `embed_with`, calling `pause()` before each layer of the native backend's passes (see
-    /// `Bert::hidden_states_pausing`); candle and servers never pause.
+    /// `Bert::hidden_states_pausing`); candle and servers never pause. A pause that answers
+    /// false gives the pass up and the run stops (None), as when `keep_going` says so.
     pub fn embed_pausing(
         &self,
         texts: &[&str],
         window: usize,
         mut keep_going: impl FnMut(usize) -> bool,
-        pause: &dyn Fn(),
+        pause: &dyn Fn() -> bool,
     ) -> Option<Embedded> {
         // The native path packs a pass's sequences end to end; candle pads them to the longest,
         // so there the pass's budget counts the padding too.
-        type Pass<'a> = Box<dyn Fn(&[Vec<u32>]) -> Result<(Vec<f32>, Vec<usize>), String> + 'a>;
+        // A pass's states, or why it failed; None: given up at a pause.
+        type Pass<'a> =
+            Box<dyn Fn(&[Vec<u32>]) -> Option<Result<(Vec<f32>, Vec<usize>), String>> + 'a>;
         let (hidden, padded, pass): (usize, bool, Pass) = match &self.backend {
             Backend::Native(b) => (
                 b.config.hidden,
                 false,
-                Box::new(move |batch| Ok(b.hidden_states_pausing(batch, pause))),
+                Box::new(move |batch| b.hidden_states_pausing(batch, pause).map(Ok)),
             ),
             Backend::Candle(c) => (
                 c.hidden,
                 true,
                 Box::new(|batch| {
-                    c.hidden_states(batch)
-                        .map_err(|e| format!("candle {}: {e:#}", c.model_type))
+                    Some(
+                        c.hidden_states(batch)
+                            .map_err(|e| format!("candle {}: {e:#}", c.model_type)),
+                    )
                 }),
             ),
             Backend::Remote(r) => return self.embed_remote(r, texts, window, keep_going),
@@ -109,7 +114,8 @@ impl Embedder {
                 end += 1;
             }
             let batch: Vec<Vec<u32>> = order[at..end].iter().map(|&i| ids[i].clone()).collect();
-            match pass(&batch) {
+            // None: given up at a pause.
+            match pass(&batch)? {
                 Ok((states, starts)) => {
                     for ((seq, &row), &i) in batch.iter().zip(&starts).zip(&order[at..end]) {
                         out[i] = if seq.is_empty() {

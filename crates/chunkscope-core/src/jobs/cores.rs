@@ -44,6 +44,24 @@ impl Cores {
         busy
     }
 
+    /// Wait while a chunking runs, for `grace` at most or until `give_up()` says so: whether
+    /// none runs any more (false: one still runs, or the wait was given up).
+    pub fn idle_within(&self, grace: Duration, mut give_up: impl FnMut() -> bool) -> bool {
+        let started = Instant::now();
+        loop {
+            if give_up() {
+                return false;
+            }
+            if !self.is_busy() {
+                return true;
+            }
+            if started.elapsed() >= grace {
+                return false;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
     /// Wait while a chunking runs, until `give_up()` (asked between moments; it may answer the
     /// worker's urgent requests) says so or for `PATIENCE` at most.
     pub fn wait_idle(&self, mut give_up: impl FnMut() -> bool) {
@@ -82,5 +100,28 @@ mod tests {
         let started = Instant::now();
         cores.wait_idle(|| true);
         assert!(started.elapsed() < Duration::from_millis(100));
+    }
+
+    #[test]
+    fn idle_within_waits_no_longer_than_its_grace() {
+        let cores = Cores::default();
+        assert!(cores.idle_within(Duration::ZERO, || false), "idle");
+        assert!(
+            !cores.idle_within(Duration::from_secs(5), || true),
+            "given up"
+        );
+        let busy = cores.busy();
+        let started = Instant::now();
+        assert!(!cores.idle_within(Duration::from_millis(50), || false));
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(50), "{waited:?}");
+        assert!(waited < Duration::from_secs(2), "{waited:?}");
+        // A chunking that ends within the grace: idle.
+        let other = cores.clone();
+        let waiter =
+            std::thread::spawn(move || other.idle_within(Duration::from_secs(10), || false));
+        std::thread::sleep(Duration::from_millis(100));
+        drop(busy);
+        assert!(waiter.join().unwrap());
     }
 }

@@ -33,18 +33,24 @@ impl Bert {
     /// The last layer's states of every token of every sequence, packed (rows of `hidden`), and
     /// the row each sequence starts at.
     pub fn hidden_states(&self, seqs: &[Vec<u32>]) -> (Vec<f32>, Vec<usize>) {
-        self.states(seqs, None, &|| {})
+        Self::whole(self.states(seqs, None, &|| true))
     }
 
     /// As `hidden_states`, calling `pause()` before each layer: a background run waits there
     /// (for a chunking the user waits for) with the pass's states kept, instead of holding the
-    /// cores for the whole pass.
+    /// cores for the whole pass. None when `pause()` says to give the pass up (false): its
+    /// states are dropped at once.
     pub fn hidden_states_pausing(
         &self,
         seqs: &[Vec<u32>],
-        pause: &dyn Fn(),
-    ) -> (Vec<f32>, Vec<usize>) {
+        pause: &dyn Fn() -> bool,
+    ) -> Option<(Vec<f32>, Vec<usize>)> {
         self.states(seqs, None, pause)
+    }
+
+    /// The states of a pass that nothing gives up.
+    fn whole<T>(states: Option<T>) -> T {
+        states.expect("a pass without pauses runs to its end")
     }
 
     /// Rows of the token type table (2 for BERT, 1 for RoBERTa and models without types).
@@ -59,19 +65,19 @@ impl Bert {
         seqs: &[Vec<u32>],
         types: Option<&[Vec<u32>]>,
     ) -> (Vec<f32>, Vec<usize>) {
-        self.states(seqs, types, &|| {})
+        Self::whole(self.states(seqs, types, &|| true))
     }
 
     fn states(
         &self,
         seqs: &[Vec<u32>],
         types: Option<&[Vec<u32>]>,
-        pause: &dyn Fn(),
-    ) -> (Vec<f32>, Vec<usize>) {
+        pause: &dyn Fn() -> bool,
+    ) -> Option<(Vec<f32>, Vec<usize>)> {
         let c = &self.config;
         let total: usize = seqs.iter().map(Vec::len).sum();
         if total == 0 {
-            return (Vec::new(), vec![0; seqs.len()]);
+            return Some((Vec::new(), vec![0; seqs.len()]));
         }
         let starts: Vec<usize> = seqs
             .iter()
@@ -101,11 +107,13 @@ impl Bert {
             to_bf16_rows(&x, c.hidden, &mut scratch.rounded, sh);
         }
         for (n, layer) in self.layers.iter().enumerate() {
-            pause();
+            if !pause() {
+                return None;
+            }
             let last = n + 1 == self.layers.len();
             self.encoder_layer(layer, &packed, &mut x, &mut scratch, last);
         }
-        (x, starts)
+        Some((x, starts))
     }
 
     /// One encoder layer over the packed states `x`: attention, then the feed-forward block,

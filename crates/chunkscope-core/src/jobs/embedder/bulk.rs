@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{Current, EmbedJob, Request, State};
 use crate::embed::driver::Driver;
@@ -13,6 +13,23 @@ use crate::embed::{EmbedError, Embedder};
 use crate::engine::{Chunking, Engine};
 use crate::jobs::{CancelToken, Event, JobError, Stamped};
 use crate::search::SearchIndex;
+
+/// How long a forward pass waits, paused before a layer, for a chunking to end before it is
+/// given up. A focused file's chunking (milliseconds) is waited for; a whole corpus's (a second
+/// at 100 MB) is not: the pass's states (up to 4,096 tokens: about 40 MB with all-MiniLM-L6-v2)
+/// would be held beside two chunkings at the workbench's memory peak, and the run is usually
+/// cancelled when the new chunking arrives. A slice given up is embedded again, whole.
+const PASS_GRACE: Duration = Duration::from_millis(150);
+
+/// What became of a slice.
+enum Slice {
+    /// Embedded: whether the files in focus are fresh after it.
+    Done(bool),
+    /// Given up for a chunking that outlasted `PASS_GRACE`: to embed again once it is over.
+    Again,
+    /// The run stops here (cancelled, or failed and reported).
+    Stop,
+}
 
 /// One embedding run of a chunking.
 struct Run {
@@ -71,6 +88,8 @@ pub(super) fn run_embed<M: From<Event>>(
     };
     let total = run.todo.len();
     let mut done = 0usize;
+    // The slice was given up once already: it waits for chunkings as between slices.
+    let mut again = false;
     while done < total {
         if run.cancel.is_cancelled() {
             return;
@@ -90,9 +109,15 @@ pub(super) fn run_embed<M: From<Event>>(
             return;
         }
         let end = (done + driver.slice()).min(total);
-        let Some(focus_fresh) = st.embed_slice(&run, &mut driver, (done, end)) else {
-            return;
+        let focus_fresh = match st.embed_slice(&run, &mut driver, (done, end), again) {
+            Slice::Done(fresh) => fresh,
+            Slice::Again => {
+                again = true;
+                continue;
+            }
+            Slice::Stop => return,
         };
+        again = false;
         done = end;
         if let Some(embedder) = st.embedder.as_deref() {
             st.out.emit(progress_event(
@@ -198,16 +223,17 @@ impl<M: From<Event>> State<M> {
         });
     }
 
-    /// Embed `run.todo[done..end]` and add the vectors to the index. Some(whether the files in
-    /// focus are fresh after it), or None when the run stops here (cancelled, or failed and
-    /// reported).
+    /// Embed `run.todo[done..end]` and add the vectors to the index.
     fn embed_slice(
         &mut self,
         run: &Run,
         driver: &mut Driver,
         (done, end): (usize, usize),
-    ) -> Option<bool> {
-        let ix = self.current.as_ref().and_then(|c| c.index.as_ref())?;
+        again: bool,
+    ) -> Slice {
+        let Some(ix) = self.current.as_ref().and_then(|c| c.index.as_ref()) else {
+            return Slice::Stop;
+        };
         let owned = embed_texts(ix, (&run.engine, &run.chunking), &run.todo[done..end]);
         let texts: Vec<&str> = owned.iter().map(|t| t.as_ref()).collect();
         // The focused files are fresh once none of their chunks is left in the queue.
@@ -218,14 +244,24 @@ impl<M: From<Event>> State<M> {
         };
         let (fresh_before, focus_fresh) = (fresh_from(done), fresh_from(end));
         let (Some(embedder), Some(cache)) = (self.embedder.as_ref(), self.cache.as_mut()) else {
-            return None;
+            return Slice::Stop;
         };
         let (out, before) = (&self.out, driver.embedded);
         let cores = self.cores.clone();
         let mut heard = Instant::now();
         // Within a slice too (two or three forward passes of up to 4,096 tokens), before each
-        // layer: a chunking the user waits for has the cores first.
-        let pause = || cores.wait_idle(|| run.cancel.is_cancelled());
+        // layer: a chunking the user waits for has the cores first, and one that outlasts
+        // `PASS_GRACE` has the pass given up (once per slice: a slice given up before waits as
+        // long as between slices, then shares the cores).
+        let cancelled = || run.cancel.is_cancelled();
+        let pause = || {
+            if again {
+                cores.wait_idle(cancelled);
+                !cancelled()
+            } else {
+                cores.idle_within(PASS_GRACE, cancelled)
+            }
+        };
         let progress = |d: usize| {
             // A server answers slowly: progress (with requests in flight and retries) goes out
             // as batches arrive and while waiting for them, not only per slice.
@@ -243,18 +279,19 @@ impl<M: From<Event>> State<M> {
         };
         let vs = match driver.run(embedder, cache, &texts, run.window, progress, &pause) {
             Ok(vs) => vs,
-            Err(EmbedError::Cancelled) => return None,
+            Err(EmbedError::Cancelled) if run.cancel.is_cancelled() => return Slice::Stop,
+            Err(EmbedError::Cancelled) => return Slice::Again,
             Err(e) => {
                 // Keep what arrived, say why, and stop this chunking's run.
                 self.out.emit(Event::Failed(e.into()));
-                return None;
+                return Slice::Stop;
             }
         };
         // Vectors go in slice by slice: a cancelled run leaves them for the next update.
         if let Some(ix) = self.current.as_mut().and_then(|c| c.index.as_mut()) {
             ix.add_vectors(&run.todo[done..end], &vs);
         }
-        Some(focus_fresh)
+        Slice::Done(focus_fresh)
     }
 
     /// Every slice is in: save the cache, report the run, and start the approximate index.

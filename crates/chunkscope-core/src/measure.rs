@@ -108,17 +108,11 @@ impl MeasuredChunk {
                 .embed_slice(doc.text, chunk.start, chunk.end, doc.tok),
             Some(_) => None,
         };
-        let (token_starts, tokens) = match slice {
+        // The embed unit's length is read back from the starts (`unit_len`), once shared.
+        let token_starts = match slice {
             // The document's own tokens but at the cut words: a few bytes for the chunk.
-            Some(slice) => (
-                token_starts::run_into(&slice, chunk.start, buf),
-                slice.len(),
-            ),
-            None => {
-                let starts = Self::own_starts(doc, &chunk);
-                let n = starts.len();
-                (starts.finish_into(buf), n)
-            }
+            Some(slice) => token_starts::run_into(&slice, chunk.start, buf),
+            None => Self::own_starts(doc, &chunk).finish_into(buf),
         };
         let text = chunk.text(doc.text);
         let chars = text.chars().count();
@@ -126,7 +120,6 @@ impl MeasuredChunk {
             None => doc.count(Unit::Cl100k, chunk.start, chunk.end),
             Some(own) => cl100k_count(own),
         });
-        debug_assert_eq!(tokens, token_starts.len());
         let Chunk {
             start,
             end,

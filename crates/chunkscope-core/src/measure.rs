@@ -204,7 +204,8 @@ impl MeasuredChunk {
         self.heading.as_deref().map(String::as_str)
     }
 
-    /// Length in the splitter's own unit (embed: content tokens).
+    /// Length in the splitter's own unit (embed: content tokens); `unit` is the chunking's
+    /// (`ChunkSettings::unit`), the only one whose cl100k count is sure to be known.
     pub fn unit_len(&self, unit: Unit) -> usize {
         match unit {
             Unit::Chars => self.chars as usize,

@@ -35,15 +35,6 @@ impl Cores {
         self.0.load(Ordering::Acquire) > 0
     }
 
-    /// Sleep a moment if a chunking runs; whether one did.
-    fn pause(&self) -> bool {
-        let busy = self.is_busy();
-        if busy {
-            std::thread::sleep(POLL);
-        }
-        busy
-    }
-
     /// Wait while a chunking runs, for `grace` at most or until `give_up()` says so: whether
     /// none runs any more (false: one still runs, or the wait was given up).
     pub fn idle_within(&self, grace: Duration, mut give_up: impl FnMut() -> bool) -> bool {
@@ -64,9 +55,8 @@ impl Cores {
 
     /// Wait while a chunking runs, until `give_up()` (asked between moments; it may answer the
     /// worker's urgent requests) says so or for `PATIENCE` at most.
-    pub fn wait_idle(&self, mut give_up: impl FnMut() -> bool) {
-        let started = Instant::now();
-        while !give_up() && started.elapsed() < PATIENCE && self.pause() {}
+    pub fn wait_idle(&self, give_up: impl FnMut() -> bool) {
+        self.idle_within(PATIENCE, give_up);
     }
 }
 

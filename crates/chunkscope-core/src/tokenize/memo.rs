@@ -7,7 +7,7 @@
 //! its index, keeps its capacity when emptied: after the first fill a table allocates nothing,
 //! where a map of boxed keys allocated (and later freed) a few dozen bytes per entry, 16,384 per
 //! thread, among the pages of the chunking being built. Measured at 105 MB (`chunkscope-bench
-//! scale`, five presets, 2026-12-06): read + tokenize 2.7 -> 2.0 s, llamaindex's knob p50
+//! scale`, five presets, 2026-12-06): read + tokenize 2.7 -> 2.0-2.6 s, llamaindex's knob p50
 //! 220 -> 183 ms, the others within the run's drift, peak 508 -> 504 MB.
 
 use std::hash::BuildHasher;

@@ -221,8 +221,12 @@ struct ScaleOpts {
     model: Option<String>,
     /// Generate the corpus into this new (or empty) folder and keep it, to open it in the
     /// workbench afterwards.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "corpus")]
     keep_corpus: Option<PathBuf>,
+    /// Measure this folder instead of a generated corpus (read only; its workbench.toml's
+    /// [corpus] rules apply): a corpus of your own at its own size.
+    #[arg(long)]
+    corpus: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -366,6 +370,7 @@ fn scale(o: ScaleOpts, out: &mut dyn Write) -> anyhow::Result<()> {
         precisions: parse_precisions(&o.precisions)?,
         ann_sizes: if o.skip_ann { Vec::new() } else { o.ann_sizes },
         keep_corpus: o.keep_corpus,
+        corpus: o.corpus,
         presets: if o.presets.is_empty() {
             Preset::ALL.to_vec()
         } else {

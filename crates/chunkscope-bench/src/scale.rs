@@ -15,6 +15,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use chunkscope_core::chunk::{ChunkSettings, Preset, SentenceVectors, Strategy};
+use chunkscope_core::config::Config;
 use chunkscope_core::corpus::{Corpus, CorpusRules};
 use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::embed::BackendChoice;
@@ -54,6 +55,8 @@ pub struct ScaleArgs {
     pub presets: Vec<Preset>,
     /// A new or empty folder the corpus is generated into and left in (None: a temporary one).
     pub keep_corpus: Option<PathBuf>,
+    /// A folder measured as it is instead of a generated corpus (None: generate one).
+    pub corpus: Option<PathBuf>,
 }
 
 /// One preset's knob: the size turned between its own value and one press up.
@@ -315,10 +318,25 @@ fn mb(v: Option<u64>) -> String {
     v.map_or("?".into(), |m| format!("{m} MB"))
 }
 
-/// The corpus, read, tokenized and chunked, and every preset's knob: the part of the run that
-/// needs the corpus (it is dropped before the embedding and ANN parts).
-fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<ScaleFigures> {
-    let tmp = TempDir::new("scale");
+/// The folder to measure and how to walk it: the user's own (`--corpus`, with its
+/// workbench.toml's `[corpus]` rules), or a corpus generated into `--keep-corpus` or `tmp`.
+fn corpus_folder(
+    args: &ScaleArgs,
+    tmp: &TempDir,
+    out: &mut dyn Write,
+) -> Result<(PathBuf, CorpusRules)> {
+    if let Some(dir) = &args.corpus {
+        if !dir.is_dir() {
+            bail!("{}: not a folder", dir.display());
+        }
+        let toml = dir.join("workbench.toml");
+        let rules = if toml.is_file() {
+            Config::discover(Some(&toml), None)?.corpus
+        } else {
+            CorpusRules::default()
+        };
+        return Ok((dir.clone(), rules));
+    }
     let dir = match &args.keep_corpus {
         Some(keep) => {
             let used = std::fs::read_dir(keep).is_ok_and(|mut d| d.next().is_some());
@@ -345,21 +363,39 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
         args.seed,
         made.sources
     )?;
-    let mut f = ScaleFigures {
-        files: made.files,
-        corpus_bytes: made.bytes,
-        ..Default::default()
-    };
+    Ok((dir, CorpusRules::default()))
+}
+
+/// The corpus, read, tokenized and chunked, and every preset's knob: the part of the run that
+/// needs the corpus (it is dropped before the embedding and ANN parts).
+fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<ScaleFigures> {
+    let tmp = TempDir::new("scale");
+    let (dir, rules) = corpus_folder(args, &tmp, out)?;
+    let mut f = ScaleFigures::default();
     let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
     let window = info.windows.resolve(WindowSpec::Auto).tokens;
     f.rss_base_mb = rss_mb();
     reset_peak_rss();
     let t = Instant::now();
-    let corpus = Corpus::load(&dir, &CorpusRules::default())?;
+    let corpus = Corpus::load(&dir, &rules)?;
     let engine = Engine::new(info.clone(), tok, corpus)?;
     f.read_tokenize_s = t.elapsed().as_secs_f64();
     f.rss_loaded_mb = rss_mb();
-    held_after_load(&engine, made.bytes, &f, out)?;
+    f.files = engine.corpus.docs.len();
+    f.corpus_bytes = engine.corpus.docs.iter().map(|d| d.text.len()).sum();
+    if args.corpus.is_some() {
+        writeln!(
+            out,
+            "corpus: {} files read, {:.1} MB of text, from {} (as it is)",
+            f.files,
+            f.corpus_bytes as f64 / 1e6,
+            dir.display()
+        )?;
+    }
+    if f.corpus_bytes == 0 {
+        bail!("{}: no text to chunk", dir.display());
+    }
+    held_after_load(&engine, f.corpus_bytes, &f, out)?;
     let settings = ChunkSettings::default();
     f.first_chunking_label = settings.label();
     let (first, stats, ms) = chunk_whole(&engine, &settings, None, None, window)?;
@@ -536,6 +572,7 @@ mod tests {
             ann_sizes: Vec::new(),
             presets: Preset::ALL.to_vec(),
             keep_corpus: Some(kept.0.clone()),
+            corpus: None,
         };
         let mut out = Vec::new();
         let f = scale(&info, &args, &mut out).expect("scale runs");
@@ -550,5 +587,37 @@ mod tests {
         let refused = scale(&info, &args, &mut Vec::new()).expect_err("a used folder");
         assert!(format!("{refused:#}").contains("not empty"), "{refused:#}");
         assert!(std::fs::read_dir(&kept.0).unwrap().count() > 0);
+        // The same folder measured as a corpus of one's own: read as it is, nothing written.
+        let listing = |d: &std::path::Path| -> Vec<_> {
+            let mut v: Vec<_> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            v.sort();
+            v
+        };
+        let before = listing(&kept.0);
+        let own = ScaleArgs {
+            keep_corpus: None,
+            corpus: Some(kept.0.clone()),
+            presets: vec![Preset::ALL[0]],
+            ..args
+        };
+        let mut out = Vec::new();
+        let g = scale(&info, &own, &mut out).expect("scale on a folder");
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("(as it is)"), "{text}");
+        assert_eq!(
+            (g.files, g.corpus_bytes),
+            (f.files, f.corpus_bytes),
+            "{text}"
+        );
+        assert_eq!(listing(&kept.0), before);
+        let missing = ScaleArgs {
+            corpus: Some(kept.0.join("absent")),
+            ..own
+        };
+        let e = scale(&info, &missing, &mut Vec::new()).expect_err("no folder");
+        assert!(format!("{e:#}").contains("not a folder"), "{e:#}");
     }
 }

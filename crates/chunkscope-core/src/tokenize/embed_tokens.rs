@@ -14,12 +14,19 @@ use super::TokenSpan;
 /// Lengths at or above this are kept in `EmbedTokens::long`.
 const LONG: u8 = u8::MAX;
 
+/// Tokens per entry of `EmbedTokens::block_runs` (a power of two).
+const BLOCK_SHIFT: u32 = 10;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EmbedTokens {
     /// The low 16 bits of the byte where each token starts.
     low: Vec<u16>,
     /// (first token, high bits) of each run of tokens whose starts share their high 16 bits.
     runs: Vec<(u32, u16)>,
+    /// For each block of `BLOCK` tokens, the run its first token is in: a start's high bits are
+    /// found a step or two from there instead of by a search of `runs` (documents past 64 KiB
+    /// read them on every start).
+    block_runs: Vec<u32>,
     /// Each token's length in bytes, or `LONG`.
     lens: Vec<u8>,
     /// (token, end byte) of each token whose length is `LONG` or more, by token.
@@ -38,6 +45,7 @@ impl EmbedTokens {
         let mut t = EmbedTokens {
             low: Vec::with_capacity(n),
             runs: Vec::new(),
+            block_runs: Vec::new(),
             lens: Vec::with_capacity(n),
             long: Vec::new(),
             word_starts: vec![0; n.div_ceil(64)],
@@ -74,6 +82,18 @@ impl EmbedTokens {
         }
         t.long.shrink_to_fit();
         t.runs.shrink_to_fit();
+        if !matches!(t.runs.as_slice(), [] | [(_, 0)]) {
+            let mut r = 0;
+            t.block_runs = (0..n.div_ceil(1 << BLOCK_SHIFT))
+                .map(|b| {
+                    let first = (b << BLOCK_SHIFT) as u32;
+                    while t.runs.get(r + 1).is_some_and(|&(f, _)| f <= first) {
+                        r += 1;
+                    }
+                    r as u32
+                })
+                .collect();
+        }
         t.words_in_order = t.words_in_order && t.word_spans_in_order(tokens);
         t
     }
@@ -122,10 +142,16 @@ impl EmbedTokens {
         }
     }
 
-    /// The high bits of token `i`'s start, from its run.
-    #[cold]
+    /// The high bits of token `i`'s start, from its run: the run of its block's first token, or
+    /// one after it (a run spans thousands of tokens in text; fewer only where whitespace runs
+    /// long, and then the walk is at most a block).
+    #[inline]
     fn high(&self, runs: &[(u32, u16)], i: usize) -> u16 {
-        runs[runs.partition_point(|&(t, _)| t as usize <= i) - 1].1
+        let mut r = self.block_runs[i >> BLOCK_SHIFT] as usize;
+        while runs.get(r + 1).is_some_and(|&(f, _)| f as usize <= i) {
+            r += 1;
+        }
+        runs[r].1
     }
 
     #[inline(always)]
@@ -219,6 +245,7 @@ impl EmbedTokens {
     pub fn heap_bytes(&self) -> usize {
         self.low.capacity() * 2
             + self.runs.capacity() * 8
+            + self.block_runs.capacity() * 4
             + self.lens.capacity()
             + self.long.capacity() * 8
             + self.word_starts.capacity() * 8
@@ -303,6 +330,38 @@ mod tests {
             spans.map(|(a, b)| (a as usize, b as usize))
         );
         assert!(!t.words_in_order());
+    }
+
+    /// Starts found through the block index: runs thousands of tokens long, runs of a token or
+    /// two where whitespace runs long, several runs inside one block, and a document whose first
+    /// token lies past 64 KiB (one run, high bits not zero).
+    #[test]
+    fn starts_across_blocks_and_runs_come_back() {
+        let mut spans = Vec::new();
+        let mut at = 0u32;
+        for i in 0..5_000u32 {
+            // Mostly 5-byte steps; now and then a gap of nearly 64 KiB, twice in a row at times.
+            at += if i % 1_300 == 7 || i % 1_300 == 8 {
+                65_000
+            } else {
+                5
+            };
+            spans.push((at, at + 3));
+        }
+        let words: Vec<u32> = (0..spans.len() as u32).collect();
+        let t = tokens(&spans, &words);
+        assert!(t.runs.len() > 8, "{}", t.runs.len());
+        let back: Vec<(usize, usize)> = t.spans().collect();
+        let want: Vec<(usize, usize)> = spans
+            .iter()
+            .map(|&(a, b)| (a as usize, b as usize))
+            .collect();
+        assert_eq!(back, want);
+        let far = tokens(&[(70_000, 70_002), (70_003, 70_004)], &[0, 1]);
+        assert_eq!(
+            far.spans().collect::<Vec<_>>(),
+            [(70_000, 70_002), (70_003, 70_004)]
+        );
     }
 
     /// Galloping finds what the binary search finds, from every start, for every cut.

@@ -60,7 +60,7 @@ impl Chunker for Semchunk {
         let chunk_size = self.chunk_size(doc);
         text.chunk(chunk_size, self.overlap)
             .into_iter()
-            .map(|(s, e)| Chunk::slice(text.at[s], text.at[e]))
+            .map(|(s, e)| Chunk::slice(text.at[s] as usize, text.at[e] as usize))
             .collect()
     }
 }
@@ -70,8 +70,9 @@ struct Text<'a> {
     doc: &'a DocView<'a>,
     unit: Unit,
     chars: Vec<char>,
-    /// Byte offset of each character, and the text's length last.
-    at: Vec<usize>,
+    /// Byte offset of each character, and the text's length last (a document's text is under
+    /// 4 GiB: the corpus reads none larger than `max_document_bytes`).
+    at: Vec<u32>,
 }
 
 /// How `_split_text` split a piece: the splitter's characters, whether it is whitespace, and the
@@ -84,13 +85,13 @@ struct Splitting {
 
 impl<'a> Text<'a> {
     fn new(doc: &'a DocView<'a>, unit: Unit) -> Self {
-        let mut chars = Vec::new();
-        let mut at = Vec::new();
+        let mut chars = Vec::with_capacity(doc.text.len());
+        let mut at = Vec::with_capacity(doc.text.len() + 1);
         for (i, c) in doc.text.char_indices() {
             chars.push(c);
-            at.push(i);
+            at.push(i as u32);
         }
-        at.push(doc.text.len());
+        at.push(doc.text.len() as u32);
         Text {
             doc,
             unit,
@@ -106,7 +107,7 @@ impl<'a> Text<'a> {
         }
         match self.unit {
             Unit::Chars => b - a,
-            u => self.doc.count(u, self.at[a], self.at[b]),
+            u => self.doc.count(u, self.at[a] as usize, self.at[b] as usize),
         }
     }
 
@@ -194,7 +195,8 @@ impl<'a> Text<'a> {
         let mut from = 0;
         let mut i = 0;
         while i + l <= s.len() {
-            if s[i..i + l] == splitter[..] {
+            // The first character alone before the slice: most positions differ there.
+            if s[i] == splitter[0] && s[i..i + l] == splitter[..] {
                 splits.push((a + from, a + i));
                 i += l;
                 from = i;

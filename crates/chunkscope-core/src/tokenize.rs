@@ -329,7 +329,7 @@ impl DocTokens {
         }
         let (s, e) = (start as u32, end as u32);
         let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
-        let mut i = t.partition_from(0, |i| t.end(i) <= s);
+        let mut i = t.first_ending_after(s);
         // A word cut by the left boundary (and maybe the right one too).
         if i < t.len() {
             let w = t.word_span(i);
@@ -398,7 +398,7 @@ impl DocTokens {
         }
         let (s, e) = (start as u32, end as u32);
         let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
-        let mut i = t.partition_from(0, |i| t.end(i) <= s);
+        let mut i = t.first_ending_after(s);
         if i < t.len() && straddles(t.word_span(i), s) {
             let w = t.word_span(i);
             fragment(text, start, w.1.min(e) as usize, tok, |a, _| {

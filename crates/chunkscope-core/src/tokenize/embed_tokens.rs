@@ -27,6 +27,9 @@ pub struct EmbedTokens {
     /// found a step or two from there instead of by a search of `runs` (documents past 64 KiB
     /// read them on every start).
     block_runs: Vec<u32>,
+    /// The end of the last token of each full block of `BLOCK` tokens: a search for a byte
+    /// reads this short table first, then one block, instead of probing the whole document.
+    block_ends: Vec<u32>,
     /// Each token's length in bytes, or `LONG`.
     lens: Vec<u8>,
     /// (token, end byte) of each token whose length is `LONG` or more, by token.
@@ -46,6 +49,7 @@ impl EmbedTokens {
             low: Vec::with_capacity(n),
             runs: Vec::new(),
             block_runs: Vec::new(),
+            block_ends: Vec::new(),
             lens: Vec::with_capacity(n),
             long: Vec::new(),
             word_starts: vec![0; n.div_ceil(64)],
@@ -94,6 +98,9 @@ impl EmbedTokens {
                 })
                 .collect();
         }
+        t.block_ends = (1..=n >> BLOCK_SHIFT)
+            .map(|b| t.end((b << BLOCK_SHIFT) - 1))
+            .collect();
         t.words_in_order = t.words_in_order && t.word_spans_in_order(tokens);
         t
     }
@@ -222,6 +229,15 @@ impl EmbedTokens {
         )
     }
 
+    /// The first token that ends past byte `at` (token ends in order, as with words in order):
+    /// the block from `block_ends`, then a binary search inside it.
+    pub fn first_ending_after(&self, at: u32) -> usize {
+        let b = self.block_ends.partition_point(|&e| e <= at);
+        let lo = b << BLOCK_SHIFT;
+        let hi = (lo + (1 << BLOCK_SHIFT)).min(self.len());
+        partition_in(lo, hi, |i| self.end(i) <= at)
+    }
+
     /// The first token in `from..` for which `pred` fails (`pred` holds for a prefix).
     pub fn partition_from(&self, from: usize, pred: impl Fn(usize) -> bool) -> usize {
         partition_in(from, self.len(), pred)
@@ -246,6 +262,7 @@ impl EmbedTokens {
         self.low.capacity() * 2
             + self.runs.capacity() * 8
             + self.block_runs.capacity() * 4
+            + self.block_ends.capacity() * 4
             + self.lens.capacity()
             + self.long.capacity() * 8
             + self.word_starts.capacity() * 8
@@ -357,6 +374,10 @@ mod tests {
             .map(|&(a, b)| (a as usize, b as usize))
             .collect();
         assert_eq!(back, want);
+        for at in (0..=at + 10).step_by(997).chain([0, 1, 4, 5, at + 2]) {
+            let want = t.partition_from(0, |i| t.end(i) <= at);
+            assert_eq!(t.first_ending_after(at), want, "byte {at}");
+        }
         let far = tokens(&[(70_000, 70_002), (70_003, 70_004)], &[0, 1]);
         assert_eq!(
             far.spans().collect::<Vec<_>>(),

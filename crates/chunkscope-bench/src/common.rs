@@ -32,6 +32,19 @@ pub fn examples() -> PathBuf {
 /// Write a corpus of about `megabytes` MB into `dir` (emptied first): the example corpus copied
 /// over and over with words varied per copy, so no two documents are equal. Returns the number
 /// of files and bytes written.
+/// How to walk a folder of the user's own (`--corpus`): the `[corpus]` rules of its
+/// workbench.toml, else the defaults.
+pub fn own_corpus_rules(dir: &Path) -> Result<CorpusRules> {
+    if !dir.is_dir() {
+        anyhow::bail!("{}: not a folder", dir.display());
+    }
+    let toml = dir.join("workbench.toml");
+    if !toml.is_file() {
+        return Ok(CorpusRules::default());
+    }
+    Ok(chunkscope_core::config::Config::discover(Some(&toml), None)?.corpus)
+}
+
 pub fn generate_corpus(dir: &Path, megabytes: usize) -> Result<(usize, usize)> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)?;

@@ -2,6 +2,7 @@
 //! to the selected file's new chunks, to the files on screen, and to the whole corpus, per preset.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,30 +16,39 @@ use chunkscope_core::jobs::Event;
 use chunkscope_core::model::ModelInfo;
 use chunkscope_core::tokenize::EmbedTokenizer;
 
-use crate::common::{generate_corpus, report, TempDir};
+use crate::common::{generate_corpus, own_corpus_rules, report, TempDir};
 
 /// Rows of a files pane on a 50-row terminal: the files on screen beside the selected one.
 const ON_SCREEN: usize = 37;
 
-/// On a generated corpus of about `megabytes` MB: for every preset but Max-Min (which embeds
+/// On a generated corpus of about `megabytes` MB (or the folder `own`, as it is): for every preset but Max-Min (which embeds
 /// every sentence first), `presses` size turns (its own size, then one eighth more, alternately),
 /// each timed to the selected file's chunks (the largest file), to the files on screen and to
 /// the whole corpus.
 pub fn focus(
     info: &ModelInfo,
     megabytes: usize,
+    own: Option<PathBuf>,
     presses: usize,
     out: &mut dyn Write,
 ) -> Result<()> {
     let tmp = TempDir::new("focus");
-    let dir = tmp.0.clone();
-    let (n, written) = generate_corpus(&dir, megabytes)?;
+    let (dir, rules) = match own {
+        Some(dir) => {
+            let rules = own_corpus_rules(&dir)?;
+            (dir, rules)
+        }
+        None => {
+            generate_corpus(&tmp.0, megabytes)?;
+            (tmp.0.clone(), CorpusRules::default())
+        }
+    };
     let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
     let (tx, rx) = channel();
     let pipeline = Pipeline::spawn(
         Source {
             corpus: dir.clone(),
-            rules: CorpusRules::default(),
+            rules,
             model: info.clone(),
             tok,
             store: None,
@@ -54,12 +64,13 @@ pub fn focus(
         }
     };
     let docs = engine.corpus.docs.len();
+    let written: usize = engine.corpus.docs.iter().map(|d| d.text.len()).sum();
     let selected = (0..docs)
         .max_by_key(|&d| engine.corpus.docs[d].text.len())
         .context("no files")?;
     writeln!(
         out,
-        "corpus: {n} files, {:.1} MB, read and tokenized in {:.2} s; selected file {} ({} bytes) \
+        "corpus: {docs} files, {:.1} MB of text, read and tokenized in {:.2} s; selected file {} ({} bytes) \
          and {ON_SCREEN} more on screen; {presses} presses per preset",
         written as f64 / 1e6,
         t.elapsed().as_secs_f64(),
@@ -75,6 +86,10 @@ pub fn focus(
         }
         let mut s = ChunkSettings::default();
         preset.apply(&mut s);
+        if let Err(e) = s.validate() {
+            writeln!(out, "{}: not measured: {e}", preset.name())?;
+            continue;
+        }
         // A preset whose size is 0 (semchunk: the model's window) is turned from 256.
         let own = if s.size == 0 { 256 } else { s.size };
         let (mut first_ms, mut screen_ms, mut whole_ms) = (Vec::new(), Vec::new(), Vec::new());

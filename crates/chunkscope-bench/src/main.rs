@@ -74,6 +74,10 @@ enum What {
         /// Model folder or hub id.
         #[arg(long)]
         model: Option<String>,
+        /// Time this folder instead of a generated corpus (read only; its workbench.toml's
+        /// [corpus] rules apply).
+        #[arg(long)]
+        corpus: Option<PathBuf>,
     },
     /// A file save to its new text on the workbench's screen, through the real watcher,
     /// pipeline, update, views and event loop (drawn into an in-memory terminal).
@@ -331,7 +335,8 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
             megabytes,
             presses,
             model,
-        } => focus::focus(&locate(model)?, megabytes, presses, out),
+            corpus,
+        } => focus::focus(&locate(model)?, megabytes, corpus, presses, out),
         What::Live {
             megabytes,
             saves,

@@ -15,7 +15,6 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use chunkscope_core::chunk::{ChunkSettings, Preset, SentenceVectors, Strategy};
-use chunkscope_core::config::Config;
 use chunkscope_core::corpus::{Corpus, CorpusRules};
 use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::embed::BackendChoice;
@@ -326,16 +325,7 @@ fn corpus_folder(
     out: &mut dyn Write,
 ) -> Result<(PathBuf, CorpusRules)> {
     if let Some(dir) = &args.corpus {
-        if !dir.is_dir() {
-            bail!("{}: not a folder", dir.display());
-        }
-        let toml = dir.join("workbench.toml");
-        let rules = if toml.is_file() {
-            Config::discover(Some(&toml), None)?.corpus
-        } else {
-            CorpusRules::default()
-        };
-        return Ok((dir.clone(), rules));
+        return Ok((dir.clone(), crate::common::own_corpus_rules(dir)?));
     }
     let dir = match &args.keep_corpus {
         Some(keep) => {

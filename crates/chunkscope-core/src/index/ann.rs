@@ -16,6 +16,7 @@ use hnsw_rs::hnsw::Hnsw;
 use serde::Serialize;
 
 use super::vector::{exact_dot, unit, VectorIndex};
+use crate::embed::lowp::bf16_bits;
 
 pub use build::{AnnBuild, AnnJob};
 pub use synthetic::{
@@ -94,21 +95,30 @@ pub struct AnnStats {
     pub recall_seconds: f64,
 }
 
-/// Cosine distance between unit vectors (1 - dot, never below 0), the graph's metric.
+/// Cosine distance between unit vectors held as bfloat16 (1 - dot, never below 0), the graph's
+/// metric. The graph keeps its own copy of every vector in bf16, half the bytes of the flat
+/// rows: a search reads a few thousand vectors scattered through memory, so it waits on half the
+/// cache lines, and at 10^6 vectors of 384 the copy is 0.77 GB instead of 1.5. Rounding moves a
+/// dot product of unit vectors by about 10^-3, which reorders only near-ties among the candidates;
+/// their scores, and the order of the hits, come from the flat f32 rows (`exact_dot`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UnitDot;
 
-impl Distance<f32> for UnitDot {
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
+impl Distance<u16> for UnitDot {
+    fn eval(&self, a: &[u16], b: &[u16]) -> f32 {
         (1.0 - fast_dot(a, b)).max(0.0)
     }
 }
 
-/// A dot product in 16 independent lanes, which the compiler vectorises (a plain sum does not:
-/// float addition is not reassociated). For the graph's navigation only: scores come from
-/// `exact_dot`, as flat search computes them.
+/// `v` rounded to bf16 (nearest even), appended to `out`.
+pub fn push_bf16(v: &[f32], out: &mut Vec<u16>) {
+    out.extend(v.iter().map(|&x| bf16_bits(x)));
+}
+
+/// A dot product of bf16 vectors in 16 independent f32 lanes, which the compiler vectorises (a
+/// plain sum does not: float addition is not reassociated). For the graph's navigation only.
 #[inline]
-pub fn fast_dot(a: &[f32], b: &[f32]) -> f32 {
+pub fn fast_dot(a: &[u16], b: &[u16]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
@@ -121,13 +131,14 @@ pub fn fast_dot(a: &[f32], b: &[f32]) -> f32 {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+unsafe fn dot_avx2(a: &[u16], b: &[u16]) -> f32 {
     dot_lanes(a, b)
 }
 
 #[inline(always)]
-fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
+fn dot_lanes(a: &[u16], b: &[u16]) -> f32 {
     const L: usize = 16;
+    let f = |h: u16| f32::from_bits(u32::from(h) << 16);
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0f32; L];
@@ -135,19 +146,19 @@ fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
     let (ra, rb) = (ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
         for i in 0..L {
-            acc[i] += x[i] * y[i];
+            acc[i] += f(x[i]) * f(y[i]);
         }
     }
     let mut tail = 0f32;
     for (x, y) in ra.iter().zip(rb) {
-        tail += x * y;
+        tail += f(*x) * f(*y);
     }
     acc.iter().sum::<f32>() + tail
 }
 
 /// The graph and the state of the vectors it was built from.
 pub struct AnnIndex {
-    hnsw: Hnsw<'static, f32, UnitDot>,
+    hnsw: Hnsw<'static, u16, UnitDot>,
     /// `VectorIndex::stamp` of the vectors it describes.
     stamp: u64,
     params: AnnParams,
@@ -210,9 +221,11 @@ impl AnnIndex {
             // Asked for (nearly) everything: a scan is as cheap and exact.
             return None;
         }
+        let mut qb = Vec::with_capacity(q.len());
+        push_bf16(&q, &mut qb);
         let found = self
             .hnsw
-            .search(&q[..], candidates, self.params.ef_search.max(candidates));
+            .search(&qb, candidates, self.params.ef_search.max(candidates));
         let want = k.min(self.stats.vectors);
         if found.len() < want {
             return None;
@@ -237,9 +250,11 @@ impl AnnIndex {
     /// `data` and sorted, best first.
     fn rows_for(&self, data: &[f32], dim: usize, q: &[f32], k: usize) -> Vec<usize> {
         let candidates = self.params.candidates(k);
+        let mut qb = Vec::with_capacity(q.len());
+        push_bf16(q, &mut qb);
         let found = self
             .hnsw
-            .search(q, candidates, self.params.ef_search.max(candidates));
+            .search(&qb, candidates, self.params.ef_search.max(candidates));
         let mut scored: Vec<(usize, f32)> = found
             .iter()
             .map(|n| {
@@ -415,14 +430,31 @@ mod tests {
         }
     }
 
+    /// The bf16 dot product equals an f64 sum of the rounded values (every length past and
+    /// around the 16 lanes), and for unit vectors stays within 4e-3 of the f32 one.
     #[test]
     fn fast_dot_matches_exact() {
         let mut rng = XorShift::new(3);
+        let widen = |v: &[u16]| -> Vec<f64> {
+            v.iter()
+                .map(|&h| f64::from(f32::from_bits(u32::from(h) << 16)))
+                .collect()
+        };
         for n in [0, 1, 15, 16, 17, 384, 385] {
-            let a: Vec<f32> = (0..n).map(|_| rng.normal()).collect();
-            let b: Vec<f32> = (0..n).map(|_| rng.normal()).collect();
-            let (f, e) = (fast_dot(&a, &b), exact_dot(&a, &b));
-            assert!((f - e).abs() <= 1e-4 * (1.0 + e.abs()), "{n}: {f} vs {e}");
+            let a: Vec<f32> = unit(&(0..n).map(|_| rng.normal()).collect::<Vec<_>>()).into_owned();
+            let b: Vec<f32> = unit(&(0..n).map(|_| rng.normal()).collect::<Vec<_>>()).into_owned();
+            let (mut ha, mut hb) = (Vec::new(), Vec::new());
+            push_bf16(&a, &mut ha);
+            push_bf16(&b, &mut hb);
+            let f = fast_dot(&ha, &hb);
+            let rounded: f64 = widen(&ha).iter().zip(widen(&hb)).map(|(x, y)| x * y).sum();
+            assert!(
+                (f64::from(f) - rounded).abs() <= 1e-5,
+                "{n}: {f} vs {rounded}"
+            );
+            let e = exact_dot(&a, &b);
+            assert!((f - e).abs() <= 4e-3, "{n}: {f} vs {e}");
+            assert!(UnitDot.eval(&ha, &hb) >= 0.0);
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use hnsw_rs::hnsw::Hnsw;
 
-use super::{sample_rows, AnnIndex, AnnParams, AnnStats, UnitDot};
+use super::{push_bf16, sample_rows, AnnIndex, AnnParams, AnnStats, UnitDot};
 use crate::index::vector::VectorIndex;
 
 /// A build to run: a snapshot of the vectors (shared, not copied) and the parameters.
@@ -108,7 +108,7 @@ impl AnnJob {
         let started = Instant::now();
         let dim = self.dim.max(1);
         let p = self.params;
-        let hnsw = Hnsw::<f32, UnitDot>::new(
+        let hnsw = Hnsw::<u16, UnitDot>::new(
             p.max_connections.clamp(2, 255),
             self.rows.max(1),
             16,
@@ -116,19 +116,29 @@ impl AnnJob {
             UnitDot,
         );
         // A zero vector is a chunk the embedder refused: never a hit, so not in the graph.
-        let rows: Vec<(&[f32], usize)> = self
+        let rows: Vec<usize> = self
             .data
             .chunks_exact(dim)
             .take(self.rows)
             .enumerate()
             .filter(|(_, v)| v.iter().any(|x| *x != 0.0))
-            .map(|(r, v)| (v, r))
+            .map(|(r, _)| r)
             .collect();
+        let mut rounded = Vec::with_capacity(BATCH.min(rows.len()) * dim);
         for batch in rows.chunks(BATCH) {
             if cancel.load(Ordering::Relaxed) {
                 return None;
             }
-            hnsw.parallel_insert_slice(&batch.to_vec());
+            // The graph copies each vector in; the batch's bf16 rows are only lent to it.
+            rounded.clear();
+            for &r in batch {
+                push_bf16(&self.data[r * dim..(r + 1) * dim], &mut rounded);
+            }
+            let lent: Vec<(&[u16], usize)> = rounded
+                .chunks_exact(dim)
+                .zip(batch.iter().copied())
+                .collect();
+            hnsw.parallel_insert_slice(&lent);
         }
         let mut hnsw = hnsw;
         hnsw.set_searching_mode(true);

@@ -78,6 +78,42 @@ fn render(m: &Model) -> Terminal<TestBackend> {
     t
 }
 
+/// Between a knob turn and the embedding worker's first count, the status line says what the
+/// worker is doing rather than "embedding 0/0 · 0 chunks/s"; once counted, the progress.
+#[test]
+fn status_line_says_indexing_before_the_first_count() {
+    let mut m = model(Theme::built_in("dark").unwrap());
+    let mut status = chunkscope::app::EmbedStatus {
+        generation: 1,
+        window: 64,
+        done: 0,
+        total: 0,
+        embedded: 0,
+        per_second: 0.0,
+        requests: None,
+        focus_fresh: false,
+        finished: false,
+        seconds: 0.0,
+        kept: 0,
+    };
+    m.embed = Some(status);
+    let screen = format!("{}", render(&m).backend());
+    assert!(
+        screen.contains("indexing the new chunks, then embedding"),
+        "{screen}"
+    );
+    assert!(!screen.contains("0/0"), "{screen}");
+    status.total = 40;
+    status.done = 8;
+    status.per_second = 4.0;
+    m.embed = Some(status);
+    let screen = format!("{}", render(&m).backend());
+    assert!(
+        screen.contains("embedding 8/40 · 4 chunks/s · ETA 8 s"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn snapshots_in_each_theme() {
     let mut styled = Vec::new();

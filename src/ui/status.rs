@@ -172,6 +172,13 @@ fn probe(p: Probe, m: &Model) -> Span<'static> {
 fn embedding(e: EmbedStatus, m: &Model) -> Span<'static> {
     let t = &m.theme;
     let chunked = m.last_chunk_millis.unwrap_or(0);
+    if !e.finished && e.total == 0 {
+        // The worker moves the search index to the new chunks before it counts what to embed.
+        return Span::styled(
+            format!(" chunked in {chunked} ms · indexing the new chunks, then embedding "),
+            t.warn,
+        );
+    }
     if !e.finished {
         let eta = if e.per_second > 0.0 && e.total > e.done {
             format!(" · ETA {:.0} s", (e.total - e.done) as f64 / e.per_second)

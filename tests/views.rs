@@ -83,19 +83,7 @@ fn render(m: &Model) -> Terminal<TestBackend> {
 #[test]
 fn status_line_says_indexing_before_the_first_count() {
     let mut m = model(Theme::built_in("dark").unwrap());
-    let mut status = chunkscope::app::EmbedStatus {
-        generation: 1,
-        window: 64,
-        done: 0,
-        total: 0,
-        embedded: 0,
-        per_second: 0.0,
-        requests: None,
-        focus_fresh: false,
-        finished: false,
-        seconds: 0.0,
-        kept: 0,
-    };
+    let mut status = chunkscope::app::EmbedStatus::starting(1, 64);
     m.embed = Some(status);
     let screen = format!("{}", render(&m).backend());
     assert!(

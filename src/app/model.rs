@@ -36,6 +36,25 @@ pub struct EmbedStatus {
     pub kept: usize,
 }
 
+impl EmbedStatus {
+    /// A run just asked for: nothing counted yet.
+    pub fn starting(generation: u64, window: usize) -> EmbedStatus {
+        EmbedStatus {
+            generation,
+            window,
+            done: 0,
+            total: 0,
+            embedded: 0,
+            per_second: 0.0,
+            requests: None,
+            focus_fresh: false,
+            finished: false,
+            seconds: 0.0,
+            kept: 0,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     Chunks,
@@ -432,19 +451,7 @@ impl Model {
             return Vec::new();
         };
         let window = self.window().tokens;
-        self.embed = Some(EmbedStatus {
-            generation: self.chunked_generation,
-            window,
-            done: 0,
-            total: 0,
-            embedded: 0,
-            per_second: 0.0,
-            requests: None,
-            focus_fresh: false,
-            finished: false,
-            seconds: 0.0,
-            kept: 0,
-        });
+        self.embed = Some(EmbedStatus::starting(self.chunked_generation, window));
         vec![Cmd::Embed {
             generation: self.chunked_generation,
             engine: Arc::clone(engine),

@@ -16,6 +16,7 @@ mod portable;
 mod precision;
 
 pub use operands::Bf16Operands;
+pub(crate) use precision::has_bf16;
 pub use precision::{Kernel, Precision};
 
 use portable::{bf16_tile_portable, int8_tile_portable};

@@ -102,10 +102,11 @@ impl std::str::FromStr for Precision {
     }
 }
 
-fn has_bf16() -> bool {
+/// The CPU has every feature the AVX-512 bf16 kernels are compiled for (these and the ANN
+/// graph's dot product).
+pub(crate) fn has_bf16() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        // Every feature the bf16 kernels are compiled for.
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vl")

@@ -29,9 +29,6 @@ pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
-/// Write a corpus of about `megabytes` MB into `dir` (emptied first): the example corpus copied
-/// over and over with words varied per copy, so no two documents are equal. Returns the number
-/// of files and bytes written.
 /// How to walk a folder of the user's own (`--corpus`): the `[corpus]` rules of its
 /// workbench.toml, else the defaults.
 pub fn own_corpus_rules(dir: &Path) -> Result<CorpusRules> {
@@ -45,6 +42,9 @@ pub fn own_corpus_rules(dir: &Path) -> Result<CorpusRules> {
     Ok(chunkscope_core::config::Config::discover(Some(&toml), None)?.corpus)
 }
 
+/// Write a corpus of about `megabytes` MB into `dir` (emptied first): the example corpus copied
+/// over and over with words varied per copy, so no two documents are equal. Returns the number
+/// of files and bytes written.
 pub fn generate_corpus(dir: &Path, megabytes: usize) -> Result<(usize, usize)> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)?;

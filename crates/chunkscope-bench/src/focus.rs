@@ -21,10 +21,10 @@ use crate::common::{generate_corpus, own_corpus_rules, report, TempDir};
 /// Rows of a files pane on a 50-row terminal: the files on screen beside the selected one.
 const ON_SCREEN: usize = 37;
 
-/// On a generated corpus of about `megabytes` MB (or the folder `own`, as it is): for every preset but Max-Min (which embeds
-/// every sentence first), `presses` size turns (its own size, then one eighth more, alternately),
-/// each timed to the selected file's chunks (the largest file), to the files on screen and to
-/// the whole corpus.
+/// On a generated corpus of about `megabytes` MB, or on the folder `own` as it is: for every
+/// preset but Max-Min (which embeds every sentence first), `presses` size turns (its own size,
+/// then one eighth more, alternately), each timed to the selected file's chunks (the largest
+/// file), to the files on screen and to the whole corpus.
 pub fn focus(
     info: &ModelInfo,
     megabytes: usize,

@@ -960,7 +960,8 @@ fn the_selected_file_ahead_of_a_partial_corpus() {
     m.partial = Some(chunkscope::app::PartialChunks {
         generation: m.generation,
         settings: next,
-        files: ahead.into_iter().map(|f| (f.doc, f)).collect(),
+        files: ahead.iter().cloned().map(|f| (f.doc, f)).collect(),
+        head: None,
         done: 1,
         total: 2,
     });
@@ -979,4 +980,25 @@ fn the_selected_file_ahead_of_a_partial_corpus() {
         screen.contains("chunking… 1 of 2 files (the files on screen first)"),
         "{screen}"
     );
+
+    // A large file's first chunks only, the rest of it still being chunked: "+" after the count
+    // in the chunk pane's title and in the files pane.
+    let mut first = ahead[0].clone();
+    first.chunks = std::sync::Arc::new(first.chunks[..3].to_vec());
+    let p = m.partial.as_mut().unwrap();
+    p.files.insert(0, first);
+    p.head = Some(0);
+    p.done = 0;
+    let screen = render(&m).backend().to_string();
+    let title = screen
+        .lines()
+        .find(|l| l.contains("runbooks/rotate-keys.md · chunk"))
+        .unwrap_or_default();
+    assert!(title.contains("chunk 1/3+ "), "{screen}");
+    assert!(screen.contains("─── chunk 1/3+ · "), "{screen}");
+    let row = screen
+        .lines()
+        .find(|l| l.contains("│runbooks/rotate-keys.md "))
+        .unwrap_or_default();
+    assert!(row.contains(" 3+│"), "{screen}");
 }

@@ -38,7 +38,14 @@ pub(super) fn on_event(m: &mut Model, ev: Event) -> Vec<Cmd> {
             files,
             done,
             total,
-        } => on_focus_chunked(m, (generation, engine, settings), files, (done, total)),
+            head,
+        } => on_focus_chunked(
+            m,
+            (generation, engine, settings),
+            files,
+            (done, total),
+            head,
+        ),
         Event::ChunkProgress {
             generation,
             done,
@@ -204,6 +211,7 @@ fn on_chunk_progress(m: &mut Model, generation: u64, done: usize, total: usize) 
             generation,
             settings,
             files: Default::default(),
+            head: None,
             done: 0,
             total,
         });
@@ -348,6 +356,7 @@ fn on_focus_chunked(
     (generation, engine, settings): (u64, Arc<Engine>, ChunkSettings),
     files: Vec<FileChunks>,
     (done, total): (usize, usize),
+    head: bool,
 ) -> Vec<Cmd> {
     if generation != m.generation || !m.engine.as_ref().is_some_and(|e| Arc::ptr_eq(e, &engine)) {
         return Vec::new();
@@ -358,6 +367,7 @@ fn on_focus_chunked(
             generation,
             settings: settings.clone(),
             files: Default::default(),
+            head: None,
             done: 0,
             total,
         }),
@@ -365,6 +375,11 @@ fn on_focus_chunked(
     p.settings = settings;
     p.done = p.done.max(done);
     p.total = total;
+    // A file's first chunks only, or the whole file after them.
+    p.head = match (head, files.first()) {
+        (true, Some(f)) => Some(f.doc),
+        _ => p.head.filter(|d| files.iter().all(|f| f.doc != *d)),
+    };
     for f in files {
         if m.chunks
             .highlight

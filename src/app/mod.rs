@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use chunkscope_core::chunk::ChunkSettings;
 use chunkscope_core::engine::{Chunking, Engine};
+use chunkscope_core::jobs::pipeline::Focus;
 use chunkscope_core::jobs::Event;
 use ratatui::crossterm::event::{KeyEvent, KeyEventKind, MouseEvent};
 
@@ -129,7 +130,7 @@ pub enum Cmd {
     Rechunk {
         generation: u64,
         settings: ChunkSettings,
-        focus: Vec<usize>,
+        focus: Focus,
     },
     /// Embed this chunking at `window` and index it (latest wins).
     Embed {

@@ -8,6 +8,7 @@ use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::engine::{Chunking, Engine, FileChunks};
 use chunkscope_core::eval::judged::{JudgedQuery, Ranker};
 use chunkscope_core::eval::CaseResult;
+use chunkscope_core::jobs::pipeline::Focus;
 use chunkscope_core::window::{ModelWindows, Window, WindowSpec};
 
 use super::keymap::{Keymap, Layer};
@@ -101,6 +102,9 @@ pub struct PartialChunks {
     pub settings: ChunkSettings,
     /// The new chunks by file position.
     pub files: std::collections::HashMap<usize, FileChunks>,
+    /// The file (a large selected one) of which `files` holds only the first chunks, those on
+    /// screen, until the rest of it arrives.
+    pub head: Option<usize>,
     /// Files re-chunked so far, of `total`.
     pub done: usize,
     pub total: usize,
@@ -362,6 +366,14 @@ impl Model {
             .or_else(|| self.chunking.as_ref()?.files.get(file_pos))
     }
 
+    /// True when the chunks shown for `file_pos` are its first ones only: the rest of the file
+    /// is still being chunked.
+    pub fn head_only(&self, file_pos: usize) -> bool {
+        self.partial
+            .as_ref()
+            .is_some_and(|p| p.head == Some(file_pos))
+    }
+
     /// The settings the chunks shown for `file_pos` were made with.
     pub fn settings_of(&self, file_pos: usize) -> Option<&ChunkSettings> {
         match &self.partial {
@@ -405,15 +417,24 @@ impl Model {
         order.into_iter().skip(offset).take(rows).collect()
     }
 
-    /// What a knob turn chunks first: the selected file, then the other files on screen.
-    pub fn rechunk_focus(&self) -> Vec<usize> {
-        let mut focus = vec![self.chunks.selected];
-        focus.extend(
+    /// What a knob turn chunks first: the selected file, then the other files on screen; and
+    /// how many of the selected file's chunks the chunk pane can reach (its focused chunk, then
+    /// at most a chunk a row below it, whatever the new chunks' sizes).
+    pub fn rechunk_focus(&self) -> Focus {
+        let mut files = vec![self.chunks.selected];
+        files.extend(
             self.files_on_screen()
                 .into_iter()
                 .filter(|&fp| fp != self.chunks.selected),
         );
-        focus
+        let (w, h) = self.size;
+        let rows = crate::layout::areas(ratatui::layout::Rect::new(0, 0, w, h))
+            .main
+            .height as usize;
+        Focus {
+            files,
+            reach: self.chunks.focus_chunk + rows.max(1) + 1,
+        }
     }
 
     pub(super) fn clamp_focus(&mut self) {

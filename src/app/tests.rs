@@ -581,9 +581,17 @@ fn focused_file_ahead_of_the_whole_chunking() {
     };
     assert_eq!(*generation, 5);
     assert_eq!(
-        focus,
-        &vec![1, 0, 2],
+        focus.files,
+        vec![1, 0, 2],
         "the selected file, then the others on screen"
+    );
+    let rows = crate::layout::areas(ratatui::layout::Rect::new(0, 0, 120, 40))
+        .main
+        .height as usize;
+    assert_eq!(
+        focus.reach,
+        rows + 1,
+        "the focused chunk (the first) and at most one a row below it"
     );
     let settings = settings.clone();
     let ahead = engine.chunk_docs(&[1], &settings, None, None);
@@ -613,11 +621,29 @@ fn focused_file_ahead_of_the_whole_chunking() {
                 files: ahead.clone(),
                 done: 1,
                 total: 3,
+                head: false,
             }),
         );
         assert!(m.partial.is_none());
     }
 
+    // A large file's first chunks come before the rest of it: shown, and said to be the first.
+    let mut first = ahead[0].clone();
+    first.chunks = Arc::new(first.chunks[..1].to_vec());
+    update(
+        &mut m,
+        Msg::Job(Event::FocusChunked {
+            generation: 5,
+            engine: Arc::clone(&engine),
+            settings: settings.clone(),
+            files: vec![first.clone()],
+            done: 0,
+            total: 3,
+            head: true,
+        }),
+    );
+    assert_eq!(m.file_chunks(1), Some(&first));
+    assert!(m.head_only(1) && !m.head_only(0));
     let cmds = update(
         &mut m,
         Msg::Job(Event::FocusChunked {
@@ -627,8 +653,10 @@ fn focused_file_ahead_of_the_whole_chunking() {
             files: ahead.clone(),
             done: 1,
             total: 3,
+            head: false,
         }),
     );
+    assert!(!m.head_only(1), "the whole file replaced its first chunks");
     assert!(
         cmds.is_empty(),
         "nothing is embedded or indexed from a partial result"

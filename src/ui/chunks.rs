@@ -92,13 +92,24 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
     );
 }
 
+/// "+" after the selected file's chunk count while only its first chunks are in ("chunk
+/// 3/64+"): the rest of the file is still being chunked.
+fn more_mark(m: &Model) -> &'static str {
+    if m.head_only(m.chunks.selected) {
+        "+"
+    } else {
+        ""
+    }
+}
+
 fn chunk_title(m: &Model, path: &str, ch: &MeasuredChunk, total: usize) -> String {
     let w = m.window().tokens;
     let mut s = format!(
-        " {} · chunk {}/{} · {}",
+        " {} · chunk {}/{}{} · {}",
         path,
         ch.index + 1,
         total,
+        more_mark(m),
         sizes(m, ch)
     );
     if let Some(tail) = ch.tail(w, m.specials) {
@@ -154,7 +165,13 @@ pub fn render_chunk<'a>(
         (Some(p), None) if p > ch.start() => (p - ch.start()).min(text.len()),
         _ => 0,
     };
-    let mut head = format!("─── chunk {}/{} · {}", ch.index + 1, total, sizes(m, ch));
+    let mut head = format!(
+        "─── chunk {}/{}{} · {}",
+        ch.index + 1,
+        total,
+        more_mark(m),
+        sizes(m, ch)
+    );
     if let Some(pages) = document.page_span(ch.start(), ch.end()) {
         head.push_str(&format!(" · {}", super::pages_label(pages)));
     }

@@ -19,7 +19,9 @@ pub fn draw(frame: &mut Frame, area: Rect, m: &Model) {
         for &i in &order {
             let doc = &engine.corpus.docs[i];
             let file = m.file_chunks(i);
-            let count = file.map_or("…".to_string(), |f| f.chunks.len().to_string());
+            // A large selected file's first chunks, the rest of it still being chunked: "64+".
+            let more = if m.head_only(i) { "+" } else { "" };
+            let count = file.map_or("…".to_string(), |f| format!("{}{more}", f.chunks.len()));
             let over = file.map_or(0, |f| {
                 f.chunks
                     .iter()

@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 
 use chunkscope_core::chunk::{ChunkSettings, Preset};
 use chunkscope_core::corpus::CorpusRules;
-use chunkscope_core::jobs::pipeline::{Pipeline, Source};
+use chunkscope_core::jobs::pipeline::{Focus, Pipeline, Source};
 use chunkscope_core::jobs::Event;
 use chunkscope_core::model::ModelInfo;
 use chunkscope_core::tokenize::EmbedTokenizer;
@@ -21,15 +21,21 @@ use crate::common::{generate_corpus, own_corpus_rules, report, TempDir};
 /// Rows of a files pane on a 50-row terminal: the files on screen beside the selected one.
 const ON_SCREEN: usize = 37;
 
-/// On a generated corpus of about `megabytes` MB, or on the folder `own` as it is: for every
-/// preset but Max-Min (which embeds every sentence first), `presses` size turns (its own size,
-/// then one eighth more, alternately), each timed to the selected file's chunks (the largest
-/// file), to the files on screen and to the whole corpus.
+/// Chunks of the selected file the chunk pane can reach on a 50-row terminal from its first
+/// chunk (`Model::rechunk_focus`): the first chunk and one a row below it.
+const REACH: usize = 48;
+
+/// On a generated corpus of about `megabytes` MB, or on the folder `own` as it is: for each of
+/// `presets` but Max-Min (which embeds every sentence first), `presses` size turns (its own size,
+/// then one eighth more, alternately), each timed to the selected file's chunks on screen (the
+/// largest file, viewed from its start: its first chunks, where its chunker can stop early), to
+/// the whole selected file, to the files on screen and to the whole corpus.
 pub fn focus(
     info: &ModelInfo,
     megabytes: usize,
     own: Option<PathBuf>,
     presses: usize,
+    presets: &[Preset],
     out: &mut dyn Write,
 ) -> Result<()> {
     let tmp = TempDir::new("focus");
@@ -77,10 +83,14 @@ pub fn focus(
         engine.corpus.docs[selected].path,
         engine.corpus.docs[selected].text.len(),
     )?;
-    let mut focus = vec![selected];
-    focus.extend((0..docs).filter(|&d| d != selected).take(ON_SCREEN));
+    let mut files = vec![selected];
+    files.extend((0..docs).filter(|&d| d != selected).take(ON_SCREEN));
+    let focus = Focus {
+        files,
+        reach: REACH,
+    };
     let mut generation = 1;
-    for preset in Preset::ALL {
+    for &preset in presets {
         if preset == Preset::MaxMin {
             continue;
         }
@@ -92,26 +102,39 @@ pub fn focus(
         }
         // A preset whose size is 0 (semchunk: the model's window) is turned from 256.
         let own = if s.size == 0 { 256 } else { s.size };
-        let (mut first_ms, mut screen_ms, mut whole_ms) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut shown_ms, mut first_ms) = (Vec::new(), Vec::new());
+        let (mut screen_ms, mut whole_ms) = (Vec::new(), Vec::new());
         // One unmeasured turn: the preset's first chunking (its per-file caches warm up).
         for i in 0..=presses {
             s.size = if i % 2 == 0 { own + own / 8 } else { own };
             generation += 1;
             let t = Instant::now();
             pipeline.rechunk_focused(generation, s.clone(), focus.clone());
-            let mut steps = 0;
+            let (mut steps, mut whole_seen) = (0, false);
             loop {
                 match next(&rx)? {
-                    Event::FocusChunked { generation: g, .. } if g == generation => {
+                    Event::FocusChunked {
+                        generation: g,
+                        head,
+                        ..
+                    } if g == generation => {
                         let ms = t.elapsed().as_secs_f64() * 1000.0;
+                        // The chunks on screen come first: the file's head, or the whole file
+                        // where there is none; then the whole file, then the others on screen.
                         if i > 0 {
                             if steps == 0 {
-                                &mut first_ms
-                            } else {
-                                &mut screen_ms
+                                shown_ms.push(ms);
                             }
-                            .push(ms);
+                            if !head {
+                                if whole_seen {
+                                    &mut screen_ms
+                                } else {
+                                    &mut first_ms
+                                }
+                                .push(ms);
+                            }
                         }
+                        whole_seen |= !head;
                         steps += 1;
                     }
                     Event::Chunked {
@@ -132,7 +155,8 @@ pub fn focus(
             }
         }
         writeln!(out, "{}", preset.name())?;
-        report(out, "  selected file", first_ms)?;
+        report(out, "  selected file on screen", shown_ms)?;
+        report(out, "  selected file whole", first_ms)?;
         report(out, "  files on screen", screen_ms)?;
         report(out, "  whole corpus", whole_ms)?;
     }

@@ -78,6 +78,9 @@ enum What {
         /// [corpus] rules apply).
         #[arg(long)]
         corpus: Option<PathBuf>,
+        /// Presets to time, comma separated (default: every preset but Max-Min).
+        #[arg(long, value_delimiter = ',')]
+        presets: Vec<String>,
     },
     /// A file save to its new text on the workbench's screen, through the real watcher,
     /// pipeline, update, views and event loop (drawn into an in-memory terminal).
@@ -336,7 +339,11 @@ fn run(what: What, out: &mut dyn Write) -> anyhow::Result<()> {
             presses,
             model,
             corpus,
-        } => focus::focus(&locate(model)?, megabytes, corpus, presses, out),
+            presets,
+        } => {
+            let presets = parse_presets(&presets)?;
+            focus::focus(&locate(model)?, megabytes, corpus, presses, &presets, out)
+        }
         What::Live {
             megabytes,
             saves,
@@ -376,16 +383,20 @@ fn scale(o: ScaleOpts, out: &mut dyn Write) -> anyhow::Result<()> {
         ann_sizes: if o.skip_ann { Vec::new() } else { o.ann_sizes },
         keep_corpus: o.keep_corpus,
         corpus: o.corpus,
-        presets: if o.presets.is_empty() {
-            Preset::ALL.to_vec()
-        } else {
-            o.presets
-                .iter()
-                .map(|n| n.parse::<Preset>())
-                .collect::<Result<_, _>>()?
-        },
+        presets: parse_presets(&o.presets)?,
     };
     scale::scale(&locate(o.model)?, &args, out).map(drop)
+}
+
+/// Presets named on the command line; every preset when none is.
+fn parse_presets(names: &[String]) -> anyhow::Result<Vec<Preset>> {
+    if names.is_empty() {
+        return Ok(Preset::ALL.to_vec());
+    }
+    Ok(names
+        .iter()
+        .map(|n| n.parse::<Preset>())
+        .collect::<Result<_, _>>()?)
 }
 
 fn ann(o: AnnOpts, out: &mut dyn Write) -> anyhow::Result<()> {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::chunk::maxmin::{self, Spans};
 use super::chunk::{
-    sections, span_list, ChunkSettings, DocMemo, DocView, Section, SentenceVectors, SpanList,
-    Strategy,
+    sections, span_list, Chunk, ChunkSettings, Chunker, DocMemo, DocView, Section, SentenceVectors,
+    SpanList, Strategy,
 };
 use super::corpus::Corpus;
 use super::measure::MeasuredChunk;
@@ -341,18 +341,52 @@ impl Engine {
         settings: &ChunkSettings,
         vectors: Option<&dyn SentenceVectors>,
     ) -> FileChunks {
+        self.chunk_doc_by(doc, settings, vectors, |c, view| Some(c.chunk(view)))
+            .expect("every chunker chunks a whole document")
+    }
+
+    /// The first chunks of document `doc`, at least `n` unless it has fewer, measured as
+    /// `chunk_doc_with` measures them (they are its first ones), and whether they are all of
+    /// them; None where the strategy cannot stop early (`Chunker::chunk_first`).
+    pub fn chunk_doc_first(
+        &self,
+        doc: usize,
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+        n: usize,
+    ) -> Option<(FileChunks, bool)> {
+        let mut whole = false;
+        let file = self.chunk_doc_by(doc, settings, vectors, |c, view| {
+            let (chunks, all) = c.chunk_first(view, n)?;
+            whole = all;
+            Some(chunks)
+        })?;
+        Some((file, whole))
+    }
+
+    /// Chunk one document with `chunk` (given the strategy's chunker) and measure its chunks.
+    fn chunk_doc_by(
+        &self,
+        doc: usize,
+        settings: &ChunkSettings,
+        vectors: Option<&dyn SentenceVectors>,
+        chunk: impl FnOnce(&dyn Chunker, &DocView) -> Option<Vec<Chunk>>,
+    ) -> Option<FileChunks> {
         let view = self.view(doc);
         let policy = &settings.metadata;
+        let path = self.corpus.docs[doc].path.as_str();
+        let spans = (settings.strategy == Strategy::MaxMin)
+            .then(|| self.sentence_spans(doc, settings.unit, settings.size));
+        let markdown = self.corpus.docs[doc].is_markdown();
+        let mut raw = chunk(
+            settings.chunker_for(vectors, spans, markdown).as_ref(),
+            &view,
+        )?;
         let front = if policy.embeds_anything() {
             super::metadata::front_matter(view.text).0
         } else {
             Vec::new()
         };
-        let path = self.corpus.docs[doc].path.as_str();
-        let spans = (settings.strategy == Strategy::MaxMin)
-            .then(|| self.sentence_spans(doc, settings.unit, settings.size));
-        let markdown = self.corpus.docs[doc].is_markdown();
-        let mut raw = settings.chunker_for(vectors, spans, markdown).chunk(&view);
         let mut parents: Vec<Parent> = Vec::new();
         let mut parent_of: Vec<Option<usize>> = vec![None; raw.len()];
         let secs = self.sections(doc);
@@ -411,11 +445,11 @@ impl Engine {
             })
             .collect();
         crate::measure::share_starts(&mut chunks, starts, &view);
-        FileChunks {
+        Some(FileChunks {
             doc,
             chunks: Arc::new(chunks),
             parents: Arc::new(parents),
-        }
+        })
     }
 
     /// Chunk the whole corpus; `None` when `cancel` was raised part-way.

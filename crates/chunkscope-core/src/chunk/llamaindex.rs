@@ -146,13 +146,28 @@ impl Chunker for LlamaIndex {
                 let ranges = sentence_split(text, self.size, self.overlap, &counter);
                 locate_all(text, &ranges)
             }
-            LlamaParser::Token => {
-                let size = self.size.saturating_sub(2).max(1);
-                let ranges = token_split(text, size, self.overlap, &counter);
-                locate_all(text, &ranges)
-            }
+            LlamaParser::Token => self.tokens_up_to(doc, usize::MAX).0,
             LlamaParser::Markdown => markdown(text, self.size, self.overlap, &counter),
         }
+    }
+
+    fn chunk_first(&self, doc: &DocView, n: usize) -> Option<(Vec<Chunk>, bool)> {
+        (self.parser == LlamaParser::Token).then(|| self.tokens_up_to(doc, n))
+    }
+}
+
+impl LlamaIndex {
+    /// TokenTextSplitter's first `limit` chunks (all of them for `usize::MAX`), located, and
+    /// whether they are all of them.
+    fn tokens_up_to(&self, doc: &DocView, limit: usize) -> (Vec<Chunk>, bool) {
+        let counter = Counter {
+            doc,
+            unit: self.unit,
+            specials: memchr::memmem::find(doc.text.as_bytes(), b"<|").is_some(),
+        };
+        let size = self.size.saturating_sub(2).max(1);
+        let (ranges, whole) = token_split(doc.text, size, self.overlap, &counter, limit);
+        (locate_all(doc.text, &ranges), whole)
     }
 }
 
@@ -477,27 +492,76 @@ fn token_pieces_of(
     }
 }
 
-fn token_split(text: &str, size: usize, overlap: usize, counter: &Counter) -> Vec<(usize, usize)> {
-    let mut pieces = Vec::new();
-    token_pieces_of(text, 0, text.len(), size, counter, &mut pieces);
+/// TokenTextSplitter's chunks of `text` as byte ranges (stripped, non-empty), stopping once
+/// `limit` are found (pieces are made and merged in order, the text cut at spaces first, so
+/// these are the whole text's first `limit`); and whether they are all of them.
+fn token_split(
+    text: &str,
+    size: usize,
+    overlap: usize,
+    counter: &Counter,
+    limit: usize,
+) -> (Vec<(usize, usize)>, bool) {
+    let mut pieces: Vec<(usize, usize, usize)> = Vec::new();
     let mut chunks = Vec::new();
-    let (mut from, mut len) = (0usize, 0usize);
-    for (i, &(_, _, tokens)) in pieces.iter().enumerate() {
-        if len + tokens > size {
-            if i > from {
-                chunks.push((pieces[from].0, pieces[i - 1].1));
+    // Pieces merged so far; the current chunk's first piece, and its tokens.
+    let (mut merged, mut from, mut len) = (0usize, 0usize, 0usize);
+    let mut merge = |pieces: &[(usize, usize, usize)], chunks: &mut Vec<(usize, usize)>| {
+        for (i, &(_, _, tokens)) in pieces.iter().enumerate().skip(merged) {
+            if len + tokens > size {
+                if i > from {
+                    chunks.push((pieces[from].0, pieces[i - 1].1));
+                }
+                while from < i && (len > overlap || len + tokens > size) {
+                    len -= pieces[from].2;
+                    from += 1;
+                }
             }
-            while from < i && (len > overlap || len + tokens > size) {
-                len -= pieces[from].2;
-                from += 1;
+            len += tokens;
+        }
+        merged = pieces.len();
+    };
+    // `token_pieces_of` on the whole text, one piece of its first cut at a time.
+    let whole_count = counter.count(text);
+    let cut = if whole_count <= size {
+        vec![(0, text.len())]
+    } else {
+        let mut cut = keep_sep(text, 0, text.len(), " ");
+        if cut.len() <= 1 {
+            cut = keep_sep(text, 0, text.len(), "\n");
+            if cut.len() <= 1 {
+                cut = char_pieces(text, 0, text.len());
             }
         }
-        len += tokens;
+        cut
+    };
+    let single = cut.len() == 1;
+    let (mut checked, mut kept) = (0, 0);
+    for (a, b) in cut {
+        let tokens = if whole_count <= size {
+            whole_count
+        } else {
+            counter.count(&text[a..b])
+        };
+        if tokens <= size || single {
+            pieces.push((a, b, tokens));
+        } else {
+            token_pieces_of(text, a, b, size, counter, &mut pieces);
+        }
+        merge(&pieces, &mut chunks);
+        if limit != usize::MAX {
+            // Chunks that strip to nothing are dropped: only the others count.
+            kept += stripped(text, chunks[checked..].iter().copied()).len();
+            checked = chunks.len();
+            if kept >= limit {
+                return (stripped(text, chunks.into_iter()), false);
+            }
+        }
     }
     if pieces.len() > from {
         chunks.push((pieces[from].0, pieces[pieces.len() - 1].1));
     }
-    stripped(text, chunks.into_iter())
+    (stripped(text, chunks.into_iter()), true)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -394,6 +394,19 @@ fn out_len_before(out: &[Chunk], table_start: usize) -> bool {
 
 impl Chunker for Markdown {
     fn chunk(&self, doc: &DocView) -> Vec<Chunk> {
+        self.chunk_up_to(doc, usize::MAX).0
+    }
+
+    fn chunk_first(&self, doc: &DocView, n: usize) -> Option<(Vec<Chunk>, bool)> {
+        Some(self.chunk_up_to(doc, n))
+    }
+}
+
+impl Markdown {
+    /// The document's chunks, block after block, stopping at the first block after `limit`
+    /// chunks are out (a chunk once out never changes, so these begin the whole chunking), and
+    /// whether they are all of them.
+    fn chunk_up_to(&self, doc: &DocView, limit: usize) -> (Vec<Chunk>, bool) {
         let mut out = Vec::new();
         let mut path: Vec<(usize, String)> = Vec::new();
         let mut pending: Option<(usize, usize)> = None;
@@ -418,6 +431,9 @@ impl Chunker for Markdown {
             None => blocks(doc.text).into(),
         };
         for b in found.iter() {
+            if out.len() >= limit {
+                return (out, false);
+            }
             if let Kind::Heading { level, text } = &b.kind {
                 // A heading starts a new section: nothing before it shares a chunk with it (a
                 // parent heading with no text of its own stays a chunk of its own, so that every
@@ -470,7 +486,7 @@ impl Chunker for Markdown {
                 matches!(b.kind, Kind::Heading { .. }) && pending == Some((b.start, b.end));
         }
         flush(&mut pending, &heading, &mut out);
-        out
+        (out, true)
     }
 }
 

@@ -142,6 +142,14 @@ impl DocView<'_> {
 
 pub trait Chunker: Send + Sync {
     fn chunk(&self, doc: &DocView) -> Vec<Chunk>;
+
+    /// The first chunks of `chunk`, at least `n` of them unless there are fewer, found without
+    /// chunking the rest of the document (what a large file on screen shows first), and whether
+    /// they are all of them. None where the chunker cannot stop early (its first chunks depend
+    /// on the whole text, or it is fast enough whole).
+    fn chunk_first(&self, _doc: &DocView, _n: usize) -> Option<(Vec<Chunk>, bool)> {
+        None
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

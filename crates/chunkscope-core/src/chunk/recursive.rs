@@ -31,6 +31,12 @@ impl Chunker for Recursive {
         self.split(doc, 0, doc.text.len(), &self.separators, &mut out);
         out
     }
+
+    fn chunk_first(&self, doc: &DocView, n: usize) -> Option<(Vec<Chunk>, bool)> {
+        let mut out = Vec::new();
+        let whole = self.split_up_to(doc, (0, doc.text.len()), &self.separators, &mut out, n);
+        Some((out, whole))
+    }
 }
 
 impl Recursive {
@@ -42,6 +48,20 @@ impl Recursive {
         seps: &[String],
         out: &mut Vec<Chunk>,
     ) {
+        self.split_up_to(doc, (start, end), seps, out, usize::MAX);
+    }
+
+    /// `split`, stopping before the next piece once `out` holds `limit` chunks (pieces are
+    /// merged in order and a chunk once out never changes: these begin the whole answer); true
+    /// when the whole range was split.
+    fn split_up_to(
+        &self,
+        doc: &DocView,
+        (start, end): (usize, usize),
+        seps: &[String],
+        out: &mut Vec<Chunk>,
+        limit: usize,
+    ) -> bool {
         let text = &doc.text[start..end];
         // The first separator present wins; "" (characters) ends the list.
         let mut sep = seps.last().map(String::as_str).unwrap_or("");
@@ -57,30 +77,34 @@ impl Recursive {
                 break;
             }
         }
-        let mut good: Vec<Piece> = Vec::new();
+        let mut good = Merge::default();
         for (a, b) in self.pieces(text, start, sep) {
+            if out.len() >= limit {
+                return false;
+            }
             let len = doc.count(self.unit, a, b);
             if len < self.size {
-                good.push(Piece {
-                    start: a,
-                    end: b,
-                    len,
-                });
+                good.push(
+                    self,
+                    doc,
+                    Piece {
+                        start: a,
+                        end: b,
+                        len,
+                    },
+                    out,
+                );
                 continue;
             }
-            if !good.is_empty() {
-                self.merge(doc, &good, out);
-                good.clear();
-            }
+            good.finish(doc, out);
             if rest.is_empty() {
                 out.push(Chunk::slice(a, b));
             } else {
                 self.split(doc, a, b, rest, out);
             }
         }
-        if !good.is_empty() {
-            self.merge(doc, &good, out);
-        }
+        good.finish(doc, out);
+        true
     }
 
     /// Split `text` (which starts at byte `base` of the document) at every occurrence of `sep`,
@@ -103,26 +127,36 @@ impl Recursive {
             .map(|w| (base + w[0], base + w[1]))
             .collect()
     }
+}
 
-    /// Greedily merge consecutive pieces into chunks of at most `size`, carrying up to `overlap`
-    /// units of trailing pieces into the next chunk.
-    fn merge(&self, doc: &DocView, pieces: &[Piece], out: &mut Vec<Chunk>) {
-        let mut run: VecDeque<Piece> = VecDeque::new();
-        let mut total = 0usize;
-        for &p in pieces {
-            if total + p.len > self.size && !run.is_empty() {
-                emit(doc, &run, out);
-                while total > self.overlap || (total + p.len > self.size && total > 0) {
-                    match run.pop_front() {
-                        Some(front) => total -= front.len,
-                        None => break,
-                    }
+/// Consecutive pieces merged greedily into chunks of at most `size`, carrying up to `overlap`
+/// units of trailing pieces into the next chunk: the run being built.
+#[derive(Default)]
+struct Merge {
+    run: VecDeque<Piece>,
+    total: usize,
+}
+
+impl Merge {
+    fn push(&mut self, r: &Recursive, doc: &DocView, p: Piece, out: &mut Vec<Chunk>) {
+        if self.total + p.len > r.size && !self.run.is_empty() {
+            emit(doc, &self.run, out);
+            while self.total > r.overlap || (self.total + p.len > r.size && self.total > 0) {
+                match self.run.pop_front() {
+                    Some(front) => self.total -= front.len,
+                    None => break,
                 }
             }
-            run.push_back(p);
-            total += p.len;
         }
-        emit(doc, &run, out);
+        self.run.push_back(p);
+        self.total += p.len;
+    }
+
+    /// The run out as the last chunk of its merge; the next piece starts a new merge.
+    fn finish(&mut self, doc: &DocView, out: &mut Vec<Chunk>) {
+        emit(doc, &self.run, out);
+        self.run.clear();
+        self.total = 0;
     }
 }
 

@@ -63,6 +63,24 @@ impl Chunker for Semchunk {
             .map(|(s, e)| Chunk::slice(text.at[s] as usize, text.at[e] as usize))
             .collect()
     }
+
+    /// Without overlap (semchunk's default): chunks come out of the first split's pieces in
+    /// order, so the first of them are found without the rest. With overlap, the windows over
+    /// them are numbered from the whole count: none.
+    fn chunk_first(&self, doc: &DocView, n: usize) -> Option<(Vec<Chunk>, bool)> {
+        if self.overlap > 0 {
+            return None;
+        }
+        let text = Text::new(doc, self.unit);
+        let chunk_size = self.chunk_size(doc);
+        let (offsets, whole) = text.chunk_rec(0, text.chars.len(), chunk_size, n);
+        let chunks = offsets
+            .into_iter()
+            .filter(|&(s, e)| e > s && !text.is_space(s, e))
+            .map(|(s, e)| Chunk::slice(text.at[s] as usize, text.at[e] as usize))
+            .collect();
+        Some((chunks, whole))
+    }
 }
 
 /// The document as characters (semchunk counts Python code points), with byte offsets.
@@ -257,8 +275,16 @@ impl<'a> Text<'a> {
     }
 
     /// `chunk` on characters `[a, b)` with `chunk_size` (already the local size): character
-    /// offsets, before the first call's filtering.
-    fn chunk_rec(&self, a: usize, b: usize, chunk_size: usize) -> Vec<(usize, usize)> {
+    /// offsets, before the first call's filtering; stopping once `limit` of them are not empty
+    /// or whitespace (the first split's pieces are chunked in order: these begin the whole
+    /// answer), with whether they are all of them.
+    fn chunk_rec(
+        &self,
+        a: usize,
+        b: usize,
+        chunk_size: usize,
+        limit: usize,
+    ) -> (Vec<(usize, usize)>, bool) {
         let sp = self.split_text(a, b);
         let l = sp.splitter_len;
         let n = sp.splits.len();
@@ -268,8 +294,19 @@ impl<'a> Text<'a> {
             cum.push(cum[cum.len() - 1] + (y - x) + l);
         }
         let mut offsets: Vec<(usize, usize)> = Vec::new();
+        let (mut checked, mut kept) = (0, 0);
         let mut i = 0;
         while i < n {
+            if limit != usize::MAX {
+                kept += offsets[checked..]
+                    .iter()
+                    .filter(|&&(s, e)| e > s && !self.is_space(s, e))
+                    .count();
+                checked = offsets.len();
+                if kept >= limit {
+                    return (offsets, false);
+                }
+            }
             let (x, y) = sp.splits[i];
             let next;
             if self.count(x, y) > chunk_size && y - x == 1 {
@@ -278,7 +315,7 @@ impl<'a> Text<'a> {
                 offsets.push((x, y));
                 next = i + 1;
             } else if self.count(x, y) > chunk_size {
-                offsets.extend(self.chunk_rec(x, y, chunk_size));
+                offsets.extend(self.chunk_rec(x, y, chunk_size, usize::MAX).0);
                 next = i + 1;
             } else {
                 next = self.merge(a, b - a, &cum, l, chunk_size, i, n + 1);
@@ -296,7 +333,7 @@ impl<'a> Text<'a> {
             }
             i = next;
         }
-        offsets
+        (offsets, true)
     }
 
     /// The first call: chunk, drop empty and all-whitespace chunks, overlap.
@@ -314,7 +351,8 @@ impl<'a> Text<'a> {
             overlap = 0;
         }
         let offsets: Vec<(usize, usize)> = self
-            .chunk_rec(0, self.chars.len(), local)
+            .chunk_rec(0, self.chars.len(), local, usize::MAX)
+            .0
             .into_iter()
             .filter(|&(s, e)| e > s && !self.is_space(s, e))
             .collect();

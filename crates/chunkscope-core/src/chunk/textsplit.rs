@@ -410,6 +410,19 @@ impl<'a> Run<'a> {
 
 impl Chunker for TextSplitterChunker {
     fn chunk(&self, doc: &DocView) -> Vec<Chunk> {
+        self.chunk_up_to(doc, usize::MAX).0
+    }
+
+    fn chunk_first(&self, doc: &DocView, n: usize) -> Option<(Vec<Chunk>, bool)> {
+        Some(self.chunk_up_to(doc, n))
+    }
+}
+
+impl TextSplitterChunker {
+    /// The document's chunks, stopping after the first `limit` (the splitter walks the text once
+    /// from the start, so these are the whole chunking's first `limit`), and whether they are
+    /// all of them.
+    fn chunk_up_to(&self, doc: &DocView, limit: usize) -> (Vec<Chunk>, bool) {
         let text = doc.text;
         let levels = if self.markdown {
             levels::markdown_levels(text)
@@ -448,7 +461,7 @@ impl Chunker for TextSplitterChunker {
         };
         let mut chunks = Vec::new();
         let (mut crate_end, mut last_end) = (0, 0);
-        while run.cursor < text.len() {
+        while run.cursor < text.len() && chunks.len() < limit {
             let (s, e) = run.next_chunk();
             // The crate's iterator: no empty chunk, none ending where one already ended
             // (untrimmed, then again after trimming).
@@ -464,6 +477,7 @@ impl Chunker for TextSplitterChunker {
             last_end = e;
             chunks.push(Chunk::slice(s, e));
         }
-        chunks
+        let whole = run.cursor >= text.len();
+        (chunks, whole)
     }
 }

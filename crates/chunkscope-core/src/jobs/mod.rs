@@ -93,6 +93,9 @@ pub enum Event {
         /// Files re-chunked so far in this generation (these included), of `total`.
         done: usize,
         total: usize,
+        /// `files` is the selected file's first chunks only, those on screen
+        /// (`pipeline::Focus::reach`): the whole file follows in the next `FocusChunked`.
+        head: bool,
     },
     /// The rest of the corpus is being re-chunked: files done of `total` (a few times a second).
     ChunkProgress {

@@ -21,10 +21,23 @@ use crate::tokenize::EmbedTokenizer;
 struct Work {
     reload: bool,
     settings: Option<ChunkSettings>,
-    /// Documents chunked ahead of the rest, by position: the selected file, then the others on
-    /// screen.
-    focus: Vec<usize>,
+    /// Documents chunked ahead of the rest: the selected file, then the others on screen.
+    focus: Focus,
 }
+
+/// What is on screen when a knob turns: the files in view by position, the selected one first,
+/// and how many of the selected file's chunks the chunk pane reaches (its focused chunk and those
+/// drawn below it). A large selected file has these chunked before the rest of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Focus {
+    pub files: Vec<usize>,
+    pub reach: usize,
+}
+
+/// A selected file of at least this many bytes, when its chunker can stop early, has the chunks
+/// on screen chunked and sent before the rest of it (a 4 MB file takes tens of milliseconds
+/// whole; this one a few).
+const HEAD_BYTES: usize = 256 * 1024;
 
 pub struct Pipeline {
     jobs: Latest<Work>,
@@ -72,7 +85,8 @@ impl Pipeline {
 
     pub fn load(&self, generation: u64) {
         self.jobs.submit_with(generation, |pending| {
-            let (settings, focus) = pending.map_or((None, Vec::new()), |p| (p.settings, p.focus));
+            let (settings, focus) =
+                pending.map_or((None, Focus::default()), |p| (p.settings, p.focus));
             Work {
                 reload: true,
                 settings,
@@ -83,14 +97,15 @@ impl Pipeline {
 
     /// Chunk the whole corpus with `settings`; the answer is one `Chunked`.
     pub fn rechunk(&self, generation: u64, settings: ChunkSettings) {
-        self.rechunk_focused(generation, settings, Vec::new());
+        self.rechunk_focused(generation, settings, Focus::default());
     }
 
     /// Chunk the documents in `focus` (positions in the corpus: the selected file first, then
     /// the others on screen) before the rest: the first of them is answered at once with a
-    /// `FocusChunked`, the others with a second one, then the rest of the corpus follows across
-    /// the cores with `ChunkProgress` and ends with `Chunked`.
-    pub fn rechunk_focused(&self, generation: u64, settings: ChunkSettings, focus: Vec<usize>) {
+    /// `FocusChunked` (a large one's first `focus.reach` chunks in one before it, `head` set),
+    /// the others with another one, then the rest of the corpus follows across the cores with
+    /// `ChunkProgress` and ends with `Chunked`.
+    pub fn rechunk_focused(&self, generation: u64, settings: ChunkSettings, focus: Focus) {
         self.jobs.submit_with(generation, |pending| Work {
             reload: pending.is_some_and(|p| p.reload),
             settings: Some(settings),
@@ -195,7 +210,7 @@ impl State {
         generation: u64,
         cancel: &super::CancelToken,
         (engine, settings): (&Arc<Engine>, &ChunkSettings),
-        focus: &[usize],
+        focus: &Focus,
         out: &Emitter<M>,
     ) -> Option<(Result<Arc<Chunking>, JobError>, Instant)> {
         let mut started = Instant::now();
@@ -260,20 +275,47 @@ impl Rechunk<'_> {
     /// by a newer job (checked between documents) or when nobody listens any more.
     fn run<M: From<Event> + Send>(
         &self,
-        focus: &[usize],
+        focus: &Focus,
         out: &Emitter<M>,
     ) -> Option<(Chunking, usize)> {
         let total = self.engine.corpus.docs.len();
-        let mut order: Vec<usize> = Vec::with_capacity(focus.len());
-        for &d in focus {
+        let mut order: Vec<usize> = Vec::with_capacity(focus.files.len());
+        for &d in &focus.files {
             if d < total && !order.contains(&d) {
                 order.push(d);
             }
         }
         let mut ready: Vec<crate::engine::FileChunks> = Vec::with_capacity(order.len());
-        // The selected file is what the user waits for: alone first, then the rest on screen.
+        let send = |files: Vec<crate::engine::FileChunks>, done: usize, head: bool| {
+            out.emit(Event::FocusChunked {
+                generation: self.generation,
+                engine: Arc::clone(self.engine),
+                settings: self.settings.clone(),
+                files,
+                done,
+                total,
+                head,
+            })
+        };
+        // The selected file is what the user waits for: alone first (a large one's chunks on
+        // screen before the rest of it), then the rest on screen.
         let (first, others) = order.split_at(order.len().min(1));
+        if let Some(&d) = first.first() {
+            if let Some((head, whole)) = self.head(d, focus.reach) {
+                if whole {
+                    ready.push(head.clone());
+                }
+                if !send(vec![head], ready.len(), !whole) {
+                    return None;
+                }
+            }
+        }
         for step in [first, others] {
+            let step: Vec<usize> = step
+                .iter()
+                .copied()
+                .filter(|d| ready.iter().all(|f| f.doc != *d))
+                .collect();
             if step.is_empty() {
                 continue;
             }
@@ -282,17 +324,9 @@ impl Rechunk<'_> {
             }
             let files = self
                 .engine
-                .chunk_docs(step, self.settings, self.vectors, self.prev);
+                .chunk_docs(&step, self.settings, self.vectors, self.prev);
             ready.extend(files.iter().cloned());
-            let sent = out.emit(Event::FocusChunked {
-                generation: self.generation,
-                engine: Arc::clone(self.engine),
-                settings: self.settings.clone(),
-                files,
-                done: ready.len(),
-                total,
-            });
-            if !sent {
+            if !send(files, ready.len(), false) {
                 return None;
             }
         }
@@ -319,6 +353,18 @@ impl Rechunk<'_> {
             self.cancel.flag(),
             &progress,
         )
+    }
+
+    /// The first `reach` chunks of the selected document `d` when it is large, this chunking
+    /// cannot take it from the previous one, and its chunker can stop early; with whether they
+    /// are all of its chunks.
+    fn head(&self, d: usize, reach: usize) -> Option<(crate::engine::FileChunks, bool)> {
+        let reused = self.prev.is_some_and(|(_, c)| c.settings == *self.settings);
+        if reach == 0 || reused || self.engine.corpus.docs[d].text.len() < HEAD_BYTES {
+            return None;
+        }
+        self.engine
+            .chunk_doc_first(d, self.settings, self.vectors, reach)
     }
 }
 

@@ -9,6 +9,10 @@ use anyhow::{bail, Context, Result};
 
 use chunkscope_core::corpus::{Corpus, CorpusRules};
 
+/// Chunks of the selected file the chunk pane can reach on a 50-row terminal from its first
+/// chunk (`Model::rechunk_focus`): the first chunk and one a row below it.
+pub const REACH: usize = 48;
+
 /// A temporary folder removed when dropped, on every exit path (errors and panics included).
 pub struct TempDir(pub PathBuf);
 

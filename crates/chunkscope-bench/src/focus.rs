@@ -16,14 +16,10 @@ use chunkscope_core::jobs::Event;
 use chunkscope_core::model::ModelInfo;
 use chunkscope_core::tokenize::EmbedTokenizer;
 
-use crate::common::{generate_corpus, own_corpus_rules, report, TempDir};
+use crate::common::{generate_corpus, own_corpus_rules, report, TempDir, REACH};
 
 /// Rows of a files pane on a 50-row terminal: the files on screen beside the selected one.
 const ON_SCREEN: usize = 37;
-
-/// Chunks of the selected file the chunk pane can reach on a 50-row terminal from its first
-/// chunk (`Model::rechunk_focus`): the first chunk and one a row below it.
-const REACH: usize = 48;
 
 /// On a generated corpus of about `megabytes` MB, or on the folder `own` as it is: for each of
 /// `presets` but Max-Min (which embeds every sentence first), `presses` size turns (its own size,

@@ -20,6 +20,7 @@ use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::embed::BackendChoice;
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::index::ann::XorShift;
+use chunkscope_core::jobs::pipeline::HEAD_BYTES;
 use chunkscope_core::model::ModelInfo;
 use chunkscope_core::search::SearchIndex;
 use chunkscope_core::stats::Stats;
@@ -29,7 +30,7 @@ use chunkscope_core::window::WindowSpec;
 use crate::ann::{AnnArgs, AnnRow};
 use crate::common::{
     heap_mb, peak_heap_mb, peak_rss_mb, percentile, reset_peak_heap, reset_peak_rss, rss_mb,
-    TempDir,
+    TempDir, REACH,
 };
 use crate::embed::{BenchArgs, EmbedRow};
 
@@ -68,6 +69,12 @@ pub struct KnobRow {
     pub chunks: usize,
     /// Switching to the preset: the whole corpus chunked and measured.
     pub switch_ms: f64,
+    /// The focused file to its chunks on screen: its first chunks where the workbench sends them
+    /// ahead of the rest of a large file, else the whole file.
+    pub screen_p50_ms: f64,
+    pub screen_p95_ms: f64,
+    pub screen_max_ms: f64,
+    /// The focused file chunked whole.
     pub focus_p50_ms: f64,
     pub focus_p95_ms: f64,
     pub focus_max_ms: f64,
@@ -255,13 +262,24 @@ fn knobs(
         let t = Instant::now();
         index.update(engine, &prev)?;
         let index_ms = ms_since(t);
-        let mut focus_ms = Vec::new();
+        let (mut screen_ms, mut focus_ms) = (Vec::new(), Vec::new());
         for i in 0..args.focus_presses.max(1) {
             s.size = if i % 2 == 0 { pressed(own) } else { own };
+            let d = focus[i % focus.len()];
+            // As the pipeline does: a large file's chunks on screen first, where its splitter
+            // can stop early, then the whole file.
             let t = Instant::now();
-            let f = engine.chunk_doc_with(focus[i % focus.len()], &s, v);
+            let head = (engine.corpus.docs[d].text.len() >= HEAD_BYTES)
+                .then(|| engine.chunk_doc_first(d, &s, v, REACH))
+                .flatten()
+                .filter(|(_, whole)| !whole);
+            let head_ms = head.map(|_| ms_since(t));
+            let t = Instant::now();
+            let f = engine.chunk_doc_with(d, &s, v);
             let _ = Stats::of(f.chunks.iter(), window, engine.specials());
-            focus_ms.push(ms_since(t));
+            let whole_ms = ms_since(t);
+            focus_ms.push(whole_ms);
+            screen_ms.push(head_ms.unwrap_or(whole_ms));
         }
         let mut whole_ms = Vec::new();
         for i in 0..args.presses.max(1) {
@@ -279,6 +297,9 @@ fn knobs(
             label: s.label(),
             chunks: stats.chunks,
             switch_ms,
+            screen_p50_ms: percentile(&mut screen_ms, 0.5),
+            screen_p95_ms: percentile(&mut screen_ms, 0.95),
+            screen_max_ms: percentile(&mut screen_ms, 1.0),
             focus_p50_ms: percentile(&mut focus_ms, 0.5),
             focus_p95_ms: percentile(&mut focus_ms, 0.95),
             focus_max_ms: percentile(&mut focus_ms, 1.0),
@@ -292,11 +313,13 @@ fn knobs(
         };
         writeln!(
             out,
-            "{:<18} {:>9} {:>10.0} {:>8.0} | {:>8.2} {:>8.2} {:>8.2} | {:>9.0} {:>9.0} | {:>7} {:>7} | {:>7} {:>7}   {}",
+            "{:<18} {:>9} {:>10.0} {:>8.0} | {:>8.2} {:>8.2} | {:>8.2} {:>8.2} {:>8.2} | {:>9.0} {:>9.0} | {:>7} {:>7} | {:>7} {:>7}   {}",
             row.preset,
             row.chunks,
             row.switch_ms,
             row.index_ms,
+            row.screen_p50_ms,
+            row.screen_p95_ms,
             row.focus_p50_ms,
             row.focus_p95_ms,
             row.focus_max_ms,
@@ -375,7 +398,8 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
     writeln!(
         out,
         "knob: size between each preset's own and one press up (+1/8); one file alone per press \
-         ({} presses: the largest of each kind, {}, then files drawn at random); whole corpus \
+         ({} presses: the largest of each kind, {}, then files drawn at random), to its chunks on \
+         screen (scr: a large file's first chunks where its splitter stops early) and whole; whole corpus \
          (chunks + stats), {} presses; maxmin with hashed sentence vectors (embedding not timed)",
         args.focus_presses.max(1),
         largest.join(", "),
@@ -383,11 +407,13 @@ fn chunking(info: &ModelInfo, args: &ScaleArgs, out: &mut dyn Write) -> Result<S
     )?;
     writeln!(
         out,
-        "{:<18} {:>9} {:>10} {:>8} | {:>8} {:>8} {:>8} | {:>9} {:>9} | {:>7} {:>7} | {:>7} {:>7}   settings",
+        "{:<18} {:>9} {:>10} {:>8} | {:>8} {:>8} | {:>8} {:>8} {:>8} | {:>9} {:>9} | {:>7} {:>7} | {:>7} {:>7}   settings",
         "preset",
         "chunks",
         "switch ms",
         "index ms",
+        "scr p50",
+        "scr p95",
         "file p50",
         "file p95",
         "file max",

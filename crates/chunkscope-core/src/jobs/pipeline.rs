@@ -37,7 +37,7 @@ pub struct Focus {
 /// A selected file of at least this many bytes, when its chunker can stop early, has the chunks
 /// on screen chunked and sent before the rest of it (a 4 MB file takes tens of milliseconds
 /// whole; this one a few).
-const HEAD_BYTES: usize = 256 * 1024;
+pub const HEAD_BYTES: usize = 256 * 1024;
 
 pub struct Pipeline {
     jobs: Latest<Work>,

@@ -224,6 +224,8 @@ fn remembered_fragments_belong_to_their_tokenizer() {
     for tok in [&*minilm, &tiny, &*minilm, &tiny] {
         let tokens = std::sync::Arc::new(DocTokens::new(text, tok).unwrap());
         for (k, &s) in bounds.iter().enumerate() {
+            // Every end from one start, the start found once (text-splitter's sizes).
+            let from = tokens.embed_start(text, s, tok).expect("WordPiece is word-local");
             for &e in &bounds[k + 1..] {
                 let own = common::own_spans(tok, text, s, e);
                 assert_eq!(tokens.embed_spans_in(text, s, e, tok), own, "{s}..{e}");
@@ -231,6 +233,11 @@ fn remembered_fragments_belong_to_their_tokenizer() {
                     tokens.embed_count_in(text, s, e, tok),
                     own.len(),
                     "{s}..{e}"
+                );
+                assert_eq!(
+                    tokens.embed_count_from(text, &from, e, tok),
+                    own.len(),
+                    "{s}..{e} from its start"
                 );
                 if tok.spans(&text[s..e]).unwrap().len() != minilm.spans(&text[s..e]).unwrap().len()
                 {

@@ -141,6 +141,15 @@ proptest! {
         let own = common::own_spans(&tok, &text, s, e);
         // The counts skip over whole words (embed) and pieces (cl100k) without listing them.
         prop_assert_eq!(tokens.embed_count_in(&text, s, e, &tok), own.len());
+        // Several ends from one start, the start found once (text-splitter's sizes).
+        if let Some(from) = tokens.embed_start(&text, s, &tok) {
+            prop_assert_eq!(tokens.embed_count_from(&text, &from, e, &tok), own.len());
+            let m = chunkscope_core::text::ceil_char(&text, s + (e - s) / 2);
+            prop_assert_eq!(
+                tokens.embed_count_from(&text, &from, m, &tok),
+                common::own_spans(&tok, &text, s, m).len()
+            );
+        }
         prop_assert_eq!(
             tokens.cl100k_count_in(&text, s, e),
             common::tiktoken_count(&text[s..e])

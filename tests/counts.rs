@@ -225,7 +225,9 @@ fn remembered_fragments_belong_to_their_tokenizer() {
         let tokens = std::sync::Arc::new(DocTokens::new(text, tok).unwrap());
         for (k, &s) in bounds.iter().enumerate() {
             // Every end from one start, the start found once (text-splitter's sizes).
-            let from = tokens.embed_start(text, s, tok).expect("WordPiece is word-local");
+            let from = tokens
+                .embed_start(text, s, tok)
+                .expect("WordPiece is word-local");
             for &e in &bounds[k + 1..] {
                 let own = common::own_spans(tok, text, s, e);
                 assert_eq!(tokens.embed_spans_in(text, s, e, tok), own, "{s}..{e}");

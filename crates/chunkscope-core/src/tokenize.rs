@@ -430,7 +430,12 @@ impl DocTokens {
     /// Where a slice from byte `start` begins among the document's embed tokens, for counting
     /// several slices from the same start (`embed_count_from`): None unless the tokenizer is
     /// word-local with words in order (`walk_slice`'s case).
-    pub fn embed_start(&self, text: &str, start: usize, tok: &EmbedTokenizer) -> Option<SliceStart> {
+    pub fn embed_start(
+        &self,
+        text: &str,
+        start: usize,
+        tok: &EmbedTokenizer,
+    ) -> Option<SliceStart> {
         let t = &self.embed;
         if !tok.is_word_local() || !t.words_in_order() {
             return None;

@@ -7,7 +7,7 @@
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
-use super::{Chunk, Chunker, DocView, Recursive};
+use super::{Chunk, Chunker, DocView, Recursive, StartCounter};
 use crate::text::{is_python_space, strip_range};
 use crate::tokenize::{count, Unit};
 
@@ -168,8 +168,8 @@ impl Markdown {
         lens
     }
 
-    fn fits(&self, doc: &DocView, start: usize, end: usize) -> bool {
-        doc.count(self.unit, start, end) <= self.size
+    fn fits(&self, counter: &StartCounter, start: usize, end: usize) -> bool {
+        counter.count(self.unit, start, end) <= self.size
     }
 
     /// Cut one block that does not fit, with the recursive splitter on its own range.
@@ -216,10 +216,11 @@ impl Markdown {
     ) {
         let mut pieces = Vec::new();
         self.split_block(doc, b, heading, &mut pieces);
-        let heading_len = doc.count(self.unit, heading_start, b.start);
+        let counter = StartCounter::new(doc);
+        let heading_len = counter.count(self.unit, heading_start, b.start);
         let crowded = pieces
             .first()
-            .is_some_and(|first| !self.fits(doc, heading_start, first.end));
+            .is_some_and(|first| !self.fits(&counter, heading_start, first.end));
         // Cut the whole block again, smaller, so the heading fits beside the first piece; only
         // while that leaves at least half the size (else the heading stands alone).
         if crowded && heading_len * 2 <= self.size {
@@ -233,7 +234,9 @@ impl Markdown {
             narrower.split_block(doc, b, heading, &mut pieces);
         }
         match pieces.first_mut() {
-            Some(first) if self.fits(doc, heading_start, first.end) => first.start = heading_start,
+            Some(first) if self.fits(&counter, heading_start, first.end) => {
+                first.start = heading_start
+            }
             // No room beside the heading (a heading as long as the size): it stands alone.
             _ => {
                 let (s, e) = strip_range(doc.text, heading_start, b.start, is_python_space);
@@ -426,6 +429,8 @@ impl Markdown {
         };
         // True while `pending` holds nothing but the section's heading line.
         let mut heading_only = false;
+        // A chunk grows block by block from one start: its size is asked from there each time.
+        let counter = StartCounter::new(doc);
         let found = match doc.memo {
             Some(memo) => memo.blocks(|| blocks(doc.text)),
             None => blocks(doc.text).into(),
@@ -453,8 +458,8 @@ impl Markdown {
             }
             if let Kind::Table { header, rows } = &b.kind {
                 let lead = pending.filter(|_| heading_only).map(|p| p.0);
-                let alone = self.fits(doc, b.start, b.end);
-                if !alone || lead.is_some_and(|h| !self.fits(doc, h, b.end)) {
+                let alone = self.fits(&counter, b.start, b.end);
+                if !alone || lead.is_some_and(|h| !self.fits(&counter, h, b.end)) {
                     if lead.is_some() {
                         pending = None;
                     } else {
@@ -466,7 +471,7 @@ impl Markdown {
                 }
             }
             match pending {
-                Some((s, _)) if self.fits(doc, s, b.end) => pending = Some((s, b.end)),
+                Some((s, _)) if self.fits(&counter, s, b.end) => pending = Some((s, b.end)),
                 // A heading followed by a block that must be cut: cut them together, so the
                 // heading line opens the first piece instead of standing alone.
                 Some((s, _)) if heading_only => {
@@ -475,7 +480,7 @@ impl Markdown {
                 }
                 _ => {
                     flush(&mut pending, &heading, &mut out);
-                    if self.fits(doc, b.start, b.end) {
+                    if self.fits(&counter, b.start, b.end) {
                         pending = Some((b.start, b.end));
                     } else {
                         self.split_block(doc, b, &heading, &mut out);

@@ -19,7 +19,7 @@
 //! encoding (the specials). The counter is the unit's: embed tokens without specials (a
 //! tokenizers-based counter), characters (`len`) or cl100k.
 
-use super::{Chunk, Chunker, DocView};
+use super::{Chunk, Chunker, DocView, StartCounter};
 use crate::text::is_python_space;
 use crate::tokenize::Unit;
 
@@ -85,7 +85,8 @@ impl Chunker for Semchunk {
 
 /// The document as characters (semchunk counts Python code points), with byte offsets.
 struct Text<'a> {
-    doc: &'a DocView<'a>,
+    /// Counts from the last start asked: a merge's binary search asks sizes from one split.
+    counter: StartCounter<'a>,
     unit: Unit,
     chars: Vec<char>,
     /// Byte offset of each character, and the text's length last (a document's text is under
@@ -111,7 +112,7 @@ impl<'a> Text<'a> {
         }
         at.push(doc.text.len() as u32);
         Text {
-            doc,
+            counter: StartCounter::new(doc),
             unit,
             chars,
             at,
@@ -125,7 +126,9 @@ impl<'a> Text<'a> {
         }
         match self.unit {
             Unit::Chars => b - a,
-            u => self.doc.count(u, self.at[a] as usize, self.at[b] as usize),
+            u => self
+                .counter
+                .count(u, self.at[a] as usize, self.at[b] as usize),
         }
     }
 

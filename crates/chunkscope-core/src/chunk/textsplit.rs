@@ -22,7 +22,7 @@
 
 use std::cmp::Ordering;
 
-use super::{Chunk, Chunker, DocView};
+use super::{Chunk, Chunker, DocView, StartCounter};
 use crate::tokenize::Unit;
 
 mod breaks;
@@ -57,8 +57,8 @@ struct Sizes<'a> {
     unit: Unit,
     markdown: bool,
     known: Vec<((usize, usize), usize)>,
-    /// The last slice start counted in embed tokens: a chunk's sizes are asked from one start.
-    from: Option<crate::tokenize::SliceStart>,
+    /// Counts from the chunk's start: its sizes are all asked from there.
+    counter: StartCounter<'a>,
 }
 
 impl Sizes<'_> {
@@ -70,24 +70,9 @@ impl Sizes<'_> {
             return n;
         }
         let (s, kept) = trim(self.markdown, from, &self.doc.text[from..to]);
-        let n = match self.unit {
-            Unit::Embed if !kept.is_empty() => self.embed_count(s, s + kept.len()),
-            unit => self.doc.count(unit, s, s + kept.len()),
-        };
+        let n = self.counter.count(self.unit, s, s + kept.len());
         self.known.push((k, n));
         n
-    }
-
-    /// `DocView::count` in embed tokens, the slice's start found once for every end asked.
-    fn embed_count(&mut self, start: usize, end: usize) -> usize {
-        let d = self.doc;
-        if self.from.is_none_or(|f| f.start != start) {
-            self.from = d.tokens.embed_start(d.text, start, d.tok);
-        }
-        match &self.from {
-            Some(f) => d.tokens.embed_count_from(d.text, f, end, d.tok),
-            None => d.count(Unit::Embed, start, end),
-        }
     }
 
     /// The size of `text[from..to]` under its own key.
@@ -469,7 +454,7 @@ impl TextSplitterChunker {
                 unit: self.unit,
                 markdown: self.markdown,
                 known: Vec::new(),
-                from: None,
+                counter: StartCounter::new(doc),
             },
             ranges: Ranges::new(levels, self.markdown),
             breaks: Fallback::ALL.map(|f| DocBreaks::new(text, f, known(f))),

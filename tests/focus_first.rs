@@ -306,6 +306,7 @@ fn first_chunks_begin_the_whole_chunking() {
             "llamaindex-tokens",
             "markdown",
             "semchunk",
+            "spring-ai",
             "text-splitter"
         ],
         "the chunkers that stop early"
@@ -333,7 +334,8 @@ fn a_large_selected_file_sends_its_chunks_on_screen_first() {
     for (preset, stops_early) in [
         (Preset::TextSplitter, true),
         (Preset::Semchunk, true),
-        (Preset::SpringAi, false),
+        (Preset::SpringAi, true),
+        (Preset::Haystack, false),
     ] {
         let mut s = ChunkSettings::default();
         preset.apply(&mut s);

@@ -45,8 +45,12 @@ pub struct SpringAi {
 
 impl Chunker for SpringAi {
     fn chunk(&self, doc: &DocView) -> Vec<Chunk> {
-        let t = doc.tokens;
-        self.split(doc.text, &t.cl100k, Advance::Fast)
+        self.split(doc.text, &doc.tokens.cl100k, Advance::Fast)
+    }
+
+    /// Windows are cut one after another from the start: the first chunks need only theirs.
+    fn chunk_first(&self, doc: &DocView, n: usize) -> Option<(Vec<Chunk>, bool)> {
+        Some(self.split_up_to(doc.text, &doc.tokens.cl100k, Advance::Fast, n))
     }
 }
 
@@ -63,6 +67,17 @@ enum Advance {
 impl SpringAi {
     /// The splitter over a document's cl100k tokens.
     fn split(&self, text: &str, tokens: &Cl100kTokens, how: Advance) -> Vec<Chunk> {
+        self.split_up_to(text, tokens, how, usize::MAX).0
+    }
+
+    /// `split`, stopping once `limit` chunks are out, and whether they are all of them.
+    fn split_up_to(
+        &self,
+        text: &str,
+        tokens: &Cl100kTokens,
+        how: Advance,
+        limit: usize,
+    ) -> (Vec<Chunk>, bool) {
         let bpe = cl100k();
         // The reference decodes the window's ids, encoded afresh.
         let ids = match how {
@@ -84,6 +99,9 @@ impl SpringAi {
         let mut cur = 0usize;
         let mut made = 0usize;
         while cur < n && made < p.max_num_chunks {
+            if out.len() >= limit {
+                return (out, false);
+            }
             let end = (cur + self.size).min(n);
             let window = window_of(cur, end);
             if window.trim_matches(is_java_trim).is_empty() {
@@ -118,7 +136,7 @@ impl SpringAi {
                 out.push(c);
             }
         }
-        out
+        (out, true)
     }
 
     /// Trim and filter one cut window that began at document byte `at`.
@@ -482,6 +500,43 @@ mod tests {
                 s.split(&text, &toks, Advance::Fast),
                 s.split(&text, &toks, Advance::Full)
             );
+        }
+    }
+
+    /// The first chunks, stopped early, begin the whole split, the one past `max_num_chunks` (the
+    /// rest as one chunk) included; "all of them" only when they are.
+    #[test]
+    fn first_chunks_begin_the_split() {
+        let text =
+            "Alpha beta gamma. Delta epsilon zeta! Eta theta? Iota kappa\nlambda mu. ".repeat(40);
+        let toks = Cl100kTokens::new(&text);
+        for max_num_chunks in [3, 10_000] {
+            let s = SpringAi {
+                size: 16,
+                params: SpringAiParams {
+                    min_chunk_size_chars: 10,
+                    max_num_chunks,
+                    ..SpringAiParams::default()
+                },
+            };
+            let whole = s.split(&text, &toks, Advance::Fast);
+            assert!(whole.len() > 3, "{}", whole.len());
+            for n in [1, 2, 3, 4, whole.len() - 1, whole.len(), whole.len() + 1] {
+                let (first, all) = s.split_up_to(&text, &toks, Advance::Fast, n);
+                assert_eq!(
+                    first[..],
+                    whole[..first.len()],
+                    "max {max_num_chunks}, n {n}"
+                );
+                assert!(
+                    first.len() >= n.min(whole.len()),
+                    "max {max_num_chunks}, n {n}"
+                );
+                assert!(
+                    !all || first.len() == whole.len(),
+                    "max {max_num_chunks}, n {n}"
+                );
+            }
         }
     }
 

@@ -3,6 +3,7 @@
 //! carries its own text as well.
 
 mod chonkie;
+mod counter;
 mod fixed;
 mod haystack;
 pub mod haystack_recursive;
@@ -21,6 +22,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use chonkie::{ChonkieRecursive, ChonkieTokens, CHONKIE_MIN_CHARS};
+pub(crate) use counter::StartCounter;
 pub use fixed::Fixed;
 pub use haystack::Haystack;
 pub use haystack_recursive::HaystackRecursive;
@@ -136,43 +138,6 @@ impl DocView<'_> {
             Unit::Chars => self.text[start..end].chars().count(),
             Unit::Cl100k => self.tokens.cl100k_count_in(self.text, start, end),
             Unit::Embed => self.tokens.embed_count_in(self.text, start, end, self.tok),
-        }
-    }
-}
-
-/// Counts slices of one document, keeping the last slice start's place among its embed tokens:
-/// a chunker that grows a chunk from one start asks its size again and again, and only the end
-/// is searched for then (`DocTokens::embed_count_from`). Other units count as `DocView::count`.
-pub(crate) struct StartCounter<'a> {
-    doc: &'a DocView<'a>,
-    from: std::cell::Cell<Option<crate::tokenize::SliceStart>>,
-}
-
-impl<'a> StartCounter<'a> {
-    pub(crate) fn new(doc: &'a DocView<'a>) -> StartCounter<'a> {
-        StartCounter {
-            doc,
-            from: std::cell::Cell::new(None),
-        }
-    }
-
-    /// `DocView::count`.
-    pub(crate) fn count(&self, unit: Unit, start: usize, end: usize) -> usize {
-        let d = self.doc;
-        if unit != Unit::Embed || start >= end {
-            return d.count(unit, start, end);
-        }
-        let from = match self.from.get() {
-            Some(f) if f.start == start => Some(f),
-            _ => {
-                let f = d.tokens.embed_start(d.text, start, d.tok);
-                self.from.set(f);
-                f
-            }
-        };
-        match from {
-            Some(f) => d.tokens.embed_count_from(d.text, &f, end, d.tok),
-            None => d.count(unit, start, end),
         }
     }
 }

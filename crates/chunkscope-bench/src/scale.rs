@@ -20,7 +20,6 @@ use chunkscope_core::embed::lowp::Precision;
 use chunkscope_core::embed::BackendChoice;
 use chunkscope_core::engine::{Chunking, Engine};
 use chunkscope_core::index::ann::XorShift;
-use chunkscope_core::jobs::pipeline::HEAD_BYTES;
 use chunkscope_core::model::ModelInfo;
 use chunkscope_core::search::SearchIndex;
 use chunkscope_core::stats::Stats;
@@ -269,9 +268,8 @@ fn knobs(
             // As the pipeline does: a large file's chunks on screen first, where its splitter
             // can stop early, then the whole file.
             let t = Instant::now();
-            let head = (engine.corpus.docs[d].text.len() >= HEAD_BYTES)
-                .then(|| engine.chunk_doc_first(d, &s, v, REACH))
-                .flatten()
+            let head = engine
+                .chunk_doc_head(d, &s, v, REACH)
                 .filter(|(_, whole)| !whole);
             let head_ms = head.map(|_| ms_since(t));
             let t = Instant::now();

@@ -34,11 +34,6 @@ pub struct Focus {
     pub reach: usize,
 }
 
-/// A selected file of at least this many bytes, when its chunker can stop early, has the chunks
-/// on screen chunked and sent before the rest of it (a 4 MB file takes tens of milliseconds
-/// whole; this one a few).
-pub const HEAD_BYTES: usize = 256 * 1024;
-
 pub struct Pipeline {
     jobs: Latest<Work>,
 }
@@ -355,16 +350,15 @@ impl Rechunk<'_> {
         )
     }
 
-    /// The first `reach` chunks of the selected document `d` when it is large, this chunking
-    /// cannot take it from the previous one, and its chunker can stop early; with whether they
-    /// are all of its chunks.
+    /// The selected document `d`'s first chunks (`Engine::chunk_doc_head`) unless this chunking
+    /// takes its files from the previous one; with whether they are all of its chunks.
     fn head(&self, d: usize, reach: usize) -> Option<(crate::engine::FileChunks, bool)> {
         let reused = self.prev.is_some_and(|(_, c)| c.settings == *self.settings);
-        if reach == 0 || reused || self.engine.corpus.docs[d].text.len() < HEAD_BYTES {
+        if reused {
             return None;
         }
         self.engine
-            .chunk_doc_first(d, self.settings, self.vectors, reach)
+            .chunk_doc_head(d, self.settings, self.vectors, reach)
     }
 }
 

@@ -58,10 +58,7 @@ impl Chunker for Semchunk {
     fn chunk(&self, doc: &DocView) -> Vec<Chunk> {
         let text = Text::new(doc, self.unit);
         let chunk_size = self.chunk_size(doc);
-        text.chunk(chunk_size, self.overlap)
-            .into_iter()
-            .map(|(s, e)| Chunk::slice(text.at[s] as usize, text.at[e] as usize))
-            .collect()
+        text.chunks(text.chunk(chunk_size, self.overlap))
     }
 
     /// Without overlap (semchunk's default): chunks come out of the first split's pieces in
@@ -74,12 +71,8 @@ impl Chunker for Semchunk {
         let text = Text::new(doc, self.unit);
         let chunk_size = self.chunk_size(doc);
         let (offsets, whole) = text.chunk_rec(0, text.chars.len(), chunk_size, n);
-        let chunks = offsets
-            .into_iter()
-            .filter(|&(s, e)| e > s && !text.is_space(s, e))
-            .map(|(s, e)| Chunk::slice(text.at[s] as usize, text.at[e] as usize))
-            .collect();
-        Some((chunks, whole))
+        let kept = offsets.into_iter().filter(|&r| text.kept(r)).collect();
+        Some((text.chunks(kept), whole))
     }
 }
 
@@ -130,6 +123,19 @@ impl<'a> Text<'a> {
                 .counter
                 .count(u, self.at[a] as usize, self.at[b] as usize),
         }
+    }
+
+    /// Whether the first call keeps a chunk of characters `[s, e)`: not empty, not all whitespace.
+    fn kept(&self, (s, e): (usize, usize)) -> bool {
+        e > s && !self.is_space(s, e)
+    }
+
+    /// Character ranges as the document's chunks.
+    fn chunks(&self, ranges: Vec<(usize, usize)>) -> Vec<Chunk> {
+        ranges
+            .into_iter()
+            .map(|(s, e)| Chunk::slice(self.at[s] as usize, self.at[e] as usize))
+            .collect()
     }
 
     fn is_space(&self, a: usize, b: usize) -> bool {
@@ -301,10 +307,7 @@ impl<'a> Text<'a> {
         let mut i = 0;
         while i < n {
             if limit != usize::MAX {
-                kept += offsets[checked..]
-                    .iter()
-                    .filter(|&&(s, e)| e > s && !self.is_space(s, e))
-                    .count();
+                kept += offsets[checked..].iter().filter(|&&r| self.kept(r)).count();
                 checked = offsets.len();
                 if kept >= limit {
                     return (offsets, false);
@@ -357,7 +360,7 @@ impl<'a> Text<'a> {
             .chunk_rec(0, self.chars.len(), local, usize::MAX)
             .0
             .into_iter()
-            .filter(|&(s, e)| e > s && !self.is_space(s, e))
+            .filter(|&r| self.kept(r))
             .collect();
         if overlap == 0 || offsets.is_empty() {
             return offsets;

@@ -397,23 +397,49 @@ impl DocTokens {
             return Some((0, 0));
         }
         let (s, e) = (start as u32, end as u32);
-        let straddles = |w: (u32, u32), at: u32| w.0 < at && at < w.1;
         let mut i = t.first_ending_after(s);
-        if i < t.len() && straddles(t.word_span(i), s) {
-            let w = t.word_span(i);
+        if let Some(w) = self.word_cut_at(i, s) {
             fragment(text, start, w.1.min(e) as usize, tok, |a, _| {
                 cut(Cut::Head, a)
             });
             i = t.word_end(i);
         }
-        // With words in order, the walk of `embed_spans_in` stops at the first token whose word
-        // ends past `e`: the one cut by the right boundary, or one wholly after it.
-        let k = t.gallop_from(i, |j| t.end(t.word_end(j) - 1) <= e);
-        if k < t.len() && straddles(t.word_span(k), e) {
-            let at = t.word_span(k).0.max(s) as usize;
-            fragment(text, at, end, tok, |a, _| cut(Cut::Tail, a));
-        }
+        let k = self.run_end(i, e);
+        self.tail_fragment(text, k, (start, end), tok, |a| cut(Cut::Tail, a));
         Some((i, k - i))
+    }
+
+    /// The span of token `i`'s word when byte `at` falls strictly inside it (a slice boundary
+    /// there cuts the word, whose tokens are then encoded again).
+    fn word_cut_at(&self, i: usize, at: u32) -> Option<(u32, u32)> {
+        let t = &self.embed;
+        (i < t.len())
+            .then(|| t.word_span(i))
+            .filter(|w| w.0 < at && at < w.1)
+    }
+
+    /// Where a run of whole words from token `i` ends for a slice ending at byte `e`: with words
+    /// in order, the walk of `embed_spans_in` stops at the first token whose word ends past `e`
+    /// (the one cut by the boundary, or one wholly after it).
+    fn run_end(&self, i: usize, e: u32) -> usize {
+        let t = &self.embed;
+        t.gallop_from(i, |j| t.end(t.word_end(j) - 1) <= e)
+    }
+
+    /// The tokens of the word that the end of `text[start..end]` cuts, if it cuts one (`k` is
+    /// `run_end`'s token), encoded alone: their absolute starts handed to `visit`.
+    fn tail_fragment(
+        &self,
+        text: &str,
+        k: usize,
+        (start, end): (usize, usize),
+        tok: &EmbedTokenizer,
+        mut visit: impl FnMut(usize),
+    ) {
+        if let Some(w) = self.word_cut_at(k, end as u32) {
+            let at = w.0.max(start as u32) as usize;
+            fragment(text, at, end, tok, |a, _| visit(a));
+        }
     }
 
     /// Number of cl100k tokens in `text[start..end]` encoded alone (`text` is the document these
@@ -443,13 +469,10 @@ impl DocTokens {
         let s = start as u32;
         let mut first = t.first_ending_after(s);
         let (mut head, mut word_end) = (0, s);
-        if first < t.len() {
-            let w = t.word_span(first);
-            if w.0 < s && s < w.1 {
-                fragment(text, start, w.1 as usize, tok, |_, _| head += 1);
-                word_end = w.1;
-                first = t.word_end(first);
-            }
+        if let Some(w) = self.word_cut_at(first, s) {
+            fragment(text, start, w.1 as usize, tok, |_, _| head += 1);
+            word_end = w.1;
+            first = t.word_end(first);
         }
         Some(SliceStart {
             start,
@@ -468,21 +491,14 @@ impl DocTokens {
         end: usize,
         tok: &EmbedTokenizer,
     ) -> usize {
-        let (s, e) = (from.start as u32, end as u32);
+        let e = end as u32;
         if end <= from.start || e <= from.word_end {
             return self.embed_count_in(text, from.start, end, tok);
         }
-        let t = &self.embed;
-        let i = from.first;
-        let k = t.gallop_from(i, |j| t.end(t.word_end(j) - 1) <= e);
+        let k = self.run_end(from.first, e);
         let mut tail = 0;
-        if k < t.len() {
-            let w = t.word_span(k);
-            if w.0 < e && e < w.1 {
-                fragment(text, w.0.max(s) as usize, end, tok, |_, _| tail += 1);
-            }
-        }
-        from.head + (k - i) + tail
+        self.tail_fragment(text, k, (from.start, end), tok, |_| tail += 1);
+        from.head + (k - from.first) + tail
     }
 
     /// Number of content embed tokens in `text[start..end]` tokenized alone.

@@ -104,50 +104,13 @@ pub fn focus(
         for i in 0..=presses {
             s.size = if i % 2 == 0 { own + own / 8 } else { own };
             generation += 1;
-            let t = Instant::now();
-            pipeline.rechunk_focused(generation, s.clone(), focus.clone());
-            let (mut steps, mut whole_seen) = (0, false);
-            loop {
-                match next(&rx)? {
-                    Event::FocusChunked {
-                        generation: g,
-                        head,
-                        ..
-                    } if g == generation => {
-                        let ms = t.elapsed().as_secs_f64() * 1000.0;
-                        // The chunks on screen come first: the file's head, or the whole file
-                        // where there is none; then the whole file, then the others on screen.
-                        if i > 0 {
-                            if steps == 0 {
-                                shown_ms.push(ms);
-                            }
-                            if !head {
-                                if whole_seen {
-                                    &mut screen_ms
-                                } else {
-                                    &mut first_ms
-                                }
-                                .push(ms);
-                            }
-                        }
-                        whole_seen |= !head;
-                        steps += 1;
-                    }
-                    Event::Chunked {
-                        generation: g,
-                        result,
-                        ..
-                    } if g == generation => {
-                        if let Err(e) = result {
-                            bail!("{}: {e}", preset.name());
-                        }
-                        if i > 0 {
-                            whole_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-                        }
-                        break;
-                    }
-                    _ => {}
-                }
+            let turn = turn(&pipeline, &rx, generation, &s, &focus)
+                .with_context(|| preset.name().to_string())?;
+            if i > 0 {
+                shown_ms.push(turn.shown);
+                first_ms.extend(turn.selected);
+                screen_ms.extend(turn.on_screen);
+                whole_ms.push(turn.whole);
             }
         }
         writeln!(out, "{}", preset.name())?;
@@ -157,6 +120,70 @@ pub fn focus(
         report(out, "  whole corpus", whole_ms)?;
     }
     Ok(())
+}
+
+/// One knob turn's times from the request, in milliseconds.
+struct Turn {
+    /// To the selected file's chunks on screen: its head, or the whole file where none came.
+    shown: f64,
+    /// To the whole selected file.
+    selected: Option<f64>,
+    /// To the other files on screen.
+    on_screen: Option<f64>,
+    /// To the whole corpus.
+    whole: f64,
+}
+
+/// Turn the knobs to `s` as generation `generation` and time what the pipeline answers.
+fn turn(
+    pipeline: &Pipeline,
+    rx: &Receiver<Event>,
+    generation: u64,
+    s: &ChunkSettings,
+    focus: &Focus,
+) -> Result<Turn> {
+    let t = Instant::now();
+    let ms = || t.elapsed().as_secs_f64() * 1000.0;
+    pipeline.rechunk_focused(generation, s.clone(), focus.clone());
+    let (mut shown, mut selected, mut on_screen) = (None, None, None);
+    loop {
+        match next(rx)? {
+            // The chunks on screen come first: the file's head, or the whole file where there
+            // is none; then the whole file, then the others on screen.
+            Event::FocusChunked {
+                generation: g,
+                head,
+                ..
+            } if g == generation => {
+                let at = ms();
+                shown.get_or_insert(at);
+                if !head {
+                    if selected.is_none() {
+                        selected = Some(at);
+                    } else {
+                        on_screen = Some(at);
+                    }
+                }
+            }
+            Event::Chunked {
+                generation: g,
+                result,
+                ..
+            } if g == generation => {
+                if let Err(e) = result {
+                    bail!("{e}");
+                }
+                let whole = ms();
+                return Ok(Turn {
+                    shown: shown.unwrap_or(whole),
+                    selected,
+                    on_screen,
+                    whole,
+                });
+            }
+            _ => {}
+        }
+    }
 }
 
 fn next(rx: &Receiver<Event>) -> Result<Event> {

@@ -261,24 +261,7 @@ fn knobs(
         let t = Instant::now();
         index.update(engine, &prev)?;
         let index_ms = ms_since(t);
-        let (mut screen_ms, mut focus_ms) = (Vec::new(), Vec::new());
-        for i in 0..args.focus_presses.max(1) {
-            s.size = if i % 2 == 0 { pressed(own) } else { own };
-            let d = focus[i % focus.len()];
-            // As the pipeline does: a large file's chunks on screen first, where its splitter
-            // can stop early, then the whole file.
-            let t = Instant::now();
-            let head = engine
-                .chunk_doc_head(d, &s, v, REACH)
-                .filter(|(_, whole)| !whole);
-            let head_ms = head.map(|_| ms_since(t));
-            let t = Instant::now();
-            let f = engine.chunk_doc_with(d, &s, v);
-            let _ = Stats::of(f.chunks.iter(), window, engine.specials());
-            let whole_ms = ms_since(t);
-            focus_ms.push(whole_ms);
-            screen_ms.push(head_ms.unwrap_or(whole_ms));
-        }
+        let (mut screen_ms, mut focus_ms) = time_focused(engine, focus, &s, v, args, window);
         let mut whole_ms = Vec::new();
         for i in 0..args.presses.max(1) {
             s.size = if i % 2 == 0 { pressed(own) } else { own };
@@ -333,6 +316,38 @@ fn knobs(
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// `presses` size turns (its own size, then one press up, alternately) on one file alone, `focus`
+/// in turn: the times to its chunks on screen (as the pipeline sends them: a large file's first
+/// chunks where its splitter can stop early, else the whole file) and to the whole file with its
+/// stats.
+fn time_focused(
+    engine: &Engine,
+    focus: &[usize],
+    s: &ChunkSettings,
+    v: Option<&dyn SentenceVectors>,
+    args: &ScaleArgs,
+    window: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let (own, mut s) = (s.size, s.clone());
+    let (mut screen_ms, mut focus_ms) = (Vec::new(), Vec::new());
+    for i in 0..args.focus_presses.max(1) {
+        s.size = if i % 2 == 0 { pressed(own) } else { own };
+        let d = focus[i % focus.len()];
+        let t = Instant::now();
+        let head = engine
+            .chunk_doc_head(d, &s, v, REACH)
+            .filter(|(_, whole)| !whole);
+        let head_ms = head.map(|_| ms_since(t));
+        let t = Instant::now();
+        let f = engine.chunk_doc_with(d, &s, v);
+        let _ = Stats::of(f.chunks.iter(), window, engine.specials());
+        let whole_ms = ms_since(t);
+        focus_ms.push(whole_ms);
+        screen_ms.push(head_ms.unwrap_or(whole_ms));
+    }
+    (screen_ms, focus_ms)
 }
 
 fn mb(v: Option<u64>) -> String {

@@ -30,7 +30,7 @@ impl SentenceStore {
             "{}+sentences",
             super::embed::model_key(&engine.model)
         ));
-        SentenceStore::with_cache(engine, EmbedCache::open(&path, dim))
+        SentenceStore::with_cache(engine, EmbedCache::open_resident(&path, dim))
     }
 
     /// A store that lives as long as the process (benchmarks and tests).
@@ -100,7 +100,7 @@ impl SentenceStore {
             }
             let refs: Vec<&str> = part.iter().map(String::as_str).collect();
             for (t, v) in part.iter().zip(embedder.embed(&refs, self.window)?) {
-                self.cache.insert(key(&self.model_key, self.window, t), v);
+                self.cache.insert(key(&self.model_key, self.window, t), &v);
             }
             done += part.len();
         }
@@ -140,7 +140,7 @@ impl SentenceStore {
         Ok((done, missing.len()))
     }
 
-    /// Write the disk file (atomically) if anything was added.
+    /// Append to the disk file what was added (nothing when nothing was).
     pub fn save(&mut self) {
         if let Err(e) = self.cache.save() {
             log::warn!("sentence embedding cache not saved: {e}");
@@ -151,7 +151,6 @@ impl SentenceStore {
 impl SentenceVectors for SentenceStore {
     fn vector(&self, sentence: &str) -> Option<&[f32]> {
         self.cache
-            .get(key(&self.model_key, self.window, sentence))
-            .map(Vec::as_slice)
+            .resident(key(&self.model_key, self.window, sentence))
     }
 }

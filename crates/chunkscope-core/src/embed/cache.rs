@@ -1,14 +1,20 @@
-//! Embeddings kept in memory and on disk, keyed by (model, window, exact embedded text), so that
-//! reopening a corpus or turning a knob back embeds nothing new. The disk file is written whole to a
-//! temporary file and renamed over the old one; a damaged file is detected by its checksum,
-//! discarded and rebuilt.
+//! Embeddings kept on disk, keyed by (model, window, exact embedded text), so that reopening a
+//! corpus or turning a knob back embeds nothing new. Memory holds the keys and where each vector
+//! lies in the file; a vector is read back when asked for, so a cache grown over many corpora and
+//! knob settings costs 32 bytes a vector in memory, not the vector. New vectors are held until
+//! `save` appends them (records with their own checksums, under an exclusive lock: two processes
+//! may add to one file). A resident cache (Max-Min's sentences, read in its hot loop) keeps every
+//! vector in memory as well.
+
+mod file;
 
 use std::collections::HashMap;
-use std::fs;
-use std::io::Write;
+use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-const MAGIC: &[u8; 8] = b"CSEMB001";
+use file::{Header, HEADER};
 
 /// 128-bit FNV-1a of the model key, the window and the text: the cache key.
 pub fn key(model: &str, window: usize, text: &str) -> u128 {
@@ -27,129 +33,278 @@ pub fn key(model: &str, window: usize, text: &str) -> u128 {
     h
 }
 
+/// Where a key's vector is.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// Row of `rows`.
+    Memory(u32),
+    /// Byte offset of the vector in the file.
+    File(u64),
+}
+
 pub struct EmbedCache {
     dim: usize,
-    map: HashMap<u128, Vec<f32>>,
+    slots: HashMap<u128, Slot>,
+    /// Vectors held in memory, `dim` values a row: those not yet written, or every one when
+    /// resident.
+    rows: Vec<f32>,
+    /// Keys whose vectors are not in the file yet, in the order they came.
+    unsaved: Vec<u128>,
+    resident: bool,
     path: Option<PathBuf>,
-    /// Entries added since the last save.
-    dirty: usize,
+    /// The file, open to read (and append where it may be written).
+    file: Option<Mutex<File>>,
+    /// Where the records read so far end: another process's appends lie past it.
+    end: u64,
+    /// The file on disk is not one we can add to (damaged header, another width): the next save
+    /// replaces it.
+    foreign: bool,
 }
 
 impl EmbedCache {
     pub fn in_memory(dim: usize) -> EmbedCache {
         EmbedCache {
             dim,
-            map: HashMap::new(),
+            slots: HashMap::new(),
+            rows: Vec::new(),
+            unsaved: Vec::new(),
+            resident: true,
             path: None,
-            dirty: 0,
+            file: None,
+            end: HEADER,
+            foreign: false,
         }
     }
 
-    /// Open (or start) the cache file at `path`. A damaged file is reported in the log and ignored.
+    /// Open (or start) the cache file at `path`, keeping only keys in memory. A damaged file is
+    /// reported in the log and ignored; damaged records are skipped.
     pub fn open(path: &Path, dim: usize) -> EmbedCache {
+        EmbedCache::open_as(path, dim, false)
+    }
+
+    /// `open`, with every vector also held in memory (`resident`).
+    pub fn open_resident(path: &Path, dim: usize) -> EmbedCache {
+        EmbedCache::open_as(path, dim, true)
+    }
+
+    fn open_as(path: &Path, dim: usize, resident: bool) -> EmbedCache {
         let mut c = EmbedCache::in_memory(dim);
+        c.resident = resident;
         c.path = Some(path.to_path_buf());
-        match fs::read(path) {
-            Ok(bytes) => match decode(&bytes, dim) {
-                Some(map) => c.map = map,
-                None => log::warn!("{}: damaged embedding cache discarded", path.display()),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => log::warn!("{}: {e}", path.display()),
+        if let Err(e) = c.load(path) {
+            log::warn!("{}: {e}", path.display());
+            c.foreign = true;
         }
         c
     }
 
+    fn load(&mut self, path: &Path) -> io::Result<()> {
+        let mut f = match file::open_existing(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match file::read_header(&mut f, self.dim)? {
+            Header::Ours => {}
+            Header::First => {
+                drop(f);
+                let Some(n) = file::convert_first_format(path, self.dim)? else {
+                    log::warn!("{}: damaged embedding cache discarded", path.display());
+                    self.foreign = true;
+                    return Ok(());
+                };
+                log::info!(
+                    "{}: {n} cached vectors converted to the appendable format",
+                    path.display()
+                );
+                f = file::open_existing(path)?;
+            }
+            Header::Foreign => {
+                log::warn!(
+                    "{}: not an embedding cache of width {}: discarded",
+                    path.display(),
+                    self.dim
+                );
+                self.foreign = true;
+                return Ok(());
+            }
+        }
+        let end = file::whole_records_end(f.metadata()?.len(), self.dim);
+        let damaged = file::scan(&mut f, self.dim, HEADER, end, |k, at, v| {
+            self.found(k, at, v)
+        })?;
+        if damaged > 0 {
+            log::warn!(
+                "{}: {damaged} damaged cached vectors skipped",
+                path.display()
+            );
+        }
+        self.end = end;
+        self.file = Some(Mutex::new(f));
+        Ok(())
+    }
+
+    /// A record read from the file; the first of a key is kept.
+    fn found(&mut self, key: u128, at: u64, bytes: &[u8]) {
+        if self.slots.contains_key(&key) {
+            return;
+        }
+        let slot = if self.resident {
+            let row = self.rows.len() / self.dim.max(1);
+            self.rows.extend(file::floats(bytes));
+            Slot::Memory(row as u32)
+        } else {
+            Slot::File(at)
+        };
+        self.slots.insert(key, slot);
+    }
+
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.slots.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.slots.is_empty()
     }
 
-    pub fn get(&self, key: u128) -> Option<&Vec<f32>> {
-        self.map.get(&key)
+    pub fn contains(&self, key: u128) -> bool {
+        self.slots.contains_key(&key)
     }
 
-    pub fn insert(&mut self, key: u128, v: Vec<f32>) {
-        if v.len() == self.dim && self.map.insert(key, v).is_none() {
-            self.dirty += 1;
+    /// The vector of `key`, read from the file when it is not in memory (None where that read
+    /// fails, reported in the log).
+    pub fn get(&self, key: u128) -> Option<Vec<f32>> {
+        match *self.slots.get(&key)? {
+            Slot::Memory(r) => Some(self.row(r).to_vec()),
+            Slot::File(at) => {
+                let mut f = self.file.as_ref()?.lock().ok()?;
+                file::read_vector(&mut f, at, self.dim)
+                    .map_err(|e| log::warn!("embedding cache: vector not read back: {e}"))
+                    .ok()
+            }
         }
     }
 
-    /// Write the cache file atomically if anything was added.
-    pub fn save(&mut self) -> std::io::Result<()> {
-        let Some(path) = &self.path else {
+    /// The vector of `key` where it is held in memory (every one, in a resident cache).
+    pub fn resident(&self, key: u128) -> Option<&[f32]> {
+        match *self.slots.get(&key)? {
+            Slot::Memory(r) => Some(self.row(r)),
+            Slot::File(_) => None,
+        }
+    }
+
+    fn row(&self, r: u32) -> &[f32] {
+        let start = r as usize * self.dim;
+        &self.rows[start..start + self.dim]
+    }
+
+    /// Keep `v` for `key` (ignored when the key has one or the width is not the model's).
+    pub fn insert(&mut self, key: u128, v: &[f32]) {
+        if v.len() != self.dim || self.slots.contains_key(&key) {
+            return;
+        }
+        let row = self.rows.len() / self.dim.max(1);
+        self.rows.extend_from_slice(v);
+        self.slots.insert(key, Slot::Memory(row as u32));
+        if self.path.is_some() {
+            self.unsaved.push(key);
+        }
+    }
+
+    /// Append the vectors added since the last save to the file (nothing when none were). A
+    /// file this cache cannot add to is replaced whole, through a temporary file and a rename.
+    pub fn save(&mut self) -> io::Result<()> {
+        let Some(path) = self.path.clone() else {
             return Ok(());
         };
-        if self.dirty == 0 {
+        if self.unsaved.is_empty() {
             return Ok(());
         }
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir)?;
+        let mut f = match self.file.take() {
+            Some(f) => f.into_inner().unwrap_or_else(|p| p.into_inner()),
+            None => file::open_for_append(&path)?,
+        };
+        let locked = f.lock();
+        let saved = locked.and_then(|()| self.append_locked(&mut f, &path));
+        let _ = f.unlock();
+        self.file = Some(Mutex::new(f));
+        saved
+    }
+
+    fn append_locked(&mut self, f: &mut File, path: &Path) -> io::Result<()> {
+        let len = f.metadata()?.len();
+        if len == 0 {
+            file::write_header(f, self.dim)?;
+        } else if !self.foreign && !matches!(file::read_header(f, self.dim)?, Header::Ours) {
+            // Replaced since it was opened (by another width's cache, say).
+            self.foreign = true;
         }
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(&encode(&self.map, self.dim))?;
-            f.sync_all()?;
+        if self.foreign {
+            return self.replace(f, path);
         }
-        fs::rename(&tmp, path)?;
-        self.dirty = 0;
+        // Records another process appended since this one last looked, and a record a writer
+        // that died left half written, cut off.
+        let len = f.metadata()?.len();
+        let end = file::whole_records_end(len, self.dim);
+        if end > self.end {
+            let from = self.end;
+            file::scan(f, self.dim, from, end, |k, at, v| self.found(k, at, v))?;
+        }
+        if len != end {
+            f.set_len(end)?;
+        }
+        let slots = &self.slots;
+        self.unsaved
+            .retain(|k| matches!(slots.get(k), Some(Slot::Memory(_))));
+        let mut out = file::Records::new(io::BufWriter::with_capacity(1 << 20, &mut *f));
+        for k in &self.unsaved {
+            if let Some(Slot::Memory(r)) = self.slots.get(k).copied() {
+                out.put(*k, self.row(r))?;
+            }
+        }
+        io::Write::flush(&mut out.into_inner())?;
+        f.sync_data()?;
+        self.written(end);
         Ok(())
     }
-}
 
-fn checksum(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
-
-fn encode(map: &HashMap<u128, Vec<f32>>, dim: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(24 + map.len() * (16 + dim * 4) + 8);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(dim as u64).to_le_bytes());
-    out.extend_from_slice(&(map.len() as u64).to_le_bytes());
-    for (k, v) in map {
-        out.extend_from_slice(&k.to_le_bytes());
-        for x in v {
-            out.extend_from_slice(&x.to_le_bytes());
-        }
-    }
-    let sum = checksum(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
-    out
-}
-
-fn decode(bytes: &[u8], dim: usize) -> Option<HashMap<u128, Vec<f32>>> {
-    if bytes.len() < 32 || &bytes[..8] != MAGIC {
-        return None;
-    }
-    let (body, sum) = bytes.split_at(bytes.len() - 8);
-    if checksum(body) != u64::from_le_bytes(sum.try_into().ok()?) {
-        return None;
-    }
-    let file_dim = u64::from_le_bytes(body[8..16].try_into().ok()?) as usize;
-    let n = u64::from_le_bytes(body[16..24].try_into().ok()?) as usize;
-    let rec = 16 + dim * 4;
-    if file_dim != dim || body.len() != 24 + n * rec {
-        return None;
-    }
-    let mut map = HashMap::with_capacity(n);
-    for r in body[24..].chunks_exact(rec) {
-        let k = u128::from_le_bytes(r[..16].try_into().ok()?);
-        let v = r[16..]
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    /// Write every vector held in memory as the whole file, and reopen it.
+    fn replace(&mut self, f: &mut File, path: &Path) -> io::Result<()> {
+        // Vectors of the file being replaced are gone with it.
+        self.slots.retain(|_, s| matches!(s, Slot::Memory(_)));
+        let mut keys: Vec<(u32, u128)> = self
+            .slots
+            .iter()
+            .filter_map(|(k, s)| match s {
+                Slot::Memory(r) => Some((*r, *k)),
+                Slot::File(_) => None,
+            })
             .collect();
-        map.insert(k, v);
+        keys.sort_unstable();
+        file::write_whole(path, self.dim, |out| {
+            keys.iter().try_for_each(|&(r, k)| out.put(k, self.row(r)))
+        })?;
+        *f = file::open_existing(path)?;
+        self.foreign = false;
+        self.unsaved = keys.into_iter().map(|(_, k)| k).collect();
+        self.written(HEADER);
+        Ok(())
     }
-    Some(map)
+
+    /// `unsaved` now lies in the file from `at`, in order: a cache that is not resident lets
+    /// their rows go.
+    fn written(&mut self, at: u64) {
+        let rec = file::record_len(self.dim);
+        let n = self.unsaved.len() as u64;
+        if !self.resident {
+            for (i, k) in self.unsaved.iter().enumerate() {
+                self.slots.insert(*k, Slot::File(at + i as u64 * rec + 16));
+            }
+            self.rows = Vec::new();
+        }
+        self.unsaved.clear();
+        self.end = at + n * rec;
+    }
 }
 
 /// Where the embedding cache of a model lives: one file per model, under the cache directory.
@@ -172,27 +327,150 @@ pub fn default_path(model_key: &str) -> std::path::PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+
+    fn dir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("chunkscope-cache-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        d
+    }
 
     #[test]
-    fn round_trip_and_damage() {
-        let dir = std::env::temp_dir().join(format!("chunkscope-cache-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        let path = dir.join("c.bin");
+    fn round_trip_appends_and_reads_back_from_the_file() {
+        let d = dir("round");
+        let path = d.join("c.bin");
         let mut c = EmbedCache::open(&path, 3);
-        c.insert(key("m", 128, "a"), vec![1.0, 2.0, 3.0]);
-        c.insert(key("m", 256, "a"), vec![4.0, 5.0, 6.0]);
+        c.insert(key("m", 128, "a"), &[1.0, 2.0, 3.0]);
+        c.insert(key("m", 256, "a"), &[4.0, 5.0, 6.0]);
+        c.insert(key("m", 256, "a"), &[7.0, 7.0, 7.0]);
+        c.insert(key("m", 256, "b"), &[1.0]);
+        assert_eq!(
+            c.len(),
+            2,
+            "a key keeps its first vector; a wrong width is refused"
+        );
         c.save().unwrap();
+        assert!(c.rows.is_empty(), "saved vectors leave memory");
+        assert_eq!(c.get(key("m", 256, "a")), Some(vec![4.0, 5.0, 6.0]));
+        c.insert(key("m", 128, "c"), &[0.5, 0.25, 0.125]);
+        c.save().unwrap();
+        let len = fs::metadata(&path).unwrap().len();
+        assert_eq!(
+            len,
+            HEADER + 3 * file::record_len(3),
+            "the second save appended one record"
+        );
         let c2 = EmbedCache::open(&path, 3);
-        assert_eq!(c2.len(), 2);
-        assert_eq!(c2.get(key("m", 128, "a")), Some(&vec![1.0, 2.0, 3.0]));
+        assert_eq!(c2.len(), 3);
+        assert_eq!(c2.get(key("m", 128, "a")), Some(vec![1.0, 2.0, 3.0]));
+        assert_eq!(c2.get(key("m", 128, "c")), Some(vec![0.5, 0.25, 0.125]));
+        assert_eq!(c2.resident(key("m", 128, "a")), None);
+        let r = EmbedCache::open_resident(&path, 3);
+        assert_eq!(
+            r.resident(key("m", 128, "c")),
+            Some(&[0.5, 0.25, 0.125][..])
+        );
+        assert!(c2.get(key("m", 512, "a")).is_none());
         assert_ne!(key("m", 128, "a"), key("m", 256, "a"));
-        // Flip one byte: the file is discarded, not trusted.
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn damage_costs_the_damaged_record_only() {
+        let d = dir("damage");
+        let path = d.join("c.bin");
+        let mut c = EmbedCache::open(&path, 3);
+        for (i, t) in ["a", "b", "c"].iter().enumerate() {
+            c.insert(key("m", 128, t), &[i as f32, 1.0, 2.0]);
+        }
+        c.save().unwrap();
+        let rec = file::record_len(3) as usize;
+        // A flipped byte in the second record's vector; half a record left by a writer that died.
         let mut bytes = fs::read(&path).unwrap();
-        bytes[40] ^= 1;
+        bytes[HEADER as usize + rec + 20] ^= 1;
+        bytes.extend_from_slice(&vec![7u8; rec / 2]);
+        fs::write(&path, &bytes).unwrap();
+        let mut c2 = EmbedCache::open(&path, 3);
+        assert_eq!(c2.len(), 2);
+        assert!(!c2.contains(key("m", 128, "b")));
+        assert_eq!(c2.get(key("m", 128, "c")), Some(vec![2.0, 1.0, 2.0]));
+        // The next save cuts the torn half off before it appends.
+        c2.insert(key("m", 128, "b"), &[9.0, 9.0, 9.0]);
+        c2.save().unwrap();
+        assert_eq!(
+            fs::metadata(&path).unwrap().len() as usize,
+            HEADER as usize + 4 * rec
+        );
+        let c3 = EmbedCache::open(&path, 3);
+        assert_eq!(c3.len(), 3);
+        assert_eq!(c3.get(key("m", 128, "b")), Some(vec![9.0, 9.0, 9.0]));
+        // A damaged header: the file is not trusted, and the next save replaces it whole.
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[2] ^= 1;
         fs::write(&path, bytes).unwrap();
-        assert!(EmbedCache::open(&path, 3).is_empty());
+        let mut c4 = EmbedCache::open(&path, 3);
+        assert!(c4.is_empty());
+        c4.insert(key("m", 128, "z"), &[1.0, 1.0, 1.0]);
+        c4.save().unwrap();
+        let c5 = EmbedCache::open(&path, 3);
+        assert_eq!(c5.len(), 1);
+        assert_eq!(c5.get(key("m", 128, "z")), Some(vec![1.0, 1.0, 1.0]));
+        // Another width's file is not read as this one's.
+        assert!(EmbedCache::open(&path, 4).is_empty());
         fs::write(&path, b"garbage").unwrap();
         assert!(EmbedCache::open(&path, 3).is_empty());
-        let _ = fs::remove_dir_all(&dir);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn two_caches_add_to_one_file() {
+        let d = dir("two");
+        let path = d.join("c.bin");
+        let mut a = EmbedCache::open(&path, 2);
+        let mut b = EmbedCache::open(&path, 2);
+        a.insert(key("m", 1, "a"), &[1.0, 0.0]);
+        b.insert(key("m", 1, "b"), &[0.0, 1.0]);
+        a.save().unwrap();
+        b.save().unwrap();
+        assert_eq!(
+            b.get(key("m", 1, "a")),
+            Some(vec![1.0, 0.0]),
+            "b read a's record"
+        );
+        a.insert(key("m", 1, "c"), &[0.5, 0.5]);
+        a.save().unwrap();
+        let c = EmbedCache::open(&path, 2);
+        assert_eq!(c.len(), 3);
+        for (t, v) in [("a", [1.0, 0.0]), ("b", [0.0, 1.0]), ("c", [0.5, 0.5])] {
+            assert_eq!(c.get(key("m", 1, t)), Some(v.to_vec()));
+        }
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_first_format_file_is_converted_once() {
+        let d = dir("first");
+        let path = d.join("c.bin");
+        fs::create_dir_all(&d).unwrap();
+        let records = vec![
+            (key("m", 128, "a"), vec![1.0, 2.0]),
+            (key("m", 128, "b"), vec![3.0, 4.0]),
+        ];
+        fs::write(&path, file::first_format(2, &records)).unwrap();
+        let c = EmbedCache::open(&path, 2);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.get(key("m", 128, "b")), Some(vec![3.0, 4.0]));
+        assert_eq!(&fs::read(&path).unwrap()[..8], b"CSEMB002");
+        assert_eq!(
+            EmbedCache::open(&path, 2).get(key("m", 128, "a")),
+            Some(vec![1.0, 2.0])
+        );
+        // A damaged first-format file is discarded, as before.
+        let mut bytes = file::first_format(2, &records);
+        bytes[30] ^= 1;
+        fs::write(&path, bytes).unwrap();
+        assert!(EmbedCache::open(&path, 2).is_empty());
+        let _ = fs::remove_dir_all(&d);
     }
 }

@@ -1,5 +1,5 @@
-//! The one way texts become cached vectors: through the cache, in slices, the cache saved as a
-//! server's vectors arrive and when a run fails. The workbench's worker and every headless
+//! The one way texts become cached vectors: through the cache, in slices, the cache saved every
+//! few seconds as vectors arrive and when a run fails. The workbench's worker and every headless
 //! command drive embedding with it.
 
 use std::collections::HashSet;
@@ -11,7 +11,8 @@ use super::{EmbedCache, EmbedError, Embedder};
 /// Texts embedded between two looks at the caller (its requests, its cancel flag).
 pub const SLICE: usize = 64;
 
-/// A server's vectors are written to the cache file at most this often while they arrive.
+/// New vectors are appended to the cache file at most this often while they arrive (an append
+/// costs what was added, and the cache then lets them go from memory).
 const SAVE_EVERY_SECS: u64 = 2;
 
 /// Embed `texts` at `window`, taking what the cache has and embedding only the rest (each
@@ -46,7 +47,7 @@ pub fn embed_cached_pausing(
     let mut missing: Vec<usize> = Vec::new();
     let mut seen = HashSet::new();
     for (i, k) in keys.iter().enumerate() {
-        if cache.get(*k).is_none() && seen.insert(*k) {
+        if !cache.contains(*k) && seen.insert(*k) {
             missing.push(i);
         }
     }
@@ -58,7 +59,7 @@ pub fn embed_cached_pausing(
             .ok_or(EmbedError::Cancelled)?;
         // The cache takes only vectors of the model's width: a failed text's empty one is left.
         for (&i, v) in missing.iter().zip(done.vectors) {
-            cache.insert(keys[i], v);
+            cache.insert(keys[i], &v);
         }
         if let Some(e) = done.error {
             return Err(e);
@@ -66,7 +67,7 @@ pub fn embed_cached_pausing(
     }
     let out = keys
         .iter()
-        .map(|k| cache.get(*k).cloned().unwrap_or_default())
+        .map(|k| cache.get(*k).unwrap_or_default())
         .collect();
     Ok((out, total))
 }
@@ -75,7 +76,6 @@ pub fn embed_cached_pausing(
 /// the cache was last written.
 pub struct Driver {
     slice: usize,
-    remote: bool,
     saved: Instant,
     /// Texts embedded by this run (the others came from the cache).
     pub embedded: usize,
@@ -91,7 +91,6 @@ impl Driver {
         });
         Driver {
             slice,
-            remote: embedder.remote().is_some(),
             saved: Instant::now(),
             embedded: 0,
             unsaved: None,
@@ -103,8 +102,8 @@ impl Driver {
         self.slice
     }
 
-    /// Embed one slice through the cache (`progress(done)` as in `embed_cached`). A server's
-    /// vectors are saved every few seconds; when the run fails, what arrived is saved before the
+    /// Embed one slice through the cache (`progress(done)` as in `embed_cached`). New vectors
+    /// are saved every few seconds; when the run fails, what arrived is saved before the
     /// error is returned, so a rerun embeds only the rest.
     pub fn run(
         &mut self,
@@ -118,7 +117,7 @@ impl Driver {
         match embed_cached_pausing(embedder, cache, texts, window, |d, _| progress(d), pause) {
             Ok((vectors, new)) => {
                 self.embedded += new;
-                if self.remote && self.saved.elapsed().as_secs() >= SAVE_EVERY_SECS {
+                if self.saved.elapsed().as_secs() >= SAVE_EVERY_SECS {
                     self.save(cache);
                 }
                 Ok(vectors)
@@ -132,7 +131,7 @@ impl Driver {
         }
     }
 
-    /// Write the cache file (atomically, only when something was added).
+    /// Append what was added to the cache file (nothing when nothing was).
     pub fn save(&mut self, cache: &mut EmbedCache) {
         self.saved = Instant::now();
         if let Err(e) = cache.save() {

@@ -52,9 +52,9 @@ impl Parent {
 pub struct Chunking {
     pub settings: ChunkSettings,
     pub files: Vec<FileChunks>,
-    /// A store's chunks come with the vectors it stored, one per chunk in chunking order (`None`
-    /// where it stored none): the vector index takes them as they are instead of embedding.
-    pub stored_vectors: Option<Arc<Vec<Option<Vec<f32>>>>>,
+    /// A store's chunks come with the vectors it stored, one per chunk in chunking order: the
+    /// vector index takes them as they are instead of embedding.
+    pub stored_vectors: Option<Arc<crate::index::vector::StoredVectors>>,
 }
 
 /// The memory of a large chunking goes back to the system once the knobs rest (`reclaim`).

@@ -320,14 +320,26 @@ impl SearchIndex {
     /// Give the chunks still without a vector the ones their store holds
     /// (`Chunking::stored_vectors`), as stored, whatever the window: only chunks stored without
     /// one, or with another width, are left to embed.
+    /// When every chunk has one and the index has none yet, the index shares the stored rows
+    /// instead of copying them.
     pub fn add_stored_vectors(&mut self, chunking: &Chunking) {
         let Some(stored) = chunking.stored_vectors.as_ref() else {
             return;
         };
+        if stored.dim() != self.dim {
+            return;
+        }
+        if self.vectors.is_empty() {
+            if let Some(shared) = VectorIndex::from_stored(stored, self.keys.clone()) {
+                self.vectors = shared;
+                self.drop_stale_ann();
+                return;
+            }
+        }
         let (ids, vectors): (Vec<u64>, Vec<Vec<f32>>) = self
             .missing_vectors()
             .into_iter()
-            .filter_map(|id| Some((id, stored.get(id as usize)?.clone()?)))
+            .filter_map(|id| Some((id, stored.get(id as usize)?.to_vec())))
             .unzip();
         self.add_vectors(&ids, &vectors);
     }

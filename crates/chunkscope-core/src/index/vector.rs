@@ -39,15 +39,21 @@ impl VectorIndex {
 
     pub fn push(&mut self, id: u64, v: &[f32]) {
         assert_eq!(v.len(), self.dim, "vector dimension");
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let data = Arc::make_mut(&mut self.data);
-        if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
-            data.extend(v.iter().map(|x| x / norm));
-        } else {
-            data.extend_from_slice(v);
-        }
+        push_unit(Arc::make_mut(&mut self.data), v);
         self.ids.push(id);
         self.stamp = next_stamp();
+    }
+
+    /// An index of every row of `stored`, row `r` with id `ids[r]`, sharing its rows instead of
+    /// copying them (they are unit vectors already). None unless every row is present and
+    /// `ids` has one id a row.
+    pub fn from_stored(stored: &StoredVectors, ids: Vec<u64>) -> Option<VectorIndex> {
+        (stored.all_present() && ids.len() == stored.len()).then(|| VectorIndex {
+            dim: stored.dim,
+            data: Arc::clone(&stored.data),
+            ids,
+            stamp: next_stamp(),
+        })
     }
 
     pub fn dim(&self) -> usize {
@@ -130,6 +136,73 @@ impl VectorIndex {
     }
 }
 
+/// Append `v` to `data` as the index keeps it: scaled to unit length unless it is one already
+/// (or is zero).
+fn push_unit(data: &mut Vec<f32>, v: &[f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
+        data.extend(v.iter().map(|x| x / norm));
+    } else {
+        data.extend_from_slice(v);
+    }
+}
+
+/// The vectors a store held, one row per chunk in its order, kept as the index keeps them (unit
+/// length; a zero row where a chunk has none or one of another width), so that an index over a
+/// store whose every chunk has a vector shares these rows (`VectorIndex::from_stored`): a store
+/// of 10^6 vectors of 384 dimensions is 1.5 GB once.
+#[derive(Debug, PartialEq)]
+pub struct StoredVectors {
+    dim: usize,
+    data: Arc<Vec<f32>>,
+    present: Vec<bool>,
+}
+
+impl StoredVectors {
+    /// From each chunk's stored vector, if any; those not `dim` wide count as absent.
+    pub fn new<'a>(dim: usize, vectors: impl Iterator<Item = Option<&'a [f32]>>) -> StoredVectors {
+        let mut data = Vec::new();
+        let mut present = Vec::new();
+        for v in vectors {
+            match v.filter(|v| v.len() == dim) {
+                Some(v) => push_unit(&mut data, v),
+                None => data.resize(data.len() + dim, 0.0),
+            }
+            present.push(v.is_some_and(|v| v.len() == dim));
+        }
+        StoredVectors {
+            dim,
+            data: Arc::new(data),
+            present,
+        }
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    pub fn len(&self) -> usize {
+        self.present.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.present.is_empty()
+    }
+
+    pub fn all_present(&self) -> bool {
+        self.present.iter().all(|&p| p)
+    }
+
+    /// Chunk `i`'s vector (unit length), None when it has none.
+    pub fn get(&self, i: usize) -> Option<&[f32]> {
+        self.present
+            .get(i)
+            .copied()
+            .unwrap_or(false)
+            .then(|| &self.data[i * self.dim..(i + 1) * self.dim])
+    }
+}
+
 /// `q` as a unit vector (borrowed when it already is one, or is zero).
 pub fn unit(q: &[f32]) -> std::borrow::Cow<'_, [f32]> {
     let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -171,5 +244,48 @@ mod tests {
         assert_eq!(ix.ids(), &[7, 9]);
         let hits = ix.search(&[0.0, 1.0], 1);
         assert_eq!(hits[0].0, 9);
+    }
+
+    #[test]
+    fn stored_rows_are_kept_as_pushed_and_shared_when_all_are_there() {
+        let rows: Vec<Option<Vec<f32>>> = vec![
+            Some(vec![3.0, 4.0]),
+            Some(vec![0.0, 0.0]),
+            None,
+            Some(vec![1.0, 2.0, 3.0]),
+        ];
+        let stored = StoredVectors::new(2, rows.iter().map(|v| v.as_deref()));
+        assert_eq!(stored.len(), 4);
+        assert_eq!(stored.get(0), Some(&[0.6, 0.8][..]));
+        assert_eq!(
+            stored.get(1),
+            Some(&[0.0, 0.0][..]),
+            "a zero vector is kept, as push keeps it"
+        );
+        assert_eq!(stored.get(2), None);
+        assert_eq!(stored.get(3), None, "another width is absent");
+        assert_eq!(stored.get(9), None);
+        assert!(VectorIndex::from_stored(&stored, vec![1, 2, 3, 4]).is_none());
+
+        let full: Vec<Vec<f32>> = vec![vec![3.0, 4.0], vec![0.0, 2.0], vec![1.0, 0.0]];
+        let stored = StoredVectors::new(2, full.iter().map(|v| Some(v.as_slice())));
+        assert!(
+            VectorIndex::from_stored(&stored, vec![7, 8]).is_none(),
+            "one id a row"
+        );
+        let shared = VectorIndex::from_stored(&stored, vec![7, 8, 9]).unwrap();
+        assert!(
+            Arc::ptr_eq(&shared.shared_data(), &stored.data),
+            "shared, not copied"
+        );
+        let mut pushed = VectorIndex::new(2);
+        for (id, v) in [7, 8, 9].into_iter().zip(&full) {
+            pushed.push(id, v);
+        }
+        assert_eq!(shared.data, pushed.data);
+        assert_eq!(shared.ids(), pushed.ids());
+        for q in [[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]] {
+            assert_eq!(shared.search(&q, 3), pushed.search(&q, 3));
+        }
     }
 }

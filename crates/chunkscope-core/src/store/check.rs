@@ -10,6 +10,7 @@ use crate::chunk::{Chunk, ChunkSettings};
 use crate::corpus::{Corpus, Document};
 use crate::embed::cosine;
 use crate::engine::{Chunking, Engine, FileChunks};
+use crate::index::vector::StoredVectors;
 use crate::measure::MeasuredChunk;
 use crate::model::ModelInfo;
 use crate::tokenize::EmbedTokenizer;
@@ -72,11 +73,20 @@ pub fn engine_for(
         Chunking {
             settings: settings.clone(),
             files,
-            stored_vectors: Some(Arc::new(
-                store.chunks.iter().map(|c| c.vector.clone()).collect(),
-            )),
+            stored_vectors: Some(Arc::new(stored_vectors(store))),
         },
     ))
+}
+
+/// The store's vectors as the index keeps them, at the width of the first one (a vector of
+/// another width is left out, as the index would refuse it).
+fn stored_vectors(store: &Store) -> StoredVectors {
+    let dim = store
+        .chunks
+        .iter()
+        .find_map(|c| c.vector.as_ref().map(Vec::len))
+        .unwrap_or(0);
+    StoredVectors::new(dim, store.chunks.iter().map(|c| c.vector.as_deref()))
 }
 
 /// Where a chunk's invisible tail begins in the stored text (bytes), and whether the window

@@ -92,8 +92,12 @@ impl EmbedCache {
         c.resident = resident;
         c.path = Some(path.to_path_buf());
         if let Err(e) = c.load(path) {
-            log::warn!("{}: {e}", path.display());
-            c.foreign = true;
+            // A file that cannot be read is not replaced either: this run keeps its vectors in
+            // memory only.
+            log::warn!("{}: {e}; new vectors will not be saved", path.display());
+            c.path = None;
+            c.slots.clear();
+            c.rows.clear();
         }
         c
     }

@@ -544,6 +544,23 @@ fn structure_first_fields_and_flags() {
     let mm = jsonl(&out);
     assert!(mm.len() > 20);
     assert!(mm.iter().all(|v| v["unit_len"].as_u64().unwrap() <= 80));
+    // Again: every sentence vector is read back from the cache file, the same chunks.
+    let again = run(&[
+        "chunks",
+        &examples(),
+        "--preset",
+        "maxmin",
+        "--fixed-threshold",
+        "0.3",
+        "--size",
+        "80",
+    ]);
+    assert!(
+        stderr(&again).contains("every sentence vector from the cache, nothing embedded"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(jsonl(&again), mm);
     // A bad metadata use in workbench.toml names the file and the line.
     let d = tmp("meta");
     std::fs::write(d.join("a.md"), "# A\n\ntext\n").unwrap();

@@ -118,8 +118,8 @@ pub(crate) fn chunk(
 
 /// The embedder (the model, or the configured server), its cache (loaded from disk), and one
 /// vector per chunk of `chunking`, embedding only what the cache lacks. Progress goes to `say`.
-/// With a server, vectors are stored as they arrive (the cache file rewritten atomically every
-/// few seconds and when the server fails), so a rerun embeds only what is still missing.
+/// Vectors are stored as they arrive (appended to the cache file every few seconds and when the
+/// run fails), so a rerun embeds only what is still missing.
 pub(crate) fn chunk_vectors(
     engine: &Engine,
     chunking: &Chunking,

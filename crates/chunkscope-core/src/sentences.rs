@@ -1,8 +1,9 @@
 //! Sentence embeddings for Max-Min chunking: every distinct sentence of the corpus embedded once,
-//! kept in memory and on disk (a cache file of its own), so that turning a threshold or the
-//! maximum size re-chunks from stored vectors without embedding anything.
+//! kept on disk (a cache file of its own) and, for the sentences of the corpus at hand, in memory,
+//! so that turning a threshold or the maximum size re-chunks from stored vectors without
+//! embedding anything.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::chunk::maxmin::sentence_text;
 use super::chunk::{ChunkSettings, SentenceVectors};
@@ -13,7 +14,13 @@ use super::tokenize::Unit;
 use super::window::WindowSpec;
 
 pub struct SentenceStore {
-    cache: EmbedCache,
+    /// The disk file; None for a store that lives as long as the process.
+    cache: Option<EmbedCache>,
+    /// The vectors Max-Min reads in its inner loop, in memory: those of the sentences asked for
+    /// (`missing`, `fill`), not every one the cache file holds. Row of `rows` by key.
+    loaded: HashMap<u128, u32>,
+    rows: Vec<f32>,
+    dim: usize,
     model_key: String,
     /// (engine id, unit, size) whose sentences all have vectors: a threshold turn on the same
     /// corpus and sizes skips the search for missing sentences.
@@ -30,29 +37,35 @@ impl SentenceStore {
             "{}+sentences",
             super::embed::model_key(&engine.model)
         ));
-        SentenceStore::with_cache(engine, EmbedCache::open_resident(&path, dim))
+        SentenceStore::with_cache(engine, Some(EmbedCache::open(&path, dim)), dim)
     }
 
     /// A store that lives as long as the process (benchmarks and tests).
     pub fn in_memory(engine: &Engine, dim: usize) -> SentenceStore {
-        SentenceStore::with_cache(engine, EmbedCache::in_memory(dim))
+        SentenceStore::with_cache(engine, None, dim)
     }
 
-    fn with_cache(engine: &Engine, cache: EmbedCache) -> SentenceStore {
+    fn with_cache(engine: &Engine, cache: Option<EmbedCache>, dim: usize) -> SentenceStore {
         SentenceStore {
             cache,
+            loaded: HashMap::new(),
+            rows: Vec::new(),
+            dim,
             model_key: super::embed::model_key(&engine.model),
             complete: None,
             window: engine.model.windows.resolve(WindowSpec::St).tokens,
         }
     }
 
+    /// Sentences with a vector: in the cache file, or in memory for a store without one.
     pub fn len(&self) -> usize {
-        self.cache.len()
+        self.cache
+            .as_ref()
+            .map_or(self.loaded.len(), EmbedCache::len)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cache.is_empty()
+        self.len() == 0
     }
 
     /// Distinct sentences that `settings` would split the corpus into, in corpus order.
@@ -74,12 +87,34 @@ impl SentenceStore {
             .collect()
     }
 
-    /// The sentences of `settings`' chunking that have no vector yet.
-    pub fn missing(&self, engine: &Engine, settings: &ChunkSettings) -> Vec<String> {
+    /// The sentences of `settings`' chunking that have no vector yet; those the cache file holds
+    /// are brought into memory.
+    pub fn missing(&mut self, engine: &Engine, settings: &ChunkSettings) -> Vec<String> {
         Self::sentences_of(engine, settings)
             .into_iter()
-            .filter(|s| self.vector(s).is_none())
+            .filter(|s| {
+                let k = key(&self.model_key, self.window, s);
+                if self.loaded.contains_key(&k) {
+                    return false;
+                }
+                match self.cache.as_ref().and_then(|c| c.get(k)) {
+                    Some(v) => {
+                        self.keep(k, &v);
+                        false
+                    }
+                    None => true,
+                }
+            })
             .collect()
+    }
+
+    /// Hold `v` in memory for `k`.
+    fn keep(&mut self, k: u128, v: &[f32]) {
+        if v.len() == self.dim && !self.loaded.contains_key(&k) {
+            self.loaded
+                .insert(k, (self.rows.len() / self.dim.max(1)) as u32);
+            self.rows.extend_from_slice(v);
+        }
     }
 
     /// Embed `texts` in slices of `slice`; `go(done, total)` is asked between slices and stops the
@@ -100,7 +135,11 @@ impl SentenceStore {
             }
             let refs: Vec<&str> = part.iter().map(String::as_str).collect();
             for (t, v) in part.iter().zip(embedder.embed(&refs, self.window)?) {
-                self.cache.insert(key(&self.model_key, self.window, t), &v);
+                let k = key(&self.model_key, self.window, t);
+                if let Some(c) = self.cache.as_mut() {
+                    c.insert(k, &v);
+                }
+                self.keep(k, &v);
             }
             done += part.len();
         }
@@ -142,7 +181,7 @@ impl SentenceStore {
 
     /// Append to the disk file what was added (nothing when nothing was).
     pub fn save(&mut self) {
-        if let Err(e) = self.cache.save() {
+        if let Err(e) = self.cache.as_mut().map_or(Ok(()), EmbedCache::save) {
             log::warn!("sentence embedding cache not saved: {e}");
         }
     }
@@ -150,7 +189,9 @@ impl SentenceStore {
 
 impl SentenceVectors for SentenceStore {
     fn vector(&self, sentence: &str) -> Option<&[f32]> {
-        self.cache
-            .resident(key(&self.model_key, self.window, sentence))
+        let r = *self
+            .loaded
+            .get(&key(&self.model_key, self.window, sentence))? as usize;
+        Some(&self.rows[r * self.dim..(r + 1) * self.dim])
     }
 }

@@ -3,8 +3,7 @@
 //! lies in the file; a vector is read back when asked for, so a cache grown over many corpora and
 //! knob settings costs 32 bytes a vector in memory, not the vector. New vectors are held until
 //! `save` appends them (records with their own checksums, under an exclusive lock: two processes
-//! may add to one file). A resident cache (Max-Min's sentences, read in its hot loop) keeps every
-//! vector in memory as well.
+//! may add to one file).
 
 mod file;
 
@@ -45,12 +44,11 @@ enum Slot {
 pub struct EmbedCache {
     dim: usize,
     slots: HashMap<u128, Slot>,
-    /// Vectors held in memory, `dim` values a row: those not yet written, or every one when
-    /// resident.
+    /// Vectors held in memory, `dim` values a row: those not yet written (every one, without a
+    /// file).
     rows: Vec<f32>,
     /// Keys whose vectors are not in the file yet, in the order they came.
     unsaved: Vec<u128>,
-    resident: bool,
     path: Option<PathBuf>,
     /// The file, open to read (and append where it may be written).
     file: Option<Mutex<File>>,
@@ -68,7 +66,6 @@ impl EmbedCache {
             slots: HashMap::new(),
             rows: Vec::new(),
             unsaved: Vec::new(),
-            resident: true,
             path: None,
             file: None,
             end: HEADER,
@@ -79,17 +76,7 @@ impl EmbedCache {
     /// Open (or start) the cache file at `path`, keeping only keys in memory. A damaged file is
     /// reported in the log and ignored; damaged records are skipped.
     pub fn open(path: &Path, dim: usize) -> EmbedCache {
-        EmbedCache::open_as(path, dim, false)
-    }
-
-    /// `open`, with every vector also held in memory (`resident`).
-    pub fn open_resident(path: &Path, dim: usize) -> EmbedCache {
-        EmbedCache::open_as(path, dim, true)
-    }
-
-    fn open_as(path: &Path, dim: usize, resident: bool) -> EmbedCache {
         let mut c = EmbedCache::in_memory(dim);
-        c.resident = resident;
         c.path = Some(path.to_path_buf());
         if let Err(e) = c.load(path) {
             // A file that cannot be read is not replaced either: this run keeps its vectors in
@@ -134,9 +121,7 @@ impl EmbedCache {
             }
         }
         let end = file::whole_records_end(f.metadata()?.len(), self.dim);
-        let damaged = file::scan(&mut f, self.dim, HEADER, end, |k, at, v| {
-            self.found(k, at, v)
-        })?;
+        let damaged = file::scan(&mut f, self.dim, HEADER, end, |k, at| self.found(k, at))?;
         if damaged > 0 {
             log::warn!(
                 "{}: {damaged} damaged cached vectors skipped",
@@ -149,18 +134,8 @@ impl EmbedCache {
     }
 
     /// A record read from the file; the first of a key is kept.
-    fn found(&mut self, key: u128, at: u64, bytes: &[u8]) {
-        if self.slots.contains_key(&key) {
-            return;
-        }
-        let slot = if self.resident {
-            let row = self.rows.len() / self.dim.max(1);
-            self.rows.extend(file::floats(bytes));
-            Slot::Memory(row as u32)
-        } else {
-            Slot::File(at)
-        };
-        self.slots.insert(key, slot);
+    fn found(&mut self, key: u128, at: u64) {
+        self.slots.entry(key).or_insert(Slot::File(at));
     }
 
     pub fn len(&self) -> usize {
@@ -186,14 +161,6 @@ impl EmbedCache {
                     .map_err(|e| log::warn!("embedding cache: vector not read back: {e}"))
                     .ok()
             }
-        }
-    }
-
-    /// The vector of `key` where it is held in memory (every one, in a resident cache).
-    pub fn resident(&self, key: u128) -> Option<&[f32]> {
-        match *self.slots.get(&key)? {
-            Slot::Memory(r) => Some(self.row(r)),
-            Slot::File(_) => None,
         }
     }
 
@@ -252,7 +219,7 @@ impl EmbedCache {
         let end = file::whole_records_end(len, self.dim);
         if end > self.end {
             let from = self.end;
-            file::scan(f, self.dim, from, end, |k, at, v| self.found(k, at, v))?;
+            file::scan(f, self.dim, from, end, |k, at| self.found(k, at))?;
         }
         if len != end {
             f.set_len(end)?;
@@ -295,17 +262,14 @@ impl EmbedCache {
         Ok(())
     }
 
-    /// `unsaved` now lies in the file from `at`, in order: a cache that is not resident lets
-    /// their rows go.
+    /// `unsaved` now lies in the file from `at`, in order: their rows go from memory.
     fn written(&mut self, at: u64) {
         let rec = file::record_len(self.dim);
         let n = self.unsaved.len() as u64;
-        if !self.resident {
-            for (i, k) in self.unsaved.iter().enumerate() {
-                self.slots.insert(*k, Slot::File(at + i as u64 * rec + 16));
-            }
-            self.rows = Vec::new();
+        for (i, k) in self.unsaved.iter().enumerate() {
+            self.slots.insert(*k, Slot::File(at + i as u64 * rec + 16));
         }
+        self.rows = Vec::new();
         self.unsaved.clear();
         self.end = at + n * rec;
     }
@@ -369,12 +333,7 @@ mod tests {
         assert_eq!(c2.len(), 3);
         assert_eq!(c2.get(key("m", 128, "a")), Some(vec![1.0, 2.0, 3.0]));
         assert_eq!(c2.get(key("m", 128, "c")), Some(vec![0.5, 0.25, 0.125]));
-        assert_eq!(c2.resident(key("m", 128, "a")), None);
-        let r = EmbedCache::open_resident(&path, 3);
-        assert_eq!(
-            r.resident(key("m", 128, "c")),
-            Some(&[0.5, 0.25, 0.125][..])
-        );
+        assert!(c2.rows.is_empty(), "a reopened cache holds keys only");
         assert!(c2.get(key("m", 512, "a")).is_none());
         assert_ne!(key("m", 128, "a"), key("m", 256, "a"));
         let _ = fs::remove_dir_all(&d);

@@ -80,14 +80,14 @@ pub(super) fn read_header(f: &mut File, dim: usize) -> io::Result<Header> {
 }
 
 /// Read the records between `from` and `to` (a multiple of records past the header),
-/// calling `found(key, offset of its vector, its vector's bytes)` for each whose checksum holds;
-/// returns how many were skipped as damaged.
+/// calling `found(key, offset of its vector)` for each whose checksum holds; returns how many
+/// were skipped as damaged.
 pub(super) fn scan(
     f: &mut File,
     dim: usize,
     from: u64,
     to: u64,
-    mut found: impl FnMut(u128, u64, &[u8]),
+    mut found: impl FnMut(u128, u64),
 ) -> io::Result<usize> {
     let rec = record_len(dim);
     f.seek(SeekFrom::Start(from))?;
@@ -100,7 +100,7 @@ pub(super) fn scan(
         let (body, sum) = buf.split_at(buf.len() - 8);
         if checksum(body) == u64::from_le_bytes(sum.try_into().expect("8 bytes")) {
             let key = u128::from_le_bytes(body[..16].try_into().expect("16 bytes"));
-            found(key, at + 16, &body[16..]);
+            found(key, at + 16);
         } else {
             damaged += 1;
         }

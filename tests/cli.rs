@@ -530,31 +530,24 @@ fn structure_first_fields_and_flags() {
         assert!(v["parent_end_byte"].as_u64() >= v["end_byte"].as_u64());
     }
     // Max-Min from the command line: thresholds and a maximum size.
-    let out = run(&[
+    let ex = examples();
+    let maxmin = [
         "chunks",
-        &examples(),
+        &ex,
         "--preset",
         "maxmin",
         "--fixed-threshold",
         "0.3",
         "--size",
         "80",
-    ]);
+    ];
+    let out = run(&maxmin);
     assert!(out.status.success(), "{}", stderr(&out));
     let mm = jsonl(&out);
     assert!(mm.len() > 20);
     assert!(mm.iter().all(|v| v["unit_len"].as_u64().unwrap() <= 80));
     // Again: every sentence vector is read back from the cache file, the same chunks.
-    let again = run(&[
-        "chunks",
-        &examples(),
-        "--preset",
-        "maxmin",
-        "--fixed-threshold",
-        "0.3",
-        "--size",
-        "80",
-    ]);
+    let again = run(&maxmin);
     assert!(
         stderr(&again).contains("every sentence vector from the cache, nothing embedded"),
         "{}",

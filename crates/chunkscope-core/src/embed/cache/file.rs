@@ -120,8 +120,13 @@ pub(super) fn whole_records_end(len: u64, dim: usize) -> u64 {
 /// Read the vector at `offset`.
 pub(super) fn read_vector(f: &mut File, offset: u64, dim: usize) -> io::Result<Vec<f32>> {
     let mut bytes = vec![0u8; dim * 4];
-    f.seek(SeekFrom::Start(offset))?;
-    f.read_exact(&mut bytes)?;
+    #[cfg(unix)]
+    std::os::unix::fs::FileExt::read_exact_at(f, &mut bytes, offset)?;
+    #[cfg(not(unix))]
+    {
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(&mut bytes)?;
+    }
     Ok(floats(&bytes).collect())
 }
 

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::chunk::maxmin::sentence_text;
 use super::chunk::{ChunkSettings, SentenceVectors};
-use super::embed::cache::{default_path, key};
+use super::embed::cache::{default_path, key, SAVE_EVERY_SECS};
 use super::embed::{EmbedCache, EmbedError, Embedder};
 use super::engine::{parallel_map, Engine};
 use super::tokenize::Unit;
@@ -129,6 +129,7 @@ impl SentenceStore {
     ) -> Result<usize, EmbedError> {
         let total = texts.len();
         let mut done = 0;
+        let mut saved = std::time::Instant::now();
         for part in texts.chunks(slice.max(1)) {
             if !go(done, total) {
                 break;
@@ -142,6 +143,12 @@ impl SentenceStore {
                 self.keep(k, &v);
             }
             done += part.len();
+            // A long first Max-Min run (a sentence vector a chunk of text) keeps what it made
+            // if the workbench is closed half way.
+            if saved.elapsed().as_secs() >= SAVE_EVERY_SECS {
+                self.save();
+                saved = std::time::Instant::now();
+            }
         }
         go(done, total);
         Ok(done)

@@ -32,6 +32,10 @@ pub fn key(model: &str, window: usize, text: &str) -> u128 {
     h
 }
 
+/// New vectors are appended to the cache file at most this often while they arrive (an append
+/// costs what was added, and the cache then lets them go from memory).
+pub const SAVE_EVERY_SECS: u64 = 2;
+
 /// Where a key's vector is.
 #[derive(Debug, Clone, Copy)]
 enum Slot {

@@ -5,15 +5,11 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use super::cache::key;
+use super::cache::{key, SAVE_EVERY_SECS};
 use super::{EmbedCache, EmbedError, Embedder};
 
 /// Texts embedded between two looks at the caller (its requests, its cancel flag).
 pub const SLICE: usize = 64;
-
-/// New vectors are appended to the cache file at most this often while they arrive (an append
-/// costs what was added, and the cache then lets them go from memory).
-const SAVE_EVERY_SECS: u64 = 2;
 
 /// Embed `texts` at `window`, taking what the cache has and embedding only the rest (each
 /// distinct text once). `progress(done, total)` is called between passes and may stop the run by

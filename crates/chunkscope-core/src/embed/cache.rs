@@ -61,6 +61,8 @@ pub struct EmbedCache {
     /// The file on disk is not one we can add to (damaged header, another width): the next save
     /// replaces it.
     foreign: bool,
+    /// The file could not be locked (said once).
+    lockless: bool,
 }
 
 impl EmbedCache {
@@ -74,6 +76,7 @@ impl EmbedCache {
             file: None,
             end: HEADER,
             foreign: false,
+            lockless: false,
         }
     }
 
@@ -199,14 +202,30 @@ impl EmbedCache {
             Some(f) => f.into_inner().unwrap_or_else(|p| p.into_inner()),
             None => file::open_for_append(&path)?,
         };
-        let locked = f.lock();
-        let saved = locked.and_then(|()| self.append_locked(&mut f, &path));
-        let _ = f.unlock();
+        // A file system without locks (some network mounts) still gets the vectors, appended in
+        // whole records; only a torn record is then left alone instead of cut off.
+        let locked = match f.lock() {
+            Ok(()) => true,
+            Err(e) => {
+                if !self.lockless {
+                    log::warn!(
+                        "{}: not locked ({e}); appending without a lock",
+                        path.display()
+                    );
+                    self.lockless = true;
+                }
+                false
+            }
+        };
+        let saved = self.append(&mut f, &path, locked);
+        if locked {
+            let _ = f.unlock();
+        }
         self.file = Some(Mutex::new(f));
         saved
     }
 
-    fn append_locked(&mut self, f: &mut File, path: &Path) -> io::Result<()> {
+    fn append(&mut self, f: &mut File, path: &Path, locked: bool) -> io::Result<()> {
         let len = f.metadata()?.len();
         if len == 0 {
             file::write_header(f, self.dim)?;
@@ -226,18 +245,21 @@ impl EmbedCache {
             file::scan(f, self.dim, from, end, |k, at| self.found(k, at))?;
         }
         if len != end {
+            if !locked {
+                return Err(io::Error::other(
+                    "a record is half written and the file cannot be locked: not appended",
+                ));
+            }
             f.set_len(end)?;
         }
         let slots = &self.slots;
         self.unsaved
             .retain(|k| matches!(slots.get(k), Some(Slot::Memory(_))));
-        let mut out = file::Records::new(io::BufWriter::with_capacity(1 << 20, &mut *f));
-        for k in &self.unsaved {
-            if let Some(Slot::Memory(r)) = self.slots.get(k).copied() {
-                out.put(*k, self.row(r))?;
-            }
-        }
-        io::Write::flush(&mut out.into_inner())?;
+        let records = self.unsaved.iter().filter_map(|k| match self.slots.get(k) {
+            Some(Slot::Memory(r)) => Some((*k, self.row(*r))),
+            _ => None,
+        });
+        file::append_records(f, self.dim, records)?;
         f.sync_data()?;
         self.written(end);
         Ok(())

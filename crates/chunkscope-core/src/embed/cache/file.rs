@@ -163,6 +163,28 @@ pub(super) fn write_header(f: &mut File, dim: usize) -> io::Result<()> {
     f.write_all(&header(dim))
 }
 
+/// Append `records` in batches of whole records, one write each: an append that another
+/// process's runs beside (without a lock) can interleave with it only between records.
+pub(super) fn append_records<'a>(
+    f: &mut File,
+    dim: usize,
+    records: impl Iterator<Item = (u128, &'a [f32])>,
+) -> io::Result<()> {
+    const BATCH: usize = 256;
+    let mut buf = Vec::with_capacity(BATCH * record_len(dim) as usize);
+    let mut n = 0;
+    for (k, v) in records {
+        put_record(&mut buf, k, v);
+        n += 1;
+        if n == BATCH {
+            f.write_all(&buf)?;
+            buf.clear();
+            n = 0;
+        }
+    }
+    f.write_all(&buf)
+}
+
 /// Records on their way to a file.
 pub(super) struct Records<W: Write> {
     w: W,

@@ -58,9 +58,6 @@ pub struct EmbedCache {
     file: Option<Mutex<File>>,
     /// Where the records read so far end: another process's appends lie past it.
     end: u64,
-    /// The file on disk is not one we can add to (damaged header, another width): the next save
-    /// replaces it.
-    foreign: bool,
     /// The file could not be locked (said once).
     lockless: bool,
 }
@@ -75,7 +72,6 @@ impl EmbedCache {
             path: None,
             file: None,
             end: HEADER,
-            foreign: false,
             lockless: false,
         }
     }
@@ -102,13 +98,17 @@ impl EmbedCache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e),
         };
+        if f.metadata()?.len() < HEADER {
+            // Being created by another process (its header not written yet), or torn at its
+            // start: the next save decides, under the lock.
+            return Ok(());
+        }
         match file::read_header(&mut f, self.dim)? {
             Header::Ours => {}
             Header::First => {
                 drop(f);
                 let Some(n) = file::convert_first_format(path, self.dim)? else {
                     log::warn!("{}: damaged embedding cache discarded", path.display());
-                    self.foreign = true;
                     return Ok(());
                 };
                 log::info!(
@@ -123,7 +123,6 @@ impl EmbedCache {
                     path.display(),
                     self.dim
                 );
-                self.foreign = true;
                 return Ok(());
             }
         }
@@ -226,14 +225,16 @@ impl EmbedCache {
     }
 
     fn append(&mut self, f: &mut File, path: &Path, locked: bool) -> io::Result<()> {
+        // What the file is now decides (not what it was at open: another process may have
+        // created or replaced it since).
         let len = f.metadata()?.len();
-        if len == 0 {
+        let foreign = if len == 0 {
             file::write_header(f, self.dim)?;
-        } else if !self.foreign && !matches!(file::read_header(f, self.dim)?, Header::Ours) {
-            // Replaced since it was opened (by another width's cache, say).
-            self.foreign = true;
-        }
-        if self.foreign {
+            false
+        } else {
+            !matches!(file::read_header(f, self.dim)?, Header::Ours)
+        };
+        if foreign {
             return self.replace(f, path);
         }
         // Records another process appended since this one last looked, and a record a writer
@@ -282,7 +283,6 @@ impl EmbedCache {
             keys.iter().try_for_each(|&(r, k)| out.put(k, self.row(r)))
         })?;
         *f = file::open_existing(path)?;
-        self.foreign = false;
         self.unsaved = keys.into_iter().map(|(_, k)| k).collect();
         self.written(HEADER);
         Ok(())
@@ -434,6 +434,45 @@ mod tests {
         for (t, v) in [("a", [1.0, 0.0]), ("b", [0.0, 1.0]), ("c", [0.5, 0.5])] {
             assert_eq!(c.get(key("m", 1, t)), Some(v.to_vec()));
         }
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn caches_saving_at_once_lose_nothing() {
+        let d = dir("race");
+        let path = d.join("c.bin");
+        let writers: Vec<_> = (0..3)
+            .map(|w| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut c = EmbedCache::open(&path, 4);
+                    for i in 0..600 {
+                        c.insert(key("m", w, &i.to_string()), &[w as f32, i as f32, 1.0, 2.0]);
+                        if i % 25 == 0 {
+                            c.save().unwrap();
+                        }
+                    }
+                    c.save().unwrap();
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let c = EmbedCache::open(&path, 4);
+        assert_eq!(c.len(), 1800);
+        for w in 0..3 {
+            for i in [0, 299, 599] {
+                let v = c.get(key("m", w, &i.to_string()));
+                assert_eq!(v, Some(vec![w as f32, i as f32, 1.0, 2.0]));
+            }
+        }
+        let len = fs::metadata(&path).unwrap().len();
+        assert_eq!(
+            len,
+            HEADER + 1800 * file::record_len(4),
+            "no record torn or twice"
+        );
         let _ = fs::remove_dir_all(&d);
     }
 

@@ -3,7 +3,7 @@
 //! so that turning a threshold or the maximum size re-chunks from stored vectors without
 //! embedding anything.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use super::chunk::maxmin::sentence_text;
 use super::chunk::{ChunkSettings, SentenceVectors};
@@ -17,10 +17,8 @@ pub struct SentenceStore {
     /// The disk file; None for a store that lives as long as the process.
     cache: Option<EmbedCache>,
     /// The vectors Max-Min reads in its inner loop, in memory: those of the sentences asked for
-    /// (`missing`, `fill`), not every one the cache file holds. Row of `rows` by key.
-    loaded: HashMap<u128, u32>,
-    rows: Vec<f32>,
-    dim: usize,
+    /// (`missing`, `fill`), not every one the cache file holds.
+    loaded: EmbedCache,
     model_key: String,
     /// (engine id, unit, size) whose sentences all have vectors: a threshold turn on the same
     /// corpus and sizes skips the search for missing sentences.
@@ -48,9 +46,7 @@ impl SentenceStore {
     fn with_cache(engine: &Engine, cache: Option<EmbedCache>, dim: usize) -> SentenceStore {
         SentenceStore {
             cache,
-            loaded: HashMap::new(),
-            rows: Vec::new(),
-            dim,
+            loaded: EmbedCache::in_memory(dim),
             model_key: super::embed::model_key(&engine.model),
             complete: None,
             window: engine.model.windows.resolve(WindowSpec::St).tokens,
@@ -59,9 +55,7 @@ impl SentenceStore {
 
     /// Sentences with a vector: in the cache file, or in memory for a store without one.
     pub fn len(&self) -> usize {
-        self.cache
-            .as_ref()
-            .map_or(self.loaded.len(), EmbedCache::len)
+        self.cache.as_ref().unwrap_or(&self.loaded).len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -94,27 +88,18 @@ impl SentenceStore {
             .into_iter()
             .filter(|s| {
                 let k = key(&self.model_key, self.window, s);
-                if self.loaded.contains_key(&k) {
+                if self.loaded.contains(k) {
                     return false;
                 }
                 match self.cache.as_ref().and_then(|c| c.get(k)) {
                     Some(v) => {
-                        self.keep(k, &v);
+                        self.loaded.insert(k, &v);
                         false
                     }
                     None => true,
                 }
             })
             .collect()
-    }
-
-    /// Hold `v` in memory for `k`.
-    fn keep(&mut self, k: u128, v: &[f32]) {
-        if v.len() == self.dim && !self.loaded.contains_key(&k) {
-            self.loaded
-                .insert(k, (self.rows.len() / self.dim.max(1)) as u32);
-            self.rows.extend_from_slice(v);
-        }
     }
 
     /// Embed `texts` in slices of `slice`; `go(done, total)` is asked between slices and stops the
@@ -140,10 +125,10 @@ impl SentenceStore {
                 if let Some(c) = self.cache.as_mut() {
                     c.insert(k, &v);
                 }
-                self.keep(k, &v);
+                self.loaded.insert(k, &v);
             }
             done += part.len();
-            // A long first Max-Min run (a sentence vector a chunk of text) keeps what it made
+            // A first Max-Min run over a large corpus embeds for minutes: what it made is kept
             // if the workbench is closed half way.
             if saved.elapsed().as_secs() >= SAVE_EVERY_SECS {
                 self.save();
@@ -196,9 +181,7 @@ impl SentenceStore {
 
 impl SentenceVectors for SentenceStore {
     fn vector(&self, sentence: &str) -> Option<&[f32]> {
-        let r = *self
-            .loaded
-            .get(&key(&self.model_key, self.window, sentence))? as usize;
-        Some(&self.rows[r * self.dim..(r + 1) * self.dim])
+        self.loaded
+            .held(key(&self.model_key, self.window, sentence))
     }
 }

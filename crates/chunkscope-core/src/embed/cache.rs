@@ -1,7 +1,8 @@
 //! Embeddings kept on disk, keyed by (model, window, exact embedded text), so that reopening a
 //! corpus or turning a knob back embeds nothing new. Memory holds the keys and where each vector
 //! lies in the file; a vector is read back when asked for, so a cache grown over many corpora and
-//! knob settings costs 32 bytes a vector in memory, not the vector. New vectors are held until
+//! knob settings costs a map entry a vector in memory (32 bytes and the map's slack), not the
+//! vector. New vectors are held until
 //! `save` appends them (records with their own checksums, under an exclusive lock: two processes
 //! may add to one file).
 
@@ -175,6 +176,23 @@ impl EmbedCache {
         &self.rows[start..start + self.dim]
     }
 
+    /// The vector of `key`, which is in `unsaved`: held in memory until it is written.
+    fn unsaved_row(&self, key: u128) -> &[f32] {
+        match self.slots[&key] {
+            Slot::Memory(r) => self.row(r),
+            Slot::File(_) => unreachable!("a vector is written before it leaves memory"),
+        }
+    }
+
+    /// The vector of `key` when it is held in memory: every one in an `in_memory` cache, borrowed
+    /// (Max-Min reads its sentence vectors so in its inner loop).
+    pub fn held(&self, key: u128) -> Option<&[f32]> {
+        match *self.slots.get(&key)? {
+            Slot::Memory(r) => Some(self.row(r)),
+            Slot::File(_) => None,
+        }
+    }
+
     /// Keep `v` for `key` (ignored when the key has one or the width is not the model's).
     pub fn insert(&mut self, key: u128, v: &[f32]) {
         if v.len() != self.dim || self.slots.contains_key(&key) {
@@ -253,13 +271,7 @@ impl EmbedCache {
             }
             f.set_len(end)?;
         }
-        let slots = &self.slots;
-        self.unsaved
-            .retain(|k| matches!(slots.get(k), Some(Slot::Memory(_))));
-        let records = self.unsaved.iter().filter_map(|k| match self.slots.get(k) {
-            Some(Slot::Memory(r)) => Some((*k, self.row(*r))),
-            _ => None,
-        });
+        let records = self.unsaved.iter().map(|&k| (k, self.unsaved_row(k)));
         file::append_records(f, self.dim, records)?;
         f.sync_data()?;
         self.written(end);
@@ -268,22 +280,23 @@ impl EmbedCache {
 
     /// Write every vector held in memory as the whole file, and reopen it.
     fn replace(&mut self, f: &mut File, path: &Path) -> io::Result<()> {
-        // Vectors of the file being replaced are gone with it.
-        self.slots.retain(|_, s| matches!(s, Slot::Memory(_)));
-        let mut keys: Vec<(u32, u128)> = self
-            .slots
-            .iter()
-            .filter_map(|(k, s)| match s {
-                Slot::Memory(r) => Some((*r, *k)),
-                Slot::File(_) => None,
-            })
-            .collect();
-        keys.sort_unstable();
+        // Vectors of the file being replaced are gone with it; those in memory make the new one.
+        let mut held: Vec<(u32, u128)> = Vec::new();
+        self.slots.retain(|k, s| match s {
+            Slot::Memory(r) => {
+                held.push((*r, *k));
+                true
+            }
+            Slot::File(_) => false,
+        });
+        held.sort_unstable();
+        self.unsaved = held.into_iter().map(|(_, k)| k).collect();
         file::write_whole(path, self.dim, |out| {
-            keys.iter().try_for_each(|&(r, k)| out.put(k, self.row(r)))
+            self.unsaved
+                .iter()
+                .try_for_each(|&k| out.put(k, self.unsaved_row(k)))
         })?;
         *f = file::open_existing(path)?;
-        self.unsaved = keys.into_iter().map(|(_, k)| k).collect();
         self.written(HEADER);
         Ok(())
     }

@@ -131,7 +131,7 @@ pub(super) fn read_vector(f: &mut File, offset: u64, dim: usize) -> io::Result<V
 }
 
 /// Little-endian f32s.
-pub(super) fn floats(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
+fn floats(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
     bytes
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -192,7 +192,7 @@ pub(super) struct Records<W: Write> {
 }
 
 impl<W: Write> Records<W> {
-    pub(super) fn new(w: W) -> Records<W> {
+    fn new(w: W) -> Records<W> {
         Records { w, buf: Vec::new() }
     }
 
@@ -211,7 +211,7 @@ impl<W: Write> Records<W> {
         self.w.write_all(&self.buf)
     }
 
-    pub(super) fn into_inner(self) -> W {
+    fn into_inner(self) -> W {
         self.w
     }
 }

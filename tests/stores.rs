@@ -194,7 +194,8 @@ fn check_store(uri: &str, expected: &Value, embedded: Option<&Value>) {
     assert!(t["over_window"].is_u64());
 }
 
-/// The stored floats, as the JSONL holds them, read back by the core's reader.
+/// The stored floats, as the JSONL holds them, read back by the core's reader (kept at unit
+/// length, as the index keeps them).
 fn check_vectors_equal(uri: &str, jsonl: &Path) {
     let stored = store::open(uri, &StoreOptions::default(), &mut |_, _| {}).unwrap();
     let mut want: BTreeMap<String, Vec<f32>> = BTreeMap::new();
@@ -209,13 +210,19 @@ fn check_vectors_equal(uri: &str, jsonl: &Path) {
         want.insert(v["id"].as_str().unwrap().to_string(), floats);
     }
     assert_eq!(stored.chunks.len(), want.len());
-    for c in &stored.chunks {
-        assert_eq!(
-            c.vector.as_ref(),
-            want.get(&c.id),
-            "{uri} {}: stored floats",
-            c.id
-        );
+    for (i, c) in stored.chunks.iter().enumerate() {
+        let ours = stored
+            .vector(i)
+            .unwrap_or_else(|| panic!("{uri} {}: no vector", c.id));
+        let theirs = chunkscope_core::index::vector::unit(&want[&c.id]);
+        assert_eq!(ours.len(), theirs.len(), "{uri} {}: width", c.id);
+        for (a, b) in ours.iter().zip(theirs.iter()) {
+            assert!(
+                (a - b).abs() <= 1e-6,
+                "{uri} {}: stored floats {a} vs {b}",
+                c.id
+            );
+        }
     }
 }
 

@@ -82,7 +82,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
         if let Some(w) = why.as_mut() {
             // Does the expected chunk's stored vector still match its text?
             let i = w.chunk_id as usize;
-            if let Some(stored) = &opened.store.chunks[i].vector {
+            if let Some(stored) = opened.store.vector(i) {
                 let m = &opened.chunking.files[i].chunks[0];
                 let text = m.embed_text(&opened.store.chunks[i].text);
                 let now = embedder.embed(&[text.as_ref()], opened.window.tokens)?;

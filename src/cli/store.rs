@@ -160,7 +160,7 @@ impl Opened {
                 "tail_start": tail_start,
                 "tail_tokens": m.tail(self.window.tokens, specials).map_or(0, |t| t.tokens),
                 "tail_in_header": tail_in_header,
-                "has_vector": c.vector.is_some(),
+                "has_vector": self.store.vector(i).is_some(),
                 "stored_vector_cos": check.cos[i],
                 "stored_vector_cause": check.cause[i].as_ref().map(|c| c.to_string()),
                 "duplicate_of": self.duplicate_of[i].map(|j| self.store.chunks[j].id.as_str()),
@@ -330,7 +330,7 @@ impl Opened {
     }
 
     fn index(&self, embedder: &Embedder, recomputed: &[Vec<f32>]) -> Result<SearchIndex> {
-        let dim = self.store.dim()?.unwrap_or(embedder.dim());
+        let dim = self.store.dim().unwrap_or(embedder.dim());
         if self.store.vectors() > 0 && dim != embedder.dim() {
             return Err(store::StoreError::Dimension {
                 stored: dim,

@@ -148,39 +148,88 @@ fn push_unit(data: &mut Vec<f32>, v: &[f32]) {
 }
 
 /// The vectors a store held, one row per chunk in its order, kept as the index keeps them (unit
-/// length; a zero row where a chunk has none or one of another width), so that an index over a
-/// store whose every chunk has a vector shares these rows (`VectorIndex::from_stored`): a store
-/// of 10^6 vectors of 384 dimensions is 1.5 GB once.
-#[derive(Debug, PartialEq)]
+/// length; a zero row where a chunk has none), so that an index over a store whose every chunk
+/// has a vector shares these rows (`VectorIndex::from_stored`): a store of 10^6 vectors of 384
+/// dimensions is 1.5 GB once. Filled as the store is read; every vector must have the width of
+/// the first.
+#[derive(Debug, Default, PartialEq)]
 pub struct StoredVectors {
+    /// 0 until the first vector.
     dim: usize,
     data: Arc<Vec<f32>>,
     present: Vec<bool>,
+    count: usize,
 }
 
 impl StoredVectors {
-    /// From each chunk's stored vector, if any; those not `dim` wide count as absent.
-    pub fn new<'a>(dim: usize, vectors: impl Iterator<Item = Option<&'a [f32]>>) -> StoredVectors {
-        let mut data = Vec::new();
-        let mut present = Vec::new();
+    /// From each chunk's vector, if any (the width is the first one's).
+    pub fn new<'a>(
+        vectors: impl Iterator<Item = Option<&'a [f32]>>,
+    ) -> Result<StoredVectors, String> {
+        let mut out = StoredVectors::default();
         for v in vectors {
-            match v.filter(|v| v.len() == dim) {
-                Some(v) => push_unit(&mut data, v),
-                None => data.resize(data.len() + dim, 0.0),
-            }
-            present.push(v.is_some_and(|v| v.len() == dim));
+            out.push(v)?;
         }
-        StoredVectors {
-            dim,
-            data: Arc::new(data),
-            present,
+        Ok(out)
+    }
+
+    /// One more chunk, with its vector or none (a vector of another width adds nothing).
+    pub fn push(&mut self, v: Option<&[f32]>) -> Result<(), String> {
+        if let Some(v) = v {
+            self.fits(v)?;
+        }
+        self.present.push(false);
+        if self.dim > 0 {
+            let n = self.data.len() + self.dim;
+            Arc::make_mut(&mut self.data).resize(n, 0.0);
+        }
+        match v {
+            Some(v) => self.set(self.present.len() - 1, v),
+            None => Ok(()),
         }
     }
 
+    /// Chunk `i`'s vector (a chunk pushed before), replacing any it had.
+    pub fn set(&mut self, i: usize, v: &[f32]) -> Result<(), String> {
+        self.fits(v)?;
+        if self.dim == 0 {
+            self.dim = v.len();
+            self.data = Arc::new(vec![0.0; self.present.len() * self.dim]);
+        }
+        let row = &mut Arc::make_mut(&mut self.data)[i * self.dim..(i + 1) * self.dim];
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
+            row.iter_mut().zip(v).for_each(|(r, x)| *r = x / norm);
+        } else {
+            row.copy_from_slice(v);
+        }
+        if !std::mem::replace(&mut self.present[i], true) {
+            self.count += 1;
+        }
+        Ok(())
+    }
+
+    /// What is wrong with `v` as one of these vectors, if anything.
+    fn fits(&self, v: &[f32]) -> Result<(), String> {
+        if v.is_empty() {
+            Err("an empty vector".into())
+        } else if self.dim > 0 && v.len() != self.dim {
+            Err(format!(
+                "a vector of {} dimensions where the others have {}",
+                v.len(),
+                self.dim
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The width of every vector; 0 when there is none.
     pub fn dim(&self) -> usize {
         self.dim
     }
 
+    /// Chunks, with or without a vector.
     pub fn len(&self) -> usize {
         self.present.len()
     }
@@ -189,8 +238,13 @@ impl StoredVectors {
         self.present.is_empty()
     }
 
+    /// Chunks with a vector.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
     pub fn all_present(&self) -> bool {
-        self.present.iter().all(|&p| p)
+        self.count == self.present.len()
     }
 
     /// Chunk `i`'s vector (unit length), None when it has none.
@@ -248,14 +302,27 @@ mod tests {
 
     #[test]
     fn stored_rows_are_kept_as_pushed_and_shared_when_all_are_there() {
-        let rows: Vec<Option<Vec<f32>>> = vec![
-            Some(vec![3.0, 4.0]),
-            Some(vec![0.0, 0.0]),
-            None,
-            Some(vec![1.0, 2.0, 3.0]),
-        ];
-        let stored = StoredVectors::new(2, rows.iter().map(|v| v.as_deref()));
-        assert_eq!(stored.len(), 4);
+        let rows: Vec<Option<Vec<f32>>> = vec![None, Some(vec![3.0, 4.0]), Some(vec![0.0, 0.0])];
+        let mut stored = StoredVectors::new(rows.iter().map(|v| v.as_deref())).unwrap();
+        let e = stored.push(Some(&[1.0, 2.0, 3.0])).unwrap_err();
+        assert_eq!(e, "a vector of 3 dimensions where the others have 2");
+        stored.push(None).unwrap();
+        stored.set(0, &[0.0, 5.0]).unwrap();
+        assert_eq!(
+            stored.get(0),
+            Some(&[0.0, 1.0][..]),
+            "set after the rows were made"
+        );
+        stored.set(0, &[3.0, 4.0]).unwrap();
+        assert_eq!(
+            (stored.len(), stored.count(), stored.dim()),
+            (4, 3, 2),
+            "set twice counts once"
+        );
+        let stored =
+            StoredVectors::new([Some(&[3.0, 4.0][..]), Some(&[0.0, 0.0][..]), None].into_iter())
+                .unwrap();
+        assert_eq!(stored.len(), 3);
         assert_eq!(stored.get(0), Some(&[0.6, 0.8][..]));
         assert_eq!(
             stored.get(1),
@@ -263,12 +330,12 @@ mod tests {
             "a zero vector is kept, as push keeps it"
         );
         assert_eq!(stored.get(2), None);
-        assert_eq!(stored.get(3), None, "another width is absent");
         assert_eq!(stored.get(9), None);
-        assert!(VectorIndex::from_stored(&stored, vec![1, 2, 3, 4]).is_none());
+        assert!(VectorIndex::from_stored(&stored, vec![1, 2, 3]).is_none());
+        assert!(StoredVectors::new([Some(&[][..])].into_iter()).is_err());
 
         let full: Vec<Vec<f32>> = vec![vec![3.0, 4.0], vec![0.0, 2.0], vec![1.0, 0.0]];
-        let stored = StoredVectors::new(2, full.iter().map(|v| Some(v.as_slice())));
+        let stored = StoredVectors::new(full.iter().map(|v| Some(v.as_slice()))).unwrap();
         assert!(
             VectorIndex::from_stored(&stored, vec![7, 8]).is_none(),
             "one id a row"

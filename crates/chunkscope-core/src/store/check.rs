@@ -10,7 +10,6 @@ use crate::chunk::{Chunk, ChunkSettings};
 use crate::corpus::{Corpus, Document};
 use crate::embed::cosine;
 use crate::engine::{Chunking, Engine, FileChunks};
-use crate::index::vector::StoredVectors;
 use crate::measure::MeasuredChunk;
 use crate::model::ModelInfo;
 use crate::tokenize::EmbedTokenizer;
@@ -73,20 +72,9 @@ pub fn engine_for(
         Chunking {
             settings: settings.clone(),
             files,
-            stored_vectors: Some(Arc::new(stored_vectors(store))),
+            stored_vectors: Some(Arc::clone(&store.vectors)),
         },
     ))
-}
-
-/// The store's vectors as the index keeps them, at the width of the first one (a vector of
-/// another width is left out, as the index would refuse it).
-fn stored_vectors(store: &Store) -> StoredVectors {
-    let dim = store
-        .chunks
-        .iter()
-        .find_map(|c| c.vector.as_ref().map(Vec::len))
-        .unwrap_or(0);
-    StoredVectors::new(dim, store.chunks.iter().map(|c| c.vector.as_deref()))
 }
 
 /// Where a chunk's invisible tail begins in the stored text (bytes), and whether the window
@@ -98,22 +86,26 @@ pub fn tail_of(m: &MeasuredChunk, window: usize, specials: usize) -> (Option<usi
 
 /// Chunks with the same text once whitespace runs are made one space: for each chunk, the index
 /// of the first chunk with its text (`None` for the first itself). Empty chunks are not
-/// duplicates of each other; they are counted apart.
+/// duplicates of each other; they are counted apart. The normalised texts are kept as hashes,
+/// each match confirmed word by word (a store's texts are not held a second time).
 pub fn duplicates(store: &Store) -> Vec<Option<usize>> {
-    let mut first: HashMap<String, usize> = HashMap::new();
-    store
-        .chunks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let norm = c.text.split_whitespace().collect::<Vec<_>>().join(" ");
-            if norm.is_empty() {
-                return None;
+    use std::hash::{BuildHasher, Hasher};
+    let words = |i: usize| store.chunks[i].text.split_whitespace();
+    let hasher = std::collections::hash_map::RandomState::new();
+    let mut firsts: HashMap<u64, Vec<usize>> = HashMap::new();
+    (0..store.chunks.len())
+        .map(|i| {
+            words(i).next()?;
+            let mut h = hasher.build_hasher();
+            for w in words(i) {
+                h.write(w.as_bytes());
+                h.write_u8(0xff);
             }
-            match first.get(&norm) {
+            let same = firsts.entry(h.finish()).or_default();
+            match same.iter().find(|&&j| words(j).eq(words(i))) {
                 Some(&j) => Some(j),
                 None => {
-                    first.insert(norm, i);
+                    same.push(i);
                     None
                 }
             }
@@ -199,7 +191,7 @@ pub fn check_vectors(
     embed: &mut EmbedFn,
     model: &str,
 ) -> Result<VectorCheck, StoreError> {
-    if let Some(stored) = store.dim()? {
+    if let Some(stored) = store.dim() {
         let ours = recomputed
             .iter()
             .map(Vec::len)
@@ -217,7 +209,8 @@ pub fn check_vectors(
         .chunks
         .iter()
         .zip(recomputed)
-        .map(|(c, r)| c.vector.as_ref().map(|v| cosine(v, r)))
+        .enumerate()
+        .map(|(i, (_, r))| store.vector(i).map(|v| cosine(v, r)))
         .collect();
     let differing: Vec<usize> = (0..cos.len())
         .filter(|&i| cos[i].is_some_and(|c| c < AGREE))
@@ -275,10 +268,7 @@ pub fn check_vectors(
         let refs: Vec<&str> = open.iter().map(|(_, t)| t.as_str()).collect();
         let vs = embed(&refs, w)?;
         for ((i, _), v) in open.iter().zip(vs) {
-            let stored = store.chunks[*i]
-                .vector
-                .as_ref()
-                .expect("differing chunks have vectors");
+            let stored = store.vector(*i).expect("differing chunks have vectors");
             if cosine(stored, &v) >= AGREE {
                 cause[*i] = Some(why.clone());
             }
@@ -334,7 +324,7 @@ pub fn detect_window(
 ) -> Result<Option<(usize, usize, usize)>, StoreError> {
     let smallest = candidates.iter().copied().min().unwrap_or(0);
     let mut long: Vec<usize> = (0..store.chunks.len())
-        .filter(|&i| store.chunks[i].vector.is_some())
+        .filter(|&i| store.vector(i).is_some())
         .filter(|&i| chunking.files[i].chunks[0].embed_tokens(specials) > smallest)
         .collect();
     long.sort_by_key(|&i| std::cmp::Reverse(chunking.files[i].chunks[0].embed_tokens(specials)));
@@ -359,9 +349,8 @@ pub fn detect_window(
             .iter()
             .zip(&vs)
             .filter(|(&i, v)| {
-                store.chunks[i]
-                    .vector
-                    .as_ref()
+                store
+                    .vector(i)
                     .is_some_and(|s| s.len() == v.len() && cosine(s, v) >= AGREE)
             })
             .count();
@@ -372,4 +361,29 @@ pub fn detect_window(
     Ok(best
         .filter(|&(_, a)| a > 0)
         .map(|(w, a)| (w, a, long.len())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoredChunk;
+
+    #[test]
+    fn duplicates_by_words_and_empties_apart() {
+        let texts = ["a  b", "a b", "", " \n", "a b c", "a\nb", "b a", "a b c"];
+        let store = Store {
+            uri: "jsonl:t".into(),
+            chunks: texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| StoredChunk::plain(i.to_string(), t.to_string()))
+                .collect(),
+            vectors: Default::default(),
+        };
+        assert_eq!(
+            duplicates(&store),
+            [None, Some(0), None, None, None, Some(0), None, Some(4)]
+        );
+        assert_eq!(empties(&store), 2);
+    }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{floats, Meta, Progress, StoreError, StoreOptions, StoredChunk};
+use super::{floats, Meta, Sink, StoreError, StoreOptions, StoredChunk};
 
 struct Target {
     base: String,
@@ -51,11 +51,7 @@ struct Page {
     embeddings: Option<Vec<Option<Value>>>,
 }
 
-pub fn read(
-    uri: &str,
-    opts: &StoreOptions,
-    progress: Progress,
-) -> Result<Vec<StoredChunk>, StoreError> {
+pub fn read(uri: &str, opts: &StoreOptions, sink: &mut Sink) -> Result<(), StoreError> {
     let t = parse(uri, opts)?;
     let agent = ureq::AgentBuilder::new()
         .timeout_connect(Duration::from_secs(5))
@@ -91,17 +87,17 @@ pub fn read(
         .map_err(|e| fail(e, "count"))?
         .into_json()
         .map_err(|e| StoreError::read(uri, format!("count: not a number: {e}")))?;
-    let mut out = Vec::with_capacity(count);
+    sink.expect(count);
     let page = opts.page();
-    while out.len() < count {
+    while sink.len() < count {
         let body = json!({
             "limit": page,
-            "offset": out.len(),
+            "offset": sink.len(),
             "include": ["documents", "metadatas", "embeddings"],
         });
         let interrupted = |why: String| StoreError::Interrupted {
             uri: uri.to_string(),
-            read: out.len(),
+            read: sink.len(),
             expected: count,
             why,
         };
@@ -114,24 +110,23 @@ pub fn read(
         if got.ids.is_empty() {
             return Err(StoreError::Interrupted {
                 uri: uri.to_string(),
-                read: out.len(),
+                read: sink.len(),
                 expected: count,
                 why: "the server returned an empty page".into(),
             });
         }
         let n = got.ids.len();
-        out.extend(page_chunks(uri, got, opts)?);
-        progress(out.len(), Some(count));
-        if n < page && out.len() < count {
+        page_chunks(uri, got, opts, sink)?;
+        if n < page && sink.len() < count {
             return Err(StoreError::Interrupted {
                 uri: uri.to_string(),
-                read: out.len(),
+                read: sink.len(),
                 expected: count,
                 why: "the collection shrank while it was read".into(),
             });
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A failed request in words: not found, the server's answer, or an unreachable server.
@@ -153,11 +148,15 @@ fn failure(uri: &str, e: ureq::Error, what: &str) -> StoreError {
 }
 
 /// One page of records as stored chunks.
-fn page_chunks(uri: &str, got: Page, opts: &StoreOptions) -> Result<Vec<StoredChunk>, StoreError> {
+fn page_chunks(
+    uri: &str,
+    got: Page,
+    opts: &StoreOptions,
+    sink: &mut Sink,
+) -> Result<(), StoreError> {
     let docs = got.documents.unwrap_or_default();
     let metas = got.metadatas.unwrap_or_default();
     let vecs = got.embeddings.unwrap_or_default();
-    let mut out = Vec::with_capacity(got.ids.len());
     for (i, cid) in got.ids.into_iter().enumerate() {
         let text = docs.get(i).cloned().flatten().ok_or_else(|| {
             StoreError::read(
@@ -174,11 +173,11 @@ fn page_chunks(uri: &str, got: Page, opts: &StoreOptions) -> Result<Vec<StoredCh
             Some(v) => Some(floats(v).map_err(|e| StoreError::read(uri, format!("{cid}: {e}")))?),
             None => None,
         };
-        let mut c = StoredChunk::plain(cid, text).with_metadata(metadata, opts.source.as_deref());
-        c.vector = vector;
-        out.push(c);
+        let c = StoredChunk::plain(cid, text).with_metadata(metadata, opts.source.as_deref());
+        sink.push(c, vector.as_deref())
+            .map_err(|e| StoreError::read(uri, e))?;
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -201,7 +200,7 @@ mod tests {
     #[test]
     fn unreachable_server_is_named() {
         // Port 9 (discard) on the loopback: nothing listens there.
-        let e = read(
+        let e = crate::store::open(
             "chroma://127.0.0.1:9/docs",
             &StoreOptions::default(),
             &mut |_, _| {},

@@ -9,24 +9,28 @@
 //! left.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::path::Path;
 
+use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{floats, python_str, source_of, Meta, Progress, StoreError, StoredChunk};
+use super::json::NumbersSeed;
+use super::{python_str, source_of, Meta, Sink, StoreError, StoredChunk};
 
 #[derive(Deserialize)]
-struct Docstore {
-    #[serde(rename = "docstore/data", default)]
-    data: HashMap<String, Entry>,
+struct Docstore<'a> {
+    #[serde(rename = "docstore/data", default, borrow)]
+    data: HashMap<String, Entry<'a>>,
 }
 
 #[derive(Deserialize)]
-struct Entry {
-    #[serde(rename = "__data__")]
-    data: Box<RawValue>,
+struct Entry<'a> {
+    /// Borrowed from the file's text: the nodes are parsed one at a time.
+    #[serde(rename = "__data__", borrow)]
+    data: &'a RawValue,
     #[serde(rename = "__type__", default)]
     kind: Option<String>,
 }
@@ -66,12 +70,6 @@ struct TextResource {
     text: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct VectorStore {
-    #[serde(default)]
-    embedding_dict: HashMap<String, Value>,
-}
-
 /// Why a LlamaIndex node cannot be read as a chunk (the store's error names the folder and the
 /// node).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -87,14 +85,14 @@ pub enum NodeError {
 /// The node types that carry text (TextNode "1"; Document "4" only when an index stores it).
 const TEXT_TYPES: &[&str] = &["1", "4"];
 
-pub fn read(dir: &Path, progress: Progress) -> Result<Vec<StoredChunk>, StoreError> {
+pub fn read(dir: &Path, sink: &mut Sink) -> Result<(), StoreError> {
     let uri = format!("llamaindex:{}", dir.display());
+    let missing = |name: &str, e: &std::io::Error| StoreError::read(&uri, format!("{name}: {e}"));
     let file = |name: &str| -> Result<Option<String>, StoreError> {
-        let p = dir.join(name);
-        match std::fs::read_to_string(&p) {
+        match std::fs::read_to_string(dir.join(name)) {
             Ok(t) => Ok(Some(t)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(StoreError::read(&uri, format!("{name}: {e}"))),
+            Err(e) => Err(missing(name, &e)),
         }
     };
     let parse_err = |name: &str, e: serde_json::Error| StoreError::Line {
@@ -110,22 +108,13 @@ pub fn read(dir: &Path, progress: Progress) -> Result<Vec<StoredChunk>, StoreErr
     })?;
     let docstore: Docstore =
         serde_json::from_str(&docstore_text).map_err(|e| parse_err("docstore.json", e))?;
-    drop(docstore_text);
-    let vectors: HashMap<String, Value> = match file("default__vector_store.json")? {
-        Some(t) => {
-            serde_json::from_str::<VectorStore>(&t)
-                .map_err(|e| parse_err("default__vector_store.json", e))?
-                .embedding_dict
-        }
-        None => HashMap::new(),
-    };
     let indexed = match file("index_store.json")? {
         Some(t) => Some(index_nodes(&t).map_err(|e| parse_err("index_store.json", e))?),
         None => None,
     };
     let mut ids: Vec<&String> = docstore.data.keys().collect();
     ids.sort();
-    let mut out = Vec::with_capacity(ids.len());
+    let mut row: HashMap<&str, usize> = HashMap::new();
     for id in ids {
         let entry = &docstore.data[id];
         let in_index = indexed.as_ref().is_none_or(|set| set.contains(id.as_str()));
@@ -136,22 +125,100 @@ pub fn read(dir: &Path, progress: Progress) -> Result<Vec<StoredChunk>, StoreErr
         if !in_index || !text_type {
             continue;
         }
-        let node = node_of(&entry.data)
-            .map_err(|e| StoreError::read(&uri, format!("docstore.json: node {id}: {e}")))?;
-        let mut chunk = chunk_of(id, node)
-            .map_err(|e| StoreError::read(&uri, format!("docstore.json: node {id}: {e}")))?;
-        if let Some(v) = vectors.get(id) {
-            chunk.vector = Some(floats(v).map_err(|e| {
-                StoreError::read(&uri, format!("default__vector_store.json: {id}: {e}"))
-            })?);
-        }
-        out.push(chunk);
-        if out.len() % 10_000 == 0 {
-            progress(out.len(), None);
-        }
+        let bad = |e: String| StoreError::read(&uri, format!("docstore.json: node {id}: {e}"));
+        let mut node = node_of(entry.data).map_err(|e| bad(e.to_string()))?;
+        let embedding = node.embedding.take();
+        let chunk = chunk_of(id, node).map_err(|e| bad(e.to_string()))?;
+        row.insert(id.as_str(), sink.len());
+        sink.push(chunk, embedding.as_deref()).map_err(bad)?;
     }
-    progress(out.len(), Some(out.len()));
-    Ok(out)
+    // The vectors, streamed into the store's block: a million of them never sit in memory as
+    // JSON text or as one list each.
+    let name = "default__vector_store.json";
+    match std::fs::File::open(dir.join(name)) {
+        Ok(f) => {
+            let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(
+                1 << 20,
+                f,
+            ));
+            VectorStoreSeed { row: &row, sink }
+                .deserialize(&mut de)
+                .and_then(|()| de.end())
+                .map_err(|e| parse_err(name, e))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(missing(name, &e)),
+    }
+    Ok(())
+}
+
+/// default__vector_store.json: each vector of `embedding_dict` whose node is a chunk goes into
+/// that chunk's row; the rest of the file is skipped.
+struct VectorStoreSeed<'a, 's> {
+    row: &'a HashMap<&'a str, usize>,
+    sink: &'a mut Sink<'s>,
+}
+
+impl<'de> DeserializeSeed<'de> for VectorStoreSeed<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for VectorStoreSeed<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a SimpleVectorStore object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "embedding_dict" {
+                map.next_value_seed(EmbeddingDict {
+                    row: self.row,
+                    sink: &mut *self.sink,
+                })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+struct EmbeddingDict<'a, 's> {
+    row: &'a HashMap<&'a str, usize>,
+    sink: &'a mut Sink<'s>,
+}
+
+impl<'de> DeserializeSeed<'de> for EmbeddingDict<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EmbeddingDict<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("embedding_dict: node ids and their vectors")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut buf = Vec::new();
+        while let Some(id) = map.next_key::<String>()? {
+            let Some(&i) = self.row.get(id.as_str()) else {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            buf.clear();
+            let held = map.next_value_seed(NumbersSeed(&mut buf))?;
+            let bad = |e: &str| A::Error::custom(format!("{id}: {e}"));
+            if held.vector().map_err(bad)? {
+                self.sink.set_vector(i, &buf).map_err(|e| bad(&e))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A node's data: an object, or (older versions) a JSON string holding one.
@@ -165,9 +232,9 @@ fn node_of(raw: &RawValue) -> Result<Node, serde_json::Error> {
 /// Every node id any index of index_store.json holds.
 fn index_nodes(text: &str) -> Result<HashSet<String>, serde_json::Error> {
     #[derive(Deserialize)]
-    struct IndexStore {
-        #[serde(rename = "index_store/data", default)]
-        data: HashMap<String, Entry>,
+    struct IndexStore<'a> {
+        #[serde(rename = "index_store/data", default, borrow)]
+        data: HashMap<String, Entry<'a>>,
     }
     #[derive(Deserialize)]
     struct Index {
@@ -216,7 +283,6 @@ fn chunk_of(id: &str, node: Node) -> Result<StoredChunk, NodeError> {
         chunk.embedded_len = chunk.text.trim_end().len();
         chunk.header = h;
     }
-    chunk.vector = node.embedding;
     chunk.metadata = node.metadata;
     chunk.source = source;
     chunk.start_char = node.start_char_idx;

@@ -5,14 +5,18 @@
 
 pub mod check;
 pub mod chroma;
+mod json;
 pub mod jsonl;
 pub mod llamaindex;
 mod meta;
 pub mod postgres;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Deserialize;
+
+use crate::index::vector::StoredVectors;
 
 pub use meta::{python_str, Meta};
 
@@ -98,7 +102,6 @@ pub struct StoredChunk {
     pub id: String,
     /// The text as stored.
     pub text: String,
-    pub vector: Option<Vec<f32>>,
     /// The metadata in stored order.
     pub metadata: Meta,
     /// The source document (metadata `source`, `file_path`, `doc_id` or `ref_doc_id`).
@@ -154,56 +157,103 @@ pub struct Store {
     /// The URI, as given (a password in it is never kept: see [`redact`]).
     pub uri: String,
     pub chunks: Vec<StoredChunk>,
+    /// Chunk `i`'s stored vector in row `i` (unit length), one block shared with the search
+    /// index.
+    pub vectors: Arc<StoredVectors>,
 }
 
 impl Store {
-    /// The stored vectors' dimension (every vector must have it); `None` without vectors.
-    pub fn dim(&self) -> Result<Option<usize>, StoreError> {
-        let mut dims = self
-            .chunks
-            .iter()
-            .filter_map(|c| c.vector.as_ref())
-            .map(Vec::len);
-        let Some(first) = dims.next() else {
-            return Ok(None);
-        };
-        match self
-            .chunks
-            .iter()
-            .find(|c| c.vector.as_ref().is_some_and(|v| v.len() != first))
-        {
-            Some(c) => Err(StoreError::read(
-                &self.uri,
-                format!(
-                    "chunk {} has a vector of {} dimensions where the others have {first}",
-                    c.id,
-                    c.vector.as_ref().map_or(0, Vec::len)
-                ),
-            )),
-            None => Ok(Some(first)),
-        }
+    /// The stored vectors' dimension; `None` without vectors.
+    pub fn dim(&self) -> Option<usize> {
+        (self.vectors.count() > 0).then(|| self.vectors.dim())
     }
 
+    /// Chunks with a stored vector.
     pub fn vectors(&self) -> usize {
-        self.chunks.iter().filter(|c| c.vector.is_some()).count()
+        self.vectors.count()
+    }
+
+    /// Chunk `i`'s stored vector (unit length).
+    pub fn vector(&self, i: usize) -> Option<&[f32]> {
+        self.vectors.get(i)
     }
 }
 
 /// Progress while a store is read: chunks read so far and the total when the store says it.
 pub type Progress<'a> = &'a mut dyn FnMut(usize, Option<usize>);
 
+/// A store's chunks as they are read: each vector goes into the block as it comes, so a million
+/// vectors are held once, not once per chunk and again in the block.
+pub struct Sink<'a> {
+    chunks: Vec<StoredChunk>,
+    vectors: StoredVectors,
+    progress: Progress<'a>,
+    expected: Option<usize>,
+}
+
+impl<'a> Sink<'a> {
+    fn new(progress: Progress<'a>) -> Sink<'a> {
+        Sink {
+            chunks: Vec::new(),
+            vectors: StoredVectors::default(),
+            progress,
+            expected: None,
+        }
+    }
+
+    /// The store says how many chunks it holds.
+    pub(crate) fn expect(&mut self, n: usize) {
+        self.expected = Some(n);
+        self.chunks.reserve(n.saturating_sub(self.chunks.len()));
+    }
+
+    /// The next chunk and its vector; what is wrong with the vector otherwise.
+    pub(crate) fn push(
+        &mut self,
+        chunk: StoredChunk,
+        vector: Option<&[f32]>,
+    ) -> Result<(), String> {
+        self.vectors
+            .push(vector)
+            .map_err(|e| format!("chunk {}: {e}", chunk.id))?;
+        self.chunks.push(chunk);
+        if self.chunks.len().is_multiple_of(1000) {
+            (self.progress)(self.chunks.len(), self.expected);
+        }
+        Ok(())
+    }
+
+    /// The vector of chunk `i` (pushed before), for stores that keep vectors apart.
+    pub(crate) fn set_vector(&mut self, i: usize, v: &[f32]) -> Result<(), String> {
+        self.vectors.set(i, v)
+    }
+
+    /// Chunks read so far.
+    pub(crate) fn len(&self) -> usize {
+        self.chunks.len()
+    }
+}
+
 /// Open `uri` (laid over `opts`) and read every chunk.
 pub fn open(uri: &str, opts: &StoreOptions, progress: Progress) -> Result<Store, StoreError> {
     let (kind, rest) = uri
         .split_once(':')
         .ok_or_else(|| StoreError::Uri(redact(uri)))?;
-    let chunks = match kind {
-        "jsonl" => jsonl::read(std::path::Path::new(rest), opts, progress)?,
-        "llamaindex" => llamaindex::read(std::path::Path::new(rest), progress)?,
-        "chroma" | "chroma+http" => chroma::read(uri, opts, progress)?,
-        "postgres" | "postgresql" => postgres::read(uri, opts, progress)?,
+    let mut sink = Sink::new(progress);
+    match kind {
+        "jsonl" => jsonl::read(std::path::Path::new(rest), opts, &mut sink)?,
+        "llamaindex" => llamaindex::read(std::path::Path::new(rest), &mut sink)?,
+        "chroma" | "chroma+http" => chroma::read(uri, opts, &mut sink)?,
+        "postgres" | "postgresql" => postgres::read(uri, opts, &mut sink)?,
         _ => return Err(StoreError::Uri(redact(uri))),
-    };
+    }
+    let Sink {
+        chunks,
+        vectors,
+        progress,
+        ..
+    } = sink;
+    progress(chunks.len(), Some(chunks.len()));
     let mut seen = std::collections::HashSet::new();
     if let Some(c) = chunks.iter().find(|c| !seen.insert(c.id.as_str())) {
         return Err(StoreError::read(
@@ -214,6 +264,7 @@ pub fn open(uri: &str, opts: &StoreOptions, progress: Progress) -> Result<Store,
     Ok(Store {
         uri: redact(uri),
         chunks,
+        vectors: Arc::new(vectors),
     })
 }
 

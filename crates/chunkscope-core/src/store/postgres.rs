@@ -8,7 +8,7 @@
 use postgres::{Client, NoTls, SimpleQueryMessage};
 use serde_json::Value;
 
-use super::{Meta, Progress, StoreError, StoreOptions, StoredChunk};
+use super::{Meta, Sink, StoreError, StoreOptions, StoredChunk};
 
 const TEXT: &[&str] = &["text", "document", "content", "page_content", "chunk"];
 const VECTOR: &[&str] = &["embedding", "vector", "embeddings", "values"];
@@ -104,11 +104,7 @@ fn rows(client: &mut Client, sql: &str) -> Result<Vec<Vec<Option<String>>>, post
         .collect())
 }
 
-pub fn read(
-    uri: &str,
-    opts: &StoreOptions,
-    progress: Progress,
-) -> Result<Vec<StoredChunk>, StoreError> {
+pub fn read(uri: &str, opts: &StoreOptions, sink: &mut Sink) -> Result<(), StoreError> {
     let shown = super::redact(uri);
     let t = parse(uri, opts)?;
     let mut client = postgres::Config::new()
@@ -144,7 +140,7 @@ pub fn read(
         &format!("DECLARE chunkscope_read NO SCROLL CURSOR FOR {select}"),
     )
     .map_err(fail)?;
-    let mut out = Vec::with_capacity(expected);
+    sink.expect(expected);
     loop {
         let page = rows(
             &mut client,
@@ -152,7 +148,7 @@ pub fn read(
         )
         .map_err(|e| StoreError::Interrupted {
             uri: shown.clone(),
-            read: out.len(),
+            read: sink.len(),
             expected,
             why: e.to_string(),
         })?;
@@ -160,21 +156,22 @@ pub fn read(
             break;
         }
         for row in page {
-            out.push(chunk_of(row, opts, &shown)?);
+            let (chunk, vector) = chunk_of(row, opts, &shown)?;
+            sink.push(chunk, vector.as_deref())
+                .map_err(|e| StoreError::read(&shown, e))?;
         }
-        progress(out.len(), Some(expected));
     }
     // Ends the read-only transaction (nothing was written to keep).
     let _ = rows(&mut client, "ROLLBACK");
-    if out.len() != expected {
+    if sink.len() != expected {
         return Err(StoreError::Interrupted {
             uri: shown,
-            read: out.len(),
+            read: sink.len(),
             expected,
             why: "the table changed while it was read".into(),
         });
     }
-    Ok(out)
+    Ok(())
 }
 
 enum Fault {
@@ -280,12 +277,13 @@ fn select_for(client: &mut Client, t: &Target) -> Result<String, Fault> {
     Ok(sql)
 }
 
-/// One row as a chunk; `shown` is the store's URI without its password, for the error.
+/// One row as a chunk and its vector; `shown` is the store's URI without its password, for the
+/// error.
 fn chunk_of(
     row: Vec<Option<String>>,
     opts: &StoreOptions,
     shown: &str,
-) -> Result<StoredChunk, StoreError> {
+) -> Result<(StoredChunk, Option<Vec<f32>>), StoreError> {
     let bad = |what: String| StoreError::read(shown, what);
     let mut it = row.into_iter();
     let id = it
@@ -308,9 +306,8 @@ fn chunk_of(
         }
         None => Meta::default(),
     };
-    let mut c = StoredChunk::plain(id, text).with_metadata(metadata, opts.source.as_deref());
-    c.vector = vector;
-    Ok(c)
+    let c = StoredChunk::plain(id, text).with_metadata(metadata, opts.source.as_deref());
+    Ok((c, vector))
 }
 
 /// pgvector's text form, `[0.1,0.2,...]` (also a Postgres array's `{...}`).

@@ -149,34 +149,30 @@ impl<'de> Visitor<'de> for LineSeed<'_> {
         while let Some(key) = map.next_key::<String>()? {
             if let Some(r) = rank(&self.names.vector, &key).filter(|&r| better(&f.vector, r)) {
                 self.vector.clear();
-                let value = map.next_value_seed(NumbersSeed(self.vector))?;
                 f.vector = Some(Found {
                     rank: r,
                     key,
-                    value,
+                    value: map.next_value_seed(NumbersSeed(self.vector))?,
                 });
             } else if let Some(r) = rank(&self.names.text, &key).filter(|&r| better(&f.text, r)) {
-                let value = map.next_value()?;
                 f.text = Some(Found {
                     rank: r,
                     key,
-                    value,
+                    value: map.next_value()?,
                 });
             } else if let Some(r) = rank(&self.names.id, &key).filter(|&r| better(&f.id, r)) {
-                let value = map.next_value()?;
                 f.id = Some(Found {
                     rank: r,
                     key,
-                    value,
+                    value: map.next_value()?,
                 });
             } else if let Some(r) =
                 rank(&self.names.metadata, &key).filter(|&r| better(&f.metadata, r))
             {
-                let value = map.next_value_seed(MetaSeed)?;
                 f.metadata = Some(Found {
                     rank: r,
                     key,
-                    value,
+                    value: map.next_value_seed(MetaSeed)?,
                 });
             } else if TOP.contains(&key.as_str()) {
                 let value = map.next_value()?;

@@ -141,10 +141,14 @@ pub fn read(dir: &Path, sink: &mut Sink) -> Result<(), StoreError> {
                 1 << 20,
                 f,
             ));
-            VectorStoreSeed { row: &row, sink }
-                .deserialize(&mut de)
-                .and_then(|()| de.end())
-                .map_err(|e| parse_err(name, e))?;
+            VectorStoreSeed {
+                row: &row,
+                sink,
+                dict: false,
+            }
+            .deserialize(&mut de)
+            .and_then(|()| de.end())
+            .map_err(|e| parse_err(name, e))?;
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(missing(name, &e)),
@@ -152,11 +156,12 @@ pub fn read(dir: &Path, sink: &mut Sink) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// default__vector_store.json: each vector of `embedding_dict` whose node is a chunk goes into
-/// that chunk's row; the rest of the file is skipped.
+/// default__vector_store.json (`dict` false) or its `embedding_dict` (`dict` true): each vector
+/// whose node is a chunk goes into that chunk's row; the rest of the file is skipped.
 struct VectorStoreSeed<'a, 's> {
     row: &'a HashMap<&'a str, usize>,
     sink: &'a mut Sink<'s>,
+    dict: bool,
 }
 
 impl<'de> DeserializeSeed<'de> for VectorStoreSeed<'_, '_> {
@@ -169,50 +174,32 @@ impl<'de> DeserializeSeed<'de> for VectorStoreSeed<'_, '_> {
 impl<'de> Visitor<'de> for VectorStoreSeed<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a SimpleVectorStore object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "embedding_dict" {
-                map.next_value_seed(EmbeddingDict {
-                    row: self.row,
-                    sink: &mut *self.sink,
-                })?;
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-struct EmbeddingDict<'a, 's> {
-    row: &'a HashMap<&'a str, usize>,
-    sink: &'a mut Sink<'s>,
-}
-
-impl<'de> DeserializeSeed<'de> for EmbeddingDict<'_, '_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for EmbeddingDict<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("embedding_dict: node ids and their vectors")
+        f.write_str(match self.dict {
+            false => "a SimpleVectorStore object",
+            true => "embedding_dict: node ids and their vectors",
+        })
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut buf = Vec::new();
-        while let Some(id) = map.next_key::<String>()? {
-            let Some(&i) = self.row.get(id.as_str()) else {
+        while let Some(key) = map.next_key::<String>()? {
+            if !self.dict {
+                match key.as_str() {
+                    "embedding_dict" => map.next_value_seed(VectorStoreSeed {
+                        row: self.row,
+                        sink: &mut *self.sink,
+                        dict: true,
+                    })?,
+                    _ => map.next_value::<IgnoredAny>().map(drop)?,
+                }
+                continue;
+            }
+            let Some(&i) = self.row.get(key.as_str()) else {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             };
             buf.clear();
             let held = map.next_value_seed(NumbersSeed(&mut buf))?;
-            let bad = |e: &str| A::Error::custom(format!("{id}: {e}"));
+            let bad = |e: &str| A::Error::custom(format!("{key}: {e}"));
             if held.vector().map_err(bad)? {
                 self.sink.set_vector(i, &buf).map_err(|e| bad(&e))?;
             }

@@ -23,6 +23,9 @@ use chunkscope_core::window::{Window, WindowSpec};
 use super::knobs::Knobs;
 use super::prepare::{chunk_vectors, say, window_for};
 
+/// From this many chunks on, the steps after the read say what they do (each takes seconds).
+const BIG: usize = 100_000;
+
 /// A store read, measured and checked for duplicates.
 pub(crate) struct Opened {
     pub config: Config,
@@ -61,6 +64,15 @@ pub(crate) fn open(config: Config) -> Result<Opened> {
     ));
     let info = model::locate(&config.model, &mut say)?;
     let tok = Arc::new(EmbedTokenizer::from_file(&info.tokenizer_path())?);
+    let big = store.chunks.len() >= BIG;
+    if big {
+        say(&format!(
+            "{}: measuring {} chunks with {}'s tokenizer…",
+            store.uri,
+            store.chunks.len(),
+            info.id
+        ));
+    }
     let (engine, chunking) = check::engine_for(&store, info, tok, &config.chunking)?;
     let mut window = window_for(&engine, &config);
     if config.window == WindowSpec::Auto && config.remote().is_none() && store.vectors() > 0 {
@@ -338,6 +350,13 @@ impl Opened {
                 model: self.engine.model.id.clone(),
             }
             .into());
+        }
+        if self.store.chunks.len() >= BIG {
+            say(&format!(
+                "{}: indexing {} stored texts (BM25)…",
+                self.store.uri,
+                self.store.chunks.len()
+            ));
         }
         let mut index = SearchIndex::build(&self.engine, &self.chunking, None, dim)?;
         index.add_stored_vectors(&self.chunking);

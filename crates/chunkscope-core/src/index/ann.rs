@@ -97,7 +97,10 @@ pub struct AnnStats {
 
 /// The graph and the state of the vectors it was built from.
 pub struct AnnIndex {
+    /// One node per distinct vector (its first row).
     hnsw: Hnsw<'static, u16, UnitDot>,
+    /// The later rows of each vector stored more than once, ascending, by the graph's row.
+    copies: std::collections::HashMap<usize, Vec<usize>>,
     /// `VectorIndex::stamp` of the vectors it describes.
     stamp: u64,
     params: AnnParams,
@@ -166,16 +169,13 @@ impl AnnIndex {
             .hnsw
             .search(&qb, candidates, self.params.ef_search.max(candidates));
         let want = k.min(self.stats.vectors);
-        if found.len() < want {
+        let ids = vectors.ids();
+        let rows = self.rescored(&found, |r| exact_dot(vectors.row(r), &q), want);
+        if rows.len() < want {
             return None;
         }
-        let ids = vectors.ids();
-        let mut hits: Vec<(u64, f32)> = found
-            .iter()
-            .map(|n| (ids[n.d_id], exact_dot(vectors.row(n.d_id), &q)))
-            .collect();
+        let mut hits: Vec<(u64, f32)> = rows.into_iter().map(|(r, s)| (ids[r], s)).collect();
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        hits.truncate(want);
         Some((
             hits,
             AnnInfo {
@@ -194,13 +194,26 @@ impl AnnIndex {
         let found = self
             .hnsw
             .search(&qb, candidates, self.params.ef_search.max(candidates));
-        let mut scored: Vec<(usize, f32)> = found
-            .iter()
-            .map(|n| {
-                let r = n.d_id;
-                (r, exact_dot(&data[r * dim..(r + 1) * dim], q))
-            })
-            .collect();
+        self.rescored(&found, |r| exact_dot(&data[r * dim..(r + 1) * dim], q), k)
+    }
+
+    /// The graph's candidates with the copies of each (at most `k` rows a vector, the first
+    /// ones, as exact search orders equal scores), scored by `score` (one dot product a vector),
+    /// best first, the `k` best.
+    fn rescored(
+        &self,
+        found: &[hnsw_rs::prelude::Neighbour],
+        score: impl Fn(usize) -> f32,
+        k: usize,
+    ) -> Vec<(usize, f32)> {
+        let mut scored: Vec<(usize, f32)> = Vec::with_capacity(found.len());
+        for n in found {
+            let s = score(n.d_id);
+            scored.push((n.d_id, s));
+            if let Some(more) = self.copies.get(&n.d_id) {
+                scored.extend(more.iter().take(k.saturating_sub(1)).map(|&r| (r, s)));
+            }
+        }
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored.truncate(k);
         scored
@@ -493,6 +506,35 @@ mod tests {
         let r = ann.measure_recall(&ix, 100, 5).unwrap();
         assert!(r >= 0.95, "recall@10 {r} on duplicated vectors");
         assert!(ann.stats().recall_at_10 >= 0.95, "{:?}", ann.stats());
+        assert_eq!(ann.stats().vectors, 12_000, "every copy is covered");
+    }
+
+    /// The graph holds each distinct vector once and answers with its copies: the same hits, in
+    /// the same order, as flat search, where a graph of all the copies missed the best vector.
+    #[test]
+    fn copies_answer_as_flat_search() {
+        let dim = 16;
+        let distinct = clustered_vectors(40, dim, 8, 4);
+        let mut data: Vec<f32> = Vec::new();
+        for (i, v) in distinct.chunks_exact(dim).enumerate() {
+            for _ in 0..(1 + (i % 4) * 400) {
+                data.extend_from_slice(v);
+            }
+        }
+        let ix = index_of(&data, dim);
+        let ann = AnnIndex::build(&ix, small_params());
+        let queries = clustered_queries(20, dim, 8, 4);
+        for q in queries.chunks_exact(dim).chain(distinct.chunks_exact(dim)) {
+            for k in [1, 10, 500] {
+                let (hits, _) = ann.search(&ix, q, k).expect("the graph answers");
+                let flat = ix.search(q, k);
+                assert_eq!(hits.len(), flat.len());
+                for (a, b) in hits.iter().zip(&flat) {
+                    assert_eq!(a.0, b.0, "k {k}: {hits:?} vs {flat:?}");
+                    assert!((a.1 - b.1).abs() < 1e-6);
+                }
+            }
+        }
     }
 
     /// Recall@10 at 20,000 clustered 384-d vectors, corpus vectors and held-out ones as queries.

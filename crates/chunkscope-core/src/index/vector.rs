@@ -129,9 +129,11 @@ impl VectorIndex {
         if k == 0 {
             return Vec::new();
         }
-        scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+        // Equal scores (a chunk stored many times) by id, so which of them make the k is fixed.
+        let order = |a: &(u64, f32), b: &(u64, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        scored.select_nth_unstable_by(k - 1, order);
         scored.truncate(k);
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.sort_by(order);
         scored
     }
 }

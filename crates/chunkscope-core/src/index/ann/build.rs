@@ -1,6 +1,8 @@
 //! Building the graph: a snapshot of the vectors, inserted in batches (on a thread of its own,
 //! cancellable between batches), then its recall@10 measured against exact search.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -116,7 +118,7 @@ impl AnnJob {
             UnitDot,
         );
         // A zero vector is a chunk the embedder refused: never a hit, so not in the graph.
-        let rows: Vec<usize> = self
+        let nonzero: Vec<usize> = self
             .data
             .chunks_exact(dim)
             .take(self.rows)
@@ -124,6 +126,8 @@ impl AnnJob {
             .filter(|(_, v)| v.iter().any(|x| *x != 0.0))
             .map(|(r, _)| r)
             .collect();
+        let covered = nonzero.len();
+        let (rows, copies) = distinct_rows(&self.data, dim, nonzero);
         let mut rounded = Vec::with_capacity(BATCH.min(rows.len()) * dim);
         for batch in rows.chunks(BATCH) {
             if cancel.load(Ordering::Relaxed) {
@@ -145,10 +149,11 @@ impl AnnJob {
         let build_seconds = started.elapsed().as_secs_f64();
         let mut ann = AnnIndex {
             hnsw,
+            copies,
             stamp: self.stamp,
             params: p,
             stats: AnnStats {
-                vectors: rows.len(),
+                vectors: covered,
                 dim: self.dim,
                 build_seconds,
                 recall_at_10: 0.0,
@@ -176,4 +181,33 @@ impl AnnJob {
         );
         Some(ann)
     }
+}
+
+/// The rows to put in the graph, one per distinct vector (its first row), and the later rows of
+/// each vector stored more than once, ascending. A store can hold one chunk thousands of times;
+/// in the graph those copies would fill each other's neighbour lists at distance zero and crowd a
+/// search's candidates.
+fn distinct_rows(
+    data: &[f32],
+    dim: usize,
+    rows: Vec<usize>,
+) -> (Vec<usize>, HashMap<usize, Vec<usize>>) {
+    let row = |r: usize| &data[r * dim..(r + 1) * dim];
+    let hasher = std::collections::hash_map::RandomState::new();
+    let mut firsts: HashMap<u64, Vec<usize>> = HashMap::with_capacity(rows.len());
+    let mut copies: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut distinct = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut h = hasher.build_hasher();
+        row(r).iter().for_each(|x| h.write_u32(x.to_bits()));
+        let same = firsts.entry(h.finish()).or_default();
+        match same.iter().find(|&&f| row(f) == row(r)) {
+            Some(&f) => copies.entry(f).or_default().push(r),
+            None => {
+                same.push(r);
+                distinct.push(r);
+            }
+        }
+    }
+    (distinct, copies)
 }

@@ -85,7 +85,8 @@ pub struct AnnInfo {
 /// A built index, described.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct AnnStats {
-    /// Vectors in the graph (zero vectors, never a hit, are left out).
+    /// Vectors the graph answers for (zero vectors, never a hit, are left out; the copies of a
+    /// vector share its node).
     pub vectors: usize,
     pub dim: usize,
     pub build_seconds: f64,

@@ -141,12 +141,17 @@ impl VectorIndex {
 /// Append `v` to `data` as the index keeps it: scaled to unit length unless it is one already
 /// (or is zero).
 fn push_unit(data: &mut Vec<f32>, v: &[f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
-        data.extend(v.iter().map(|x| x / norm));
-    } else {
-        data.extend_from_slice(v);
+    match scale_of(v) {
+        Some(norm) => data.extend(v.iter().map(|x| x / norm)),
+        None => data.extend_from_slice(v),
     }
+}
+
+/// The norm to divide `v` by to make it a unit vector; `None` when it is one already (within
+/// 1e-4) or is zero, and is kept as it is.
+fn scale_of(v: &[f32]) -> Option<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    (norm > 0.0 && (norm - 1.0).abs() > 1e-4).then_some(norm)
 }
 
 /// The vectors a store held, one row per chunk in its order, kept as the index keeps them (unit
@@ -199,11 +204,9 @@ impl StoredVectors {
             self.data = Arc::new(vec![0.0; self.present.len() * self.dim]);
         }
         let row = &mut Arc::make_mut(&mut self.data)[i * self.dim..(i + 1) * self.dim];
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
-            row.iter_mut().zip(v).for_each(|(r, x)| *r = x / norm);
-        } else {
-            row.copy_from_slice(v);
+        match scale_of(v) {
+            Some(norm) => row.iter_mut().zip(v).for_each(|(r, x)| *r = x / norm),
+            None => row.copy_from_slice(v),
         }
         if !std::mem::replace(&mut self.present[i], true) {
             self.count += 1;
@@ -261,11 +264,9 @@ impl StoredVectors {
 
 /// `q` as a unit vector (borrowed when it already is one, or is zero).
 pub fn unit(q: &[f32]) -> std::borrow::Cow<'_, [f32]> {
-    let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 && (norm - 1.0).abs() > 1e-4 {
-        std::borrow::Cow::Owned(q.iter().map(|x| x / norm).collect())
-    } else {
-        std::borrow::Cow::Borrowed(q)
+    match scale_of(q) {
+        Some(norm) => std::borrow::Cow::Owned(q.iter().map(|x| x / norm).collect()),
+        None => std::borrow::Cow::Borrowed(q),
     }
 }
 

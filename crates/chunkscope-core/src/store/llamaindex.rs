@@ -87,12 +87,13 @@ const TEXT_TYPES: &[&str] = &["1", "4"];
 
 pub fn read(dir: &Path, sink: &mut Sink) -> Result<(), StoreError> {
     let uri = format!("llamaindex:{}", dir.display());
-    let missing = |name: &str, e: &std::io::Error| StoreError::read(&uri, format!("{name}: {e}"));
+    let unreadable =
+        |name: &str, e: &std::io::Error| StoreError::read(&uri, format!("{name}: {e}"));
     let file = |name: &str| -> Result<Option<String>, StoreError> {
         match std::fs::read_to_string(dir.join(name)) {
             Ok(t) => Ok(Some(t)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(missing(name, &e)),
+            Err(e) => Err(unreadable(name, &e)),
         }
     };
     let parse_err = |name: &str, e: serde_json::Error| StoreError::Line {
@@ -151,7 +152,7 @@ pub fn read(dir: &Path, sink: &mut Sink) -> Result<(), StoreError> {
             .map_err(|e| parse_err(name, e))?;
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(missing(name, &e)),
+        Err(e) => return Err(unreadable(name, &e)),
     }
     Ok(())
 }

@@ -8,5 +8,6 @@ if [ "$#" -eq 0 ]; then
   set -- examples
 fi
 # Run through cargo: the binary is found wherever the target directory is (CARGO_TARGET_DIR,
-# build.target-dir).
-exec cargo run --locked --quiet --bin chunkscope -- "$@"
+# build.target-dir). Not --quiet: that hides cargo's progress too, and a first build is minutes
+# of a blank terminal.
+exec cargo run --locked --bin chunkscope -- "$@"

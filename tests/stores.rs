@@ -197,7 +197,17 @@ fn check_store(uri: &str, expected: &Value, embedded: Option<&Value>) {
 /// The stored floats, as the JSONL holds them, read back by the core's reader (kept at unit
 /// length, as the index keeps them).
 fn check_vectors_equal(uri: &str, jsonl: &Path) {
-    let stored = store::open(uri, &StoreOptions::default(), &mut |_, _| {}).unwrap();
+    check_vectors_paged(uri, jsonl, None);
+}
+
+/// As [`check_vectors_equal`], read `page` chunks a request (the server stores: many pages, the
+/// last one short).
+fn check_vectors_paged(uri: &str, jsonl: &Path, page: Option<usize>) {
+    let opts = StoreOptions {
+        page,
+        ..StoreOptions::default()
+    };
+    let stored = store::open(uri, &opts, &mut |_, _| {}).unwrap();
     let mut want: BTreeMap<String, Vec<f32>> = BTreeMap::new();
     for line in std::fs::read_to_string(jsonl).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
@@ -210,6 +220,12 @@ fn check_vectors_equal(uri: &str, jsonl: &Path) {
         want.insert(v["id"].as_str().unwrap().to_string(), floats);
     }
     assert_eq!(stored.chunks.len(), want.len());
+    let ids: BTreeSet<&str> = stored.chunks.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids.len(),
+        want.len(),
+        "{uri}: every chunk once (page {page:?})"
+    );
     for (i, c) in stored.chunks.iter().enumerate() {
         let ours = stored
             .vector(i)
@@ -444,6 +460,7 @@ fn chroma_server() {
     let uri = format!("chroma://127.0.0.1:{port}/docs");
     check_store(&uri, &expected["langchain"], None);
     check_vectors_equal(&uri, &jsonl);
+    check_vectors_paged(&uri, &jsonl, Some(7));
     check_query(&uri, &jsonl);
     // A wrong collection and a stopped server: errors naming the URI.
     let wrong = bin(&[

@@ -84,7 +84,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             let i = w.chunk_id as usize;
             if let Some(stored) = opened.store.vector(i) {
                 let m = &opened.chunking.files[i].chunks[0];
-                let text = m.embed_text(&opened.store.chunks[i].text);
+                let text = m.embed_text(opened.text(i));
                 let now = embedder.embed(&[text.as_ref()], opened.window.tokens)?;
                 w.stored_vector_cos = now.first().map(|v| cosine(stored, v));
             }

@@ -47,7 +47,7 @@ pub(crate) fn open(config: Config) -> Result<Opened> {
     let uri = config.store.uri.clone().context("no store")?;
     let mut last = std::time::Instant::now();
     let shown = store::redact(&uri);
-    let store = store::open(&uri, &config.store, &mut |n, total| {
+    let mut store = store::open(&uri, &config.store, &mut |n, total| {
         if last.elapsed().as_millis() > 500 {
             match total {
                 Some(t) => say(&format!("{shown}: read {n}/{t} chunks…")),
@@ -73,14 +73,14 @@ pub(crate) fn open(config: Config) -> Result<Opened> {
             info.id
         ));
     }
-    let (engine, chunking) = check::engine_for(&store, info, tok, &config.chunking)?;
+    let (engine, chunking) = check::engine_for(&mut store, info, tok, &config.chunking)?;
     let mut window = window_for(&engine, &config);
     if config.window == WindowSpec::Auto && config.remote().is_none() && store.vectors() > 0 {
         if let Some(found) = detect_window(&engine, &chunking, &store, &config, &window)? {
             window = found;
         }
     }
-    let duplicate_of = check::duplicates(&store);
+    let duplicate_of = check::duplicates(&engine.corpus.docs);
     Ok(Opened {
         config,
         engine,
@@ -137,12 +137,11 @@ impl Opened {
             .collect();
         let result = check::check_vectors(
             &self.store,
-            self.engine.model.modules.document_prompt(),
+            &self.engine,
             &recomputed,
             self.window.tokens,
             &others,
             &mut |texts, w| embedder.embed(texts, w),
-            &self.engine.model.id,
         )?;
         Ok((embedder, cache, recomputed, result))
     }
@@ -150,6 +149,11 @@ impl Opened {
     /// One measured chunk per stored chunk, in store order.
     fn measured(&self, i: usize) -> &chunkscope_core::measure::MeasuredChunk {
         &self.chunking.files[i].chunks[0]
+    }
+
+    /// Stored chunk `i`'s text, which the engine holds once measured.
+    pub fn text(&self, i: usize) -> &str {
+        &self.engine.corpus.docs[i].text
     }
 
     /// `chunks --store ... --format jsonl`: one line per stored chunk.
@@ -160,7 +164,7 @@ impl Opened {
             let (tail_start, tail_in_header) = check::tail_of(m, self.window.tokens, specials);
             let line = json!({
                 "id": c.id,
-                "text": c.text,
+                "text": self.text(i),
                 "source": c.source,
                 "start_char": c.start_char,
                 "end_char": c.end_char,
@@ -176,7 +180,7 @@ impl Opened {
                 "stored_vector_cos": check.cos[i],
                 "stored_vector_cause": check.cause[i].as_ref().map(|c| c.to_string()),
                 "duplicate_of": self.duplicate_of[i].map(|j| self.store.chunks[j].id.as_str()),
-                "empty": c.text.trim().is_empty(),
+                "empty": self.text(i).trim().is_empty(),
             });
             writeln!(out, "{line}")?;
         }
@@ -197,7 +201,7 @@ impl Opened {
             let line = json!({
                 "id": c.id,
                 "window": self.window.tokens,
-                "text": m.embed_text(&c.text),
+                "text": m.embed_text(self.text(i)),
                 "embedder": embedder,
                 "vector": recomputed.get(i),
                 "stored_vector_cos": check.cos[i],
@@ -235,7 +239,7 @@ impl Opened {
                 )
             })
             .collect();
-        let empty = check::empties(&self.store);
+        let empty = check::empties(&self.engine.corpus.docs);
         if as_json {
             let v = json!({
                 "store": self.store.uri,

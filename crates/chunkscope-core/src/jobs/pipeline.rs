@@ -430,9 +430,9 @@ impl State {
         let s = &self.source;
         let result = read
             .map_err(|e| JobError::Read(e.to_string()))
-            .and_then(|store| {
+            .and_then(|mut store| {
                 crate::store::check::engine_for(
-                    &store,
+                    &mut store,
                     s.model.clone(),
                     Arc::clone(&s.tok),
                     &ChunkSettings::default(),

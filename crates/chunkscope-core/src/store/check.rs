@@ -28,9 +28,12 @@ pub const AGREE: f32 = 0.999;
 
 /// The store as an engine over one document per chunk (named by the chunk's id) and a chunking
 /// of one chunk each, covering the embedded part of the text, with the model's document prompt
-/// and the framework's header ahead of it as the prefix.
+/// and the framework's header ahead of it as the prefix. The texts move into the engine's
+/// documents, so a store's texts are held once (a second copy is most of a gigabyte at 10^6
+/// chunks): afterwards `store.chunks[i].text` is empty and the text is
+/// `engine.corpus.docs[i].text`, which the checks below read.
 pub fn engine_for(
-    store: &Store,
+    store: &mut Store,
     model: ModelInfo,
     tok: Arc<EmbedTokenizer>,
     settings: &ChunkSettings,
@@ -39,8 +42,8 @@ pub fn engine_for(
         root: std::path::PathBuf::from(&store.uri),
         docs: store
             .chunks
-            .iter()
-            .map(|c| Document::plain(c.id.clone(), c.text.clone()))
+            .iter_mut()
+            .map(|c| Document::plain(c.id.clone(), std::mem::take(&mut c.text)))
             .collect(),
         skipped: Vec::new(),
     };
@@ -88,12 +91,12 @@ pub fn tail_of(m: &MeasuredChunk, window: usize, specials: usize) -> (Option<usi
 /// of the first chunk with its text (`None` for the first itself). Empty chunks are not
 /// duplicates of each other; they are counted apart. The normalised texts are kept as hashes,
 /// each match confirmed word by word (a store's texts are not held a second time).
-pub fn duplicates(store: &Store) -> Vec<Option<usize>> {
+pub fn duplicates(docs: &[Document]) -> Vec<Option<usize>> {
     use std::hash::{BuildHasher, Hasher};
-    let words = |i: usize| store.chunks[i].text.split_whitespace();
+    let words = |i: usize| docs[i].text.split_whitespace();
     let hasher = std::collections::hash_map::RandomState::new();
     let mut firsts: HashMap<u64, Vec<usize>> = HashMap::new();
-    (0..store.chunks.len())
+    (0..docs.len())
         .map(|i| {
             words(i).next()?;
             let mut h = hasher.build_hasher();
@@ -114,12 +117,8 @@ pub fn duplicates(store: &Store) -> Vec<Option<usize>> {
 }
 
 /// Chunks whose text is empty or whitespace only.
-pub fn empties(store: &Store) -> usize {
-    store
-        .chunks
-        .iter()
-        .filter(|c| c.text.trim().is_empty())
-        .count()
+pub fn empties(docs: &[Document]) -> usize {
+    docs.iter().filter(|d| d.text.trim().is_empty()).count()
 }
 
 /// What a differing stored vector matches instead of the text as reconstructed.
@@ -184,13 +183,13 @@ impl VectorCheck {
 /// name the first that matches. `other_windows` are tried last.
 pub fn check_vectors(
     store: &Store,
-    prompt: &str,
+    engine: &Engine,
     recomputed: &[Vec<f32>],
     window: usize,
     other_windows: &[usize],
     embed: &mut EmbedFn,
-    model: &str,
 ) -> Result<VectorCheck, StoreError> {
+    let prompt = engine.model.modules.document_prompt();
     if let Some(stored) = store.dim() {
         let ours = recomputed
             .iter()
@@ -201,7 +200,7 @@ pub fn check_vectors(
             return Err(StoreError::Dimension {
                 stored,
                 ours,
-                model: model.to_string(),
+                model: engine.model.id.clone(),
             });
         }
     }
@@ -222,7 +221,7 @@ pub fn check_vectors(
     if differing.is_empty() {
         return Ok(VectorCheck { cos, cause });
     }
-    let text = |i: usize| &store.chunks[i].text[..store.chunks[i].embedded_len];
+    let text = |i: usize| &engine.corpus.docs[i].text[..store.chunks[i].embedded_len];
     let header = |i: usize| store.chunks[i].header.as_str();
     let mut tries: Vec<Variant> = Vec::new();
     let with = |f: &dyn Fn(usize) -> Option<String>| -> Vec<(usize, String)> {
@@ -290,15 +289,7 @@ pub fn store_window(
     let windows = &engine.model.windows;
     let mut candidates = vec![auto];
     candidates.extend([WindowSpec::St, WindowSpec::Max].map(|s| windows.resolve(s).tokens));
-    let found = detect_window(
-        store,
-        chunking,
-        engine.model.modules.document_prompt(),
-        engine.specials(),
-        &candidates,
-        16,
-        embed,
-    )?;
+    let found = detect_window(store, engine, chunking, &candidates, 16, embed)?;
     Ok(found.filter(|&(w, ..)| w != auto).map(|(w, agree, sampled)| {
         (
             w,
@@ -315,13 +306,13 @@ pub fn store_window(
 /// with, or `None` when the sample cannot tell (no long chunk, or no candidate does better).
 pub fn detect_window(
     store: &Store,
+    engine: &Engine,
     chunking: &Chunking,
-    prompt: &str,
-    specials: usize,
     candidates: &[usize],
     sample: usize,
     embed: &mut EmbedFn,
 ) -> Result<Option<(usize, usize, usize)>, StoreError> {
+    let (prompt, specials) = (engine.model.modules.document_prompt(), engine.specials());
     let smallest = candidates.iter().copied().min().unwrap_or(0);
     let mut long: Vec<usize> = (0..store.chunks.len())
         .filter(|&i| store.vector(i).is_some())
@@ -334,7 +325,10 @@ pub fn detect_window(
     }
     let texts: Vec<String> = long
         .iter()
-        .map(|&i| format!("{prompt}{}", store.chunks[i].embedded_text()))
+        .map(|&i| {
+            let text = &engine.corpus.docs[i].text;
+            format!("{prompt}{}", store.chunks[i].embedded(text))
+        })
         .collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let mut best: Option<(usize, usize)> = None;
@@ -366,24 +360,19 @@ pub fn detect_window(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::StoredChunk;
 
     #[test]
     fn duplicates_by_words_and_empties_apart() {
         let texts = ["a  b", "a b", "", " \n", "a b c", "a\nb", "b a", "a b c"];
-        let store = Store {
-            uri: "jsonl:t".into(),
-            chunks: texts
-                .iter()
-                .enumerate()
-                .map(|(i, t)| StoredChunk::plain(i.to_string(), t.to_string()))
-                .collect(),
-            vectors: Default::default(),
-        };
+        let docs: Vec<Document> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Document::plain(i.to_string(), t.to_string()))
+            .collect();
         assert_eq!(
-            duplicates(&store),
+            duplicates(&docs),
             [None, Some(0), None, None, None, Some(0), None, Some(4)]
         );
-        assert_eq!(empties(&store), 2);
+        assert_eq!(empties(&docs), 2);
     }
 }

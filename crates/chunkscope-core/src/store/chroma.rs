@@ -1,14 +1,18 @@
-//! `chroma://HOST:PORT/COLLECTION`: a Chroma server's HTTP API (v2), read with limit/offset pages
-//! of documents, metadatas and embeddings. Tenant and database default to Chroma's own
-//! (`default_tenant`, `default_database`); `?tenant=`/`&database=` or `[store]` set others.
-//! Only reads: the collection is looked up and its records fetched, nothing else is sent.
+//! `chroma://HOST:PORT/COLLECTION`: a Chroma server's HTTP API (v2). The collection's ids are
+//! fetched first, in one request, then its records by those ids, a page at a time, with documents,
+//! metadatas and embeddings: paging by `offset` would make the server skip all earlier rows for
+//! every page (its SQL `OFFSET`), a cost that grows with the square of the collection. Tenant and
+//! database default to Chroma's own (`default_tenant`, `default_database`); `?tenant=`/`&database=`
+//! or `[store]` set others. Only reads: the collection is looked up and its records fetched,
+//! nothing else is sent.
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
 
-use super::{floats, Meta, Sink, StoreError, StoreOptions, StoredChunk};
+use super::json::{Numbers, NumbersSeed};
+use super::{Meta, Sink, StoreError, StoreOptions, StoredChunk};
 
 struct Target {
     base: String,
@@ -40,6 +44,12 @@ fn parse(uri: &str, opts: &StoreOptions) -> Result<Target, StoreError> {
     })
 }
 
+/// The collection's ids, in the server's order.
+#[derive(Deserialize)]
+struct Ids {
+    ids: Vec<String>,
+}
+
 #[derive(Deserialize)]
 struct Page {
     ids: Vec<String>,
@@ -48,7 +58,20 @@ struct Page {
     #[serde(default)]
     metadatas: Option<Vec<Option<Value>>>,
     #[serde(default)]
-    embeddings: Option<Vec<Option<Value>>>,
+    embeddings: Option<Vec<Embedding>>,
+}
+
+/// One record's embedding as it came: its numbers, or what stood there instead (read straight
+/// into floats, not a JSON value per number).
+struct Embedding(Vec<f32>, Numbers);
+
+impl<'de> Deserialize<'de> for Embedding {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Embedding, D::Error> {
+        use serde::de::DeserializeSeed;
+        let mut v = Vec::new();
+        let what = NumbersSeed(&mut v).deserialize(d)?;
+        Ok(Embedding(v, what))
+    }
 }
 
 pub fn read(uri: &str, opts: &StoreOptions, sink: &mut Sink) -> Result<(), StoreError> {
@@ -62,7 +85,7 @@ pub fn read(uri: &str, opts: &StoreOptions, sink: &mut Sink) -> Result<(), Store
         "{}/tenants/{}/databases/{}/collections",
         t.base, t.tenant, t.database
     );
-    let coll: Value = agent
+    let answer = agent
         .get(&format!("{coll_url}/{}", t.collection))
         .call()
         .map_err(|e| {
@@ -73,60 +96,60 @@ pub fn read(uri: &str, opts: &StoreOptions, sink: &mut Sink) -> Result<(), Store
                     t.collection, t.tenant, t.database
                 ),
             )
-        })?
-        .into_json()
+        })?;
+    let coll: Value = json_body(answer)
         .map_err(|e| StoreError::read(uri, format!("collection: not Chroma's answer: {e}")))?;
     let id = coll
         .get("id")
         .and_then(Value::as_str)
         .ok_or_else(|| StoreError::read(uri, "collection: no id in Chroma's answer"))?
         .to_string();
-    let count: usize = agent
-        .get(&format!("{coll_url}/{id}/count"))
-        .call()
-        .map_err(|e| fail(e, "count"))?
-        .into_json()
-        .map_err(|e| StoreError::read(uri, format!("count: not a number: {e}")))?;
+    let get_url = format!("{coll_url}/{id}/get");
+    let answer = agent
+        .post(&get_url)
+        .send_json(json!({ "include": [] }))
+        .map_err(|e| fail(e, "ids"))?;
+    let all: Ids = json_body(answer)
+        .map_err(|e| StoreError::read(uri, format!("ids: not Chroma's answer: {e}")))?;
+    let count = all.ids.len();
     sink.expect(count);
-    let page = opts.page();
-    while sink.len() < count {
-        let body = json!({
-            "limit": page,
-            "offset": sink.len(),
-            "include": ["documents", "metadatas", "embeddings"],
-        });
+    for batch in all.ids.chunks(opts.page()) {
         let interrupted = |why: String| StoreError::Interrupted {
             uri: uri.to_string(),
             read: sink.len(),
             expected: count,
             why,
         };
-        let got: Page = agent
-            .post(&format!("{coll_url}/{id}/get"))
-            .send_json(body)
-            .map_err(|e| interrupted(fail(e, "get").to_string()))?
-            .into_json()
-            .map_err(|e| interrupted(format!("get: {e}")))?;
-        if got.ids.is_empty() {
-            return Err(StoreError::Interrupted {
-                uri: uri.to_string(),
-                read: sink.len(),
-                expected: count,
-                why: "the server returned an empty page".into(),
-            });
+        let answer = agent
+            .post(&get_url)
+            .send_json(json!({
+                "ids": batch,
+                "include": ["documents", "metadatas", "embeddings"],
+            }))
+            .map_err(|e| interrupted(fail(e, "get").to_string()))?;
+        let got: Page = json_body(answer).map_err(|e| interrupted(format!("get: {e}")))?;
+        if got.ids.len() < batch.len() {
+            return Err(interrupted(format!(
+                "{} of the {} records asked were gone: the collection changed while it was read",
+                batch.len() - got.ids.len(),
+                batch.len()
+            )));
         }
-        let n = got.ids.len();
         page_chunks(uri, got, opts, sink)?;
-        if n < page && sink.len() < count {
-            return Err(StoreError::Interrupted {
-                uri: uri.to_string(),
-                read: sink.len(),
-                expected: count,
-                why: "the collection shrank while it was read".into(),
-            });
-        }
     }
     Ok(())
+}
+
+/// An answer's JSON, read whole first: parsing straight from the response's reader goes a byte
+/// at a time through its layers (five times the CPU on pages of vectors).
+fn json_body<T: serde::de::DeserializeOwned>(answer: ureq::Response) -> Result<T, String> {
+    use std::io::Read;
+    let mut body = Vec::new();
+    answer
+        .into_reader()
+        .read_to_end(&mut body)
+        .map_err(|e| e.to_string())?;
+    serde_json::from_slice(&body).map_err(|e| e.to_string())
 }
 
 /// A failed request in words: not found, the server's answer, or an unreachable server.
@@ -169,13 +192,15 @@ fn page_chunks(
             .and_then(Option::as_ref)
             .map(Meta::from_object)
             .unwrap_or_default();
-        let vector = match vecs.get(i).and_then(Option::as_ref) {
-            Some(v) => Some(floats(v).map_err(|e| StoreError::read(uri, format!("{cid}: {e}")))?),
+        let vector = match vecs.get(i) {
+            Some(Embedding(v, what)) => what
+                .vector()
+                .map_err(|e| StoreError::read(uri, format!("{cid}: {e}")))?
+                .then_some(v.as_slice()),
             None => None,
         };
         let c = StoredChunk::plain(cid, text).with_metadata(metadata, opts.source.as_deref());
-        sink.push(c, vector.as_deref())
-            .map_err(|e| StoreError::read(uri, e))?;
+        sink.push(c, vector).map_err(|e| StoreError::read(uri, e))?;
     }
     Ok(())
 }

@@ -147,7 +147,13 @@ impl StoredChunk {
 
     /// The text the framework embedded: the header, then the text.
     pub fn embedded_text(&self) -> String {
-        format!("{}{}", self.header, &self.text[..self.embedded_len])
+        self.embedded(&self.text)
+    }
+
+    /// What the framework embedded of `text`, this chunk's text held elsewhere (by the engine,
+    /// once measured: see [`check::engine_for`]).
+    pub fn embedded(&self, text: &str) -> String {
+        format!("{}{}", self.header, &text[..self.embedded_len])
     }
 }
 
@@ -303,15 +309,6 @@ pub(crate) fn source_of(meta: &Meta, key: Option<&str>) -> Option<String> {
         serde_json::Value::Null => None,
         other => Some(other.to_string()),
     })
-}
-
-/// A JSON value as a list of floats (a stored vector), or what is wrong with it.
-pub(crate) fn floats(v: &serde_json::Value) -> Result<Vec<f32>, String> {
-    let list = v.as_array().ok_or("the vector is not a list of numbers")?;
-    list.iter()
-        .map(|x| x.as_f64().map(|f| f as f32))
-        .collect::<Option<Vec<f32>>>()
-        .ok_or_else(|| "the vector holds something other than numbers".to_string())
 }
 
 #[cfg(test)]

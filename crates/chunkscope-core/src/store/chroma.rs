@@ -223,6 +223,43 @@ mod tests {
     }
 
     #[test]
+    fn page_vectors_read_as_floats_and_a_wrong_one_named() {
+        let page: Page = serde_json::from_str(
+            r#"{"ids": ["a", "b", "c"], "documents": ["x", "y", "z"],
+                "metadatas": [{"source": "s.md"}, null, null],
+                "embeddings": [[3, 4], null, [0.0, 1.5]]}"#,
+        )
+        .unwrap();
+        let mut progress = |_, _| {};
+        let mut sink = Sink::new(&mut progress);
+        page_chunks("chroma://h/c", page, &StoreOptions::default(), &mut sink).unwrap();
+        assert_eq!(sink.len(), 3);
+        assert_eq!(sink.chunks[0].source.as_deref(), Some("s.md"));
+        assert_eq!(sink.vectors.get(0), Some(&[0.6, 0.8][..]), "unit length");
+        assert_eq!(sink.vectors.get(1), None, "null: no vector");
+        assert_eq!(sink.vectors.get(2), Some(&[0.0, 1.0][..]));
+        for (vector, why) in [
+            (r#""nope""#, "the vector is not a list of numbers"),
+            (
+                r#"[1, "2"]"#,
+                "the vector holds something other than numbers",
+            ),
+        ] {
+            let page: Page = serde_json::from_str(&format!(
+                r#"{{"ids": ["d"], "documents": ["w"], "embeddings": [{vector}]}}"#
+            ))
+            .unwrap();
+            let e = page_chunks("chroma://h/c", page, &StoreOptions::default(), &mut sink)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("chroma://h/c") && e.contains(&format!("d: {why}")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn unreachable_server_is_named() {
         // Port 9 (discard) on the loopback: nothing listens there.
         let e = crate::store::open(

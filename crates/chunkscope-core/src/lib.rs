@@ -59,6 +59,7 @@ pub mod embed;
 pub mod engine;
 pub mod eval;
 pub mod explain;
+mod http;
 pub mod index;
 pub mod jobs;
 pub mod judgments;

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+use crate::http::json_body;
+
 /// What to do with a text longer than the server's window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Overflow {
@@ -303,7 +305,7 @@ impl Remote {
             }
         }
         match req.send_string(&body.to_string()) {
-            Ok(resp) => match serde_json::from_reader::<_, Response>(resp.into_reader()) {
+            Ok(resp) => match json_body::<Response>(resp) {
                 Ok(r) => order(r, inputs.len())
                     .map(Attempt::Done)
                     .unwrap_or_else(|why| Attempt::Fail(format!("{url}: {why}"))),
@@ -379,7 +381,7 @@ fn tokenizer_mismatch(
         .set("Content-Type", "application/json")
         .send_string(&body.to_string())
         .ok()?;
-    let tokens: Vec<Vec<serde_json::Value>> = serde_json::from_reader(resp.into_reader()).ok()?;
+    let tokens: Vec<Vec<serde_json::Value>> = json_body(resp).ok()?;
     let differ: Vec<String> = TOKENIZE_SAMPLES
         .iter()
         .zip(&tokens)
@@ -404,7 +406,7 @@ fn server_info(agent: &ureq::Agent, config: &RemoteConfig) -> ServerInfo {
     let base = config.endpoint.trim_end_matches("/v1");
     for url in [format!("{base}/info"), format!("{}/info", config.endpoint)] {
         if let Ok(resp) = agent.get(&url).timeout(Duration::from_secs(5)).call() {
-            if let Ok(i) = serde_json::from_reader::<_, Info>(resp.into_reader()) {
+            if let Ok(i) = json_body::<Info>(resp) {
                 return ServerInfo {
                     max_input_length: i.max_input_length,
                     auto_truncate: i.auto_truncate,

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use super::json::{Numbers, NumbersSeed};
 use super::{Meta, Sink, StoreError, StoreOptions, StoredChunk};
+use crate::http::json_body;
 
 struct Target {
     base: String,
@@ -138,18 +139,6 @@ pub fn read(uri: &str, opts: &StoreOptions, sink: &mut Sink) -> Result<(), Store
         page_chunks(uri, got, opts, sink)?;
     }
     Ok(())
-}
-
-/// An answer's JSON, read whole first: parsing straight from the response's reader goes a byte
-/// at a time through its layers (five times the CPU on pages of vectors).
-fn json_body<T: serde::de::DeserializeOwned>(answer: ureq::Response) -> Result<T, String> {
-    use std::io::Read;
-    let mut body = Vec::new();
-    answer
-        .into_reader()
-        .read_to_end(&mut body)
-        .map_err(|e| e.to_string())?;
-    serde_json::from_slice(&body).map_err(|e| e.to_string())
 }
 
 /// A failed request in words: not found, the server's answer, or an unreachable server.

@@ -1654,7 +1654,7 @@ fn jsonl_store_mutants() {
         match chunkscope_core::store::open(&uri, &opts, &mut |_, _| {}) {
             Ok(store) => {
                 for c in &store.chunks {
-                    let _ = c.embedded_text();
+                    let _ = c.embedded(&c.text);
                 }
                 Ok(())
             }

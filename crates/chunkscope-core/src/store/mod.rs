@@ -145,13 +145,9 @@ impl StoredChunk {
         self
     }
 
-    /// The text the framework embedded: the header, then the text.
-    pub fn embedded_text(&self) -> String {
-        self.embedded(&self.text)
-    }
-
-    /// What the framework embedded of `text`, this chunk's text held elsewhere (by the engine,
-    /// once measured: see [`check::engine_for`]).
+    /// What the framework embedded of `text`: the header, then the text's first `embedded_len`
+    /// bytes. The chunk's own text moves to the engine once measured (see
+    /// [`check::engine_for`]), so the text is always passed in.
     pub fn embedded(&self, text: &str) -> String {
         format!("{}{}", self.header, &text[..self.embedded_len])
     }

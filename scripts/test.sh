@@ -6,6 +6,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A virtual environment at $1. Debian and Ubuntu ship Python's venv module apart (python3-venv):
+# without it `python3 -m venv` stops half-way, so install it where we may (root with apt-get), else
+# say what is missing.
+new_venv() {
+  local err
+  err=$(python3 -m venv "$1" 2>&1) && return
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== python3 -m venv failed: installing python3-venv"
+    (apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null) || true
+    rm -rf "$1"
+    err=$(python3 -m venv "$1" 2>&1) && return
+  fi
+  echo "$err" >&2
+  echo "python3 -m venv $1 failed: the tests need Python's venv module with pip (on Debian and Ubuntu: apt-get install python3-venv)" >&2
+  exit 1
+}
+
 # Reference implementations for the parity tests, in .venv (works where pip refuses system
 # installs, PEP 668). Installed once; later runs only check them.
 venv=.venv
@@ -13,7 +30,7 @@ venv=.venv
 # check the PDF and DOCX test documents.
 if ! "$venv/bin/python" -c "import tiktoken, tokenizers, langchain_text_splitters, markdown, fpdf, docx, pypdf" 2>/dev/null; then
   echo "== setting up $venv (tiktoken, tokenizers, langchain-text-splitters 1.1, markdown, fpdf2, python-docx, pypdf)"
-  python3 -m venv "$venv"
+  new_venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     "langchain-text-splitters==1.1.*" tiktoken tokenizers markdown fpdf2 python-docx pypdf
 fi
@@ -25,7 +42,7 @@ export CHUNKSCOPE_PYTHON="$PWD/$venv/bin/python"
 server_venv=.venv-server
 if ! "$server_venv/bin/python" -c "import infinity_emb" 2>/dev/null; then
   echo "== setting up $server_venv (infinity-emb with PyTorch, a real OpenAI-compatible embedding server)"
-  python3 -m venv "$server_venv"
+  new_venv "$server_venv"
   "$server_venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
   "$server_venv/bin/python" -m pip install --quiet --disable-pip-version-check "infinity-emb[server,torch]"
 fi
@@ -52,7 +69,7 @@ for pin in sys.argv[1:]:
 PY
 then
   echo "== setting up $ref_venv (${ref_pins[*]})"
-  python3 -m venv "$ref_venv"
+  new_venv "$ref_venv"
   "$ref_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${ref_pins[@]}"
 fi
 export CHUNKSCOPE_REF_PYTHON="$PWD/$ref_venv/bin/python"
@@ -72,7 +89,7 @@ for pin in sys.argv[1:]:
 PY
 then
   echo "== setting up $splitters_venv (${splitters_pins[*]})"
-  python3 -m venv "$splitters_venv"
+  new_venv "$splitters_venv"
   "$splitters_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${splitters_pins[@]}"
 fi
 export CHUNKSCOPE_SPLITTERS_PYTHON="$PWD/$splitters_venv/bin/python"

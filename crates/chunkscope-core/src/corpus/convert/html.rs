@@ -2,7 +2,9 @@
 
 use std::rc::Rc;
 
-use htmd::{HtmlToMarkdown, Node};
+use htmd::element_handler::{HandlerResult, Handlers};
+use htmd::{Element, HtmlToMarkdown, Node};
+use markup5ever_rcdom::NodeData;
 
 use super::ConvertError;
 
@@ -12,13 +14,35 @@ use super::ConvertError;
 const MAX_DEPTH: usize = 256;
 
 /// HTML to Markdown: headings, paragraphs, lists, tables and code blocks kept; scripts, styles
-/// and navigation chrome dropped; the page's `main` (else `article`) when it has one.
+/// and navigation chrome dropped; the page's `main` (else `article`) when it has one. A code
+/// block is its text as the reader sees it (links and highlighting spans inside it would be
+/// literal Markdown inside a fence), and a link without text (an icon button: rustdoc's "Run
+/// code", a permalink) is dropped with its address. Table cells are not padded to their column's
+/// width (htmd pads them: one long cell made every row of a wide table that long, and its
+/// separator row as many dashes, each a token of the embedder's).
 pub fn html_to_markdown(html: &str) -> Result<String, ConvertError> {
     let converter = HtmlToMarkdown::builder()
         .skip_tags(vec![
             "head", "script", "style", "noscript", "template", "nav", "footer", "aside", "svg",
             "form", "button",
         ])
+        .add_handler(vec!["pre"], |_: &dyn Handlers, e: Element| {
+            Some(HandlerResult::from(code_block(&e)))
+        })
+        .add_handler(vec!["table"], |h: &dyn Handlers, e: Element| {
+            let table = h.fallback(e)?;
+            Some(HandlerResult {
+                content: unpadded(&table.content),
+                markdown_translated: table.markdown_translated,
+            })
+        })
+        .add_handler(vec!["a"], |h: &dyn Handlers, e: Element| {
+            if shows_nothing(e.node) {
+                Some(HandlerResult::from(String::new()))
+            } else {
+                h.fallback(e)
+            }
+        })
         .build();
     let tree = converter
         .html_to_tree(main_part(html))
@@ -27,6 +51,115 @@ pub fn html_to_markdown(html: &str) -> Result<String, ConvertError> {
         return Err(ConvertError::HtmlTooDeep { limit: MAX_DEPTH });
     }
     Ok(converter.tree_to_markdown(&tree).trim().to_string() + "\n")
+}
+
+/// A Markdown table with each cell trimmed and each separator cell `---`. htmd writes a table as
+/// its caption lines, the header row, the separator row and one line a row, a `|` in a cell
+/// escaped as `&#124;`: every `|` of a row line is a column edge. Only the lines around a
+/// separator row change (a table without headers comes back as its cells' text, which may hold
+/// a code block).
+fn unpadded(table: &str) -> String {
+    let cells = |line: &str| -> Option<Vec<String>> {
+        let row = line.strip_prefix('|')?.strip_suffix('|')?;
+        Some(row.split('|').map(|c| c.trim().to_string()).collect())
+    };
+    let separator = |cells: &[String]| {
+        cells
+            .iter()
+            .all(|c| !c.is_empty() && c.bytes().all(|b| b == b'-'))
+    };
+    let lines: Vec<&str> = table.split('\n').collect();
+    let Some(sep) = lines
+        .iter()
+        .position(|l| cells(l).is_some_and(|c| separator(&c)))
+    else {
+        return table.to_string();
+    };
+    let first = if sep > 0 && cells(lines[sep - 1]).is_some() {
+        sep - 1
+    } else {
+        sep
+    };
+    let last = sep
+        + lines[sep..]
+            .iter()
+            .take_while(|l| cells(l).is_some())
+            .count();
+    let mut out: Vec<String> = lines[..first].iter().map(|l| l.to_string()).collect();
+    for (i, line) in lines[first..last].iter().enumerate() {
+        let mut row = cells(line).unwrap_or_default();
+        if first + i == sep {
+            row.iter_mut().for_each(|c| *c = "---".to_string());
+        }
+        out.push(format!("| {} |", row.join(" | ")));
+    }
+    out.extend(lines[last..].iter().map(|l| l.to_string()));
+    out.join("\n")
+}
+
+/// A `<pre>` as a fenced block of its text: the language from a `language-X` class on it or on
+/// its `<code>`, the fence longer than any run of backticks inside.
+fn code_block(pre: &Element) -> String {
+    let mut text = String::new();
+    text_of(pre.node, &mut text);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    // The language: a `language-X` class on the `<pre>`, else on its `<code>`.
+    let class_of_pre = pre.attrs.iter().find(|a| &*a.name.local == "class");
+    let mut language = class_of_pre.and_then(|a| language_of(&a.value));
+    for c in pre.node.children.borrow().iter() {
+        if let NodeData::Element { name, attrs, .. } = &c.data {
+            if language.is_none() && &*name.local == "code" {
+                let attrs = attrs.borrow();
+                let class = attrs.iter().find(|a| &*a.name.local == "class");
+                language = class.and_then(|a| language_of(&a.value));
+            }
+        }
+    }
+    let mut run = 0;
+    let mut longest = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat((longest + 1).max(3));
+    format!(
+        "\n\n{fence}{}\n{text}\n{fence}\n\n",
+        language.unwrap_or_default()
+    )
+}
+
+fn language_of(class: &str) -> Option<String> {
+    class
+        .split_ascii_whitespace()
+        .find_map(|c| c.strip_prefix("language-"))
+        .map(str::to_string)
+}
+
+/// The text a reader sees in `node`: its text nodes in order, a line break for `<br>`.
+fn text_of(node: &Rc<Node>, out: &mut String) {
+    let mut stack = vec![node.clone()];
+    while let Some(n) = stack.pop() {
+        match &n.data {
+            NodeData::Text { contents } => out.push_str(&contents.borrow()),
+            NodeData::Element { name, .. } if &*name.local == "br" => out.push('\n'),
+            _ => {}
+        }
+        stack.extend(n.children.borrow().iter().rev().cloned());
+    }
+}
+
+/// True for an element with no text and no image in it.
+fn shows_nothing(node: &Rc<Node>) -> bool {
+    let mut stack = vec![node.clone()];
+    while let Some(n) = stack.pop() {
+        match &n.data {
+            NodeData::Text { contents } if !contents.borrow().trim().is_empty() => return false,
+            NodeData::Element { name, .. } if &*name.local == "img" => return false,
+            _ => {}
+        }
+        stack.extend(n.children.borrow().iter().cloned());
+    }
+    true
 }
 
 /// True when some node lies deeper than `limit` below `root` (walked without recursion).
@@ -78,6 +211,51 @@ mod tests {
         for chrome in ["Home | About", "alert", "(c)", "p{}"] {
             assert!(!md.contains(chrome), "{chrome} in {md}");
         }
+    }
+
+    #[test]
+    fn code_blocks_are_their_text_and_empty_links_go() {
+        // rustdoc's shape: links and highlighting inside a code block, a "Run code" link
+        // without text, a permalink with text.
+        let html = "<main><h2><a href=\"#examples\">§</a>Examples</h2>\
+            <pre class=\"rust item-decl\"><code>pub struct Vec&lt;T, A = <a href=\"../alloc/struct.Global.html\" \
+            title=\"struct std::alloc::Global\">Global</a>&gt;<br>{ <span class=\"comment\">/* private_fields */</span> }</code></pre>\
+            <pre><code class=\"language-sh\">echo `date` ```four```\n</code></pre>\
+            <p>Run it <a class=\"test-arrow\" href=\"https://play.example/?code=fn+main\" title=\"Run code\"> </a>\
+            or see <a href=\"vec.html\">the <em>vec</em> module</a> \
+            <a href=\"logo.html\"><img src=\"logo.png\" alt=\"logo\"></a>.</p></main>";
+        let md = super::html_to_markdown(html).unwrap();
+        assert!(
+            md.contains("```\npub struct Vec<T, A = Global>\n{ /* private_fields */ }\n```"),
+            "{md}"
+        );
+        assert!(md.contains("````sh\necho `date` ```four```\n````"), "{md}");
+        assert!(
+            !md.contains("alloc/struct.Global") && !md.contains("play.example"),
+            "{md}"
+        );
+        assert!(md.contains("[§](#examples)Examples"), "{md}");
+        assert!(md.contains("[the *vec* module](vec.html)"), "{md}");
+        assert!(md.contains("[![logo](logo.png)](logo.html)"), "{md}");
+    }
+
+    #[test]
+    fn table_cells_are_not_padded() {
+        let long = "word ".repeat(60);
+        let html = format!(
+            "<table><caption>Rules</caption><tr><th>Rule</th><th>Tests</th><th>Uncovered</th></tr>\
+             <tr><td>a|b</td><td>1</td><td>{long}</td></tr><tr><td>c</td><td></td><td>x</td></tr></table>"
+        );
+        let md = super::html_to_markdown(&html).unwrap();
+        assert_eq!(
+            md,
+            format!(
+                "Rules\n| Rule | Tests | Uncovered |\n| --- | --- | --- |\n\
+                 | a&#124;b | 1 | {} |\n| c |  | x |\n",
+                long.trim_end()
+            ),
+            "{md}"
+        );
     }
 
     #[test]

@@ -86,6 +86,9 @@ fn main() -> ExitCode {
         Some(Command::Model { action }) => model::run(action),
     };
     result.unwrap_or_else(|e| {
+        if chunkscope::cli::stdout_closed(&e) {
+            return ExitCode::SUCCESS;
+        }
         eprintln!("chunkscope: {e:#}");
         ExitCode::from(2)
     })

@@ -605,3 +605,26 @@ fn own_cache_inside_the_corpus_is_not_corpus() {
     assert_eq!(files.into_iter().collect::<Vec<_>>(), ["note.md"]);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    use std::io::Read;
+    // Far more output than a pipe holds (64 KiB), so the writer meets the closed pipe.
+    let d = tmp("pipe");
+    let line = "Keys are rotated every quarter by the on-call engineer. ";
+    std::fs::write(d.join("long.md"), line.repeat(40_000)).unwrap();
+    let mut child = bin()
+        .args(["chunks", &d.display().to_string(), "--format", "jsonl"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?} {}", out.status, stderr(&out));
+    assert!(!stderr(&out).contains("Broken pipe"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1,6 +1,6 @@
 //! `chunkscope audit`: per-file and total figures, the worst chunks, a CI gate on tails.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,7 +33,7 @@ pub struct AuditArgs {
 }
 
 pub fn run(a: AuditArgs) -> Result<ExitCode> {
-    let mut out = io::stdout().lock();
+    let mut out = super::out();
     let (over, window) = match super::store::wanted(&a.knobs, a.corpus.as_deref())? {
         Some(config) => {
             let opened = super::store::open(config)?;

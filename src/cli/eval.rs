@@ -2,7 +2,7 @@
 //! for CI; against relevance judgments (a BEIR folder, a JSONL query log), nDCG@10, MAP@10,
 //! recall@k and MRR per retriever at document level.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -222,7 +222,7 @@ fn against_folder(
         reranker.as_ref(),
         &mut say,
     )?;
-    let mut out = io::stdout().lock();
+    let mut out = super::out();
     let flips = chunkscope_core::eval::flips(report, &b);
     match format(a) {
         EvalFormat::Json => writeln!(
@@ -290,7 +290,7 @@ fn report_and_floor(a: &EvalArgs, report: &Report, cases: &Cases) -> Result<Exit
             eprintln!("{}:{}: {}", cases.file, b.line, b.reason);
         }
     };
-    let mut out = io::stdout().lock();
+    let mut out = super::out();
     match format(a) {
         EvalFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(report)?)?,
         EvalFormat::Markdown => {

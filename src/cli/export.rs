@@ -44,7 +44,7 @@ pub struct EmbedArgs {
 }
 
 pub fn chunks(a: ChunksArgs) -> Result<ExitCode> {
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut out = io::BufWriter::new(super::out());
     if let Some(config) = super::store::wanted(&a.knobs, a.corpus.as_deref())? {
         let opened = super::store::open(config)?;
         let check = opened.vector_check()?;
@@ -65,7 +65,7 @@ pub fn embed(a: EmbedArgs) -> Result<ExitCode> {
     if let Some(config) = super::store::wanted(&a.knobs, a.corpus.as_deref())? {
         let opened = super::store::open(config)?;
         let (embedder, _, recomputed, check) = opened.check_vectors()?;
-        let mut out = io::BufWriter::new(io::stdout().lock());
+        let mut out = io::BufWriter::new(super::out());
         opened.write_vectors(&embedder.backend_name(), &recomputed, &check, &mut out)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
@@ -73,7 +73,7 @@ pub fn embed(a: EmbedArgs) -> Result<ExitCode> {
     let (config, engine, window, chunking) = prepare(&super::corpus_arg(&a.corpus)?, &a.knobs)?;
     let (embedder, _, vectors) =
         chunk_vectors(&engine, &chunking, &window, &config.embed_spec(), &mut say)?;
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut out = io::BufWriter::new(super::out());
     let vectors = (embedder.backend_name(), vectors);
     write_vectors_jsonl(&engine, &chunking, &window, &vectors, &mut out)?;
     out.flush()?;

@@ -1,6 +1,6 @@
 //! `chunkscope query`: BM25 and vector search side by side, each hit placed in its chunk.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -58,7 +58,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     };
     let json = matches!(a.format, QueryFormat::Json);
     let expect = (a.expect.as_deref(), a.expect_text.as_deref());
-    let mut out = io::stdout().lock();
+    let mut out = super::out();
     if let Some(config) = super::store::wanted(&a.knobs, corpus.as_deref())? {
         let reranker = reranker(&config)?;
         let opened = super::store::open(config)?;

@@ -29,6 +29,6 @@ pub fn run(a: TextArgs) -> Result<ExitCode> {
             .map_or("not read".to_string(), |s| s.reason.clone());
         bail!("{}: {why}", a.file.display());
     };
-    std::io::stdout().lock().write_all(doc.text.as_bytes())?;
+    super::out().write_all(doc.text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -17,7 +17,8 @@ const MAX_DEPTH: usize = 256;
 /// and navigation chrome dropped; the page's `main` (else `article`) when it has one. A code
 /// block is its text as the reader sees it (links and highlighting spans inside it would be
 /// literal Markdown inside a fence), and a link without text (an icon button: rustdoc's "Run
-/// code", a permalink) is dropped with its address. Table cells are not padded to their column's
+/// code") or a heading's permalink (`§`, `¶`, `#` pointing into the page) is dropped with its
+/// address. Table cells are not padded to their column's
 /// width (htmd pads them: one long cell made every row of a wide table that long, and its
 /// separator row as many dashes, each a token of the embedder's).
 pub fn html_to_markdown(html: &str) -> Result<String, ConvertError> {
@@ -37,7 +38,7 @@ pub fn html_to_markdown(html: &str) -> Result<String, ConvertError> {
             })
         })
         .add_handler(vec!["a"], |h: &dyn Handlers, e: Element| {
-            if shows_nothing(e.node) {
+            if shows_nothing(e.node) || is_permalink(&e) {
                 Some(HandlerResult::from(String::new()))
             } else {
                 h.fallback(e)
@@ -162,6 +163,20 @@ fn shows_nothing(node: &Rc<Node>) -> bool {
     true
 }
 
+/// True for a link into the page whose text is a mark, not words: the `§` rustdoc puts before
+/// each heading, Sphinx's `¶` after it, a `#`. Its text would open every section's heading path
+/// and chunk.
+fn is_permalink(a: &Element) -> bool {
+    let into_page = a
+        .attrs
+        .iter()
+        .any(|at| &*at.name.local == "href" && at.value.starts_with('#'));
+    let mut text = String::new();
+    text_of(a.node, &mut text);
+    let text = text.trim();
+    into_page && text.chars().count() <= 2 && !text.chars().any(char::is_alphanumeric)
+}
+
 /// True when some node lies deeper than `limit` below `root` (walked without recursion).
 fn nested_deeper(root: &Rc<Node>, limit: usize) -> bool {
     let mut stack = vec![(root.clone(), 0usize)];
@@ -216,8 +231,11 @@ mod tests {
     #[test]
     fn code_blocks_are_their_text_and_empty_links_go() {
         // rustdoc's shape: links and highlighting inside a code block, a "Run code" link
-        // without text, a permalink with text.
+        // without text, a permalink before the heading (Sphinx's after it), a link into the
+        // page with words.
         let html = "<main><h2><a href=\"#examples\">§</a>Examples</h2>\
+            <h3>Panics<a class=\"headerlink\" href=\"#panics\" title=\"Link\">¶</a></h3>\
+            <p>See <a href=\"#examples\">the examples</a> and <a href=\"#n1\">1</a>.</p>\
             <pre class=\"rust item-decl\"><code>pub struct Vec&lt;T, A = <a href=\"../alloc/struct.Global.html\" \
             title=\"struct std::alloc::Global\">Global</a>&gt;<br>{ <span class=\"comment\">/* private_fields */</span> }</code></pre>\
             <pre><code class=\"language-sh\">echo `date` ```four```\n</code></pre>\
@@ -234,7 +252,12 @@ mod tests {
             !md.contains("alloc/struct.Global") && !md.contains("play.example"),
             "{md}"
         );
-        assert!(md.contains("[§](#examples)Examples"), "{md}");
+        assert!(md.contains("## Examples\n"), "{md}");
+        assert!(md.contains("### Panics\n"), "{md}");
+        assert!(
+            md.contains("See [the examples](#examples) and [1](#n1)."),
+            "{md}"
+        );
         assert!(md.contains("[the *vec* module](vec.html)"), "{md}");
         assert!(md.contains("[![logo](logo.png)](logo.html)"), "{md}");
     }

@@ -73,6 +73,33 @@ fn audit_fail_on_tail_sets_the_exit_code() {
     );
 }
 
+/// The table's columns line up whatever the paths' lengths (a docs site's paths ran past the
+/// name column and pushed their rows' figures right).
+#[test]
+fn audit_table_columns_line_up_past_long_paths() {
+    let d = tmp("long-paths");
+    let deep = d.join("reference/attributes/diagnostics-and-the-long-named-lints");
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(d.join("a.md"), "# A\n\nShort text.\n").unwrap();
+    std::fs::write(
+        deep.join("unused-results-must-use.md"),
+        "# B\n\nMore words here.\n",
+    )
+    .unwrap();
+    let o = run(&["audit", &d.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("file "))
+        .take(4)
+        .collect();
+    assert_eq!(table.len(), 4, "{out}");
+    assert!(table[2].starts_with("reference/"), "{out}");
+    assert!(table.iter().all(|l| l.len() == table[0].len()), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn audit_json_has_totals_and_files() {
     let o = run(&["audit", &examples(), "--json", "--window", "st"]);

@@ -181,15 +181,21 @@ impl<'a> Audit<'a> {
                 modules.query_prompt()
             )?;
         }
+        // The name column as wide as the longest path, so every row's figures line up.
+        let width = self
+            .files
+            .iter()
+            .map(|f| f.file.chars().count())
+            .fold(40, usize::max);
         writeln!(
             out,
-            "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
+            "{:<width$} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
             "file", "chunks", "over", "max", "median", "p95", "unseen"
         )?;
         for f in &self.files {
-            writeln!(out, "{}", stats_row(f.file, &f.stats))?;
+            writeln!(out, "{}", stats_row(f.file, &f.stats, width))?;
         }
-        writeln!(out, "{}", stats_row("TOTAL", total))?;
+        writeln!(out, "{}", stats_row("TOTAL", total, width))?;
         if window.rejects {
             writeln!(
                 out,
@@ -237,10 +243,10 @@ impl<'a> Audit<'a> {
     }
 }
 
-/// One row of the table: a file's figures, or the total's.
-fn stats_row(name: &str, s: &Stats) -> String {
+/// One row of the table: a file's figures, or the total's, the name padded to `width`.
+fn stats_row(name: &str, s: &Stats, width: usize) -> String {
     format!(
-        "{:<40} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
+        "{:<width$} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}",
         name,
         s.chunks,
         s.over_window,

@@ -16,9 +16,10 @@ const MAX_DEPTH: usize = 256;
 /// HTML to Markdown: headings, paragraphs, lists, tables and code blocks kept; scripts, styles
 /// and navigation chrome dropped; the page's `main` (else `article`) when it has one. A code
 /// block is its text as the reader sees it (links and highlighting spans inside it would be
-/// literal Markdown inside a fence), and a link without text (an icon button: rustdoc's "Run
+/// literal Markdown inside a fence), a link without text (an icon button: rustdoc's "Run
 /// code") or a heading's permalink (`§`, `¶`, `#` pointing into the page) is dropped with its
-/// address. Table cells are not padded to their column's
+/// address, and a link into the page inside a heading (mdBook's and rustdoc's headings link to
+/// themselves) is its text. Table cells are not padded to their column's
 /// width (htmd pads them: one long cell made every row of a wide table that long, and its
 /// separator row as many dashes, each a token of the embedder's).
 pub fn html_to_markdown(html: &str) -> Result<String, ConvertError> {
@@ -40,6 +41,8 @@ pub fn html_to_markdown(html: &str) -> Result<String, ConvertError> {
         .add_handler(vec!["a"], |h: &dyn Handlers, e: Element| {
             if shows_nothing(e.node) || is_permalink(&e) {
                 Some(HandlerResult::from(String::new()))
+            } else if into_page(&e) && inside_heading(e.node) {
+                Some(h.walk_children(e.node))
             } else {
                 h.fallback(e)
             }
@@ -167,14 +170,37 @@ fn shows_nothing(node: &Rc<Node>) -> bool {
 /// each heading, Sphinx's `¶` after it, a `#`. Its text would open every section's heading path
 /// and chunk.
 fn is_permalink(a: &Element) -> bool {
-    let into_page = a
-        .attrs
-        .iter()
-        .any(|at| &*at.name.local == "href" && at.value.starts_with('#'));
     let mut text = String::new();
     text_of(a.node, &mut text);
     let text = text.trim();
-    into_page && text.chars().count() <= 2 && !text.chars().any(char::is_alphanumeric)
+    into_page(a) && text.chars().count() <= 2 && !text.chars().any(char::is_alphanumeric)
+}
+
+/// True for a link whose address is a place in this page (`#...`).
+fn into_page(a: &Element) -> bool {
+    a.attrs
+        .iter()
+        .any(|at| &*at.name.local == "href" && at.value.starts_with('#'))
+}
+
+/// True for a node inside an `h1`-`h6`.
+fn inside_heading(node: &Rc<Node>) -> bool {
+    let parent = |n: &Rc<Node>| {
+        let weak = n.parent.take();
+        let up = weak.as_ref().and_then(|w| w.upgrade());
+        n.parent.set(weak);
+        up
+    };
+    let mut at = parent(node);
+    while let Some(n) = at {
+        if let NodeData::Element { name, .. } = &n.data {
+            if matches!(&*name.local, "h1" | "h2" | "h3" | "h4" | "h5" | "h6") {
+                return true;
+            }
+        }
+        at = parent(&n);
+    }
+    false
 }
 
 /// True when some node lies deeper than `limit` below `root` (walked without recursion).
@@ -235,6 +261,8 @@ mod tests {
         // page with words.
         let html = "<main><h2><a href=\"#examples\">§</a>Examples</h2>\
             <h3>Panics<a class=\"headerlink\" href=\"#panics\" title=\"Link\">¶</a></h3>\
+            <h2 id=\"intro\"><a class=\"header\" href=\"#intro\">The <code>Vec</code> intro</a></h2>\
+            <h4>pub fn <a href=\"#method.new\">new</a>() -&gt; <a href=\"struct.Vec.html\">Vec</a></h4>\
             <p>See <a href=\"#examples\">the examples</a> and <a href=\"#n1\">1</a>.</p>\
             <pre class=\"rust item-decl\"><code>pub struct Vec&lt;T, A = <a href=\"../alloc/struct.Global.html\" \
             title=\"struct std::alloc::Global\">Global</a>&gt;<br>{ <span class=\"comment\">/* private_fields */</span> }</code></pre>\
@@ -254,6 +282,11 @@ mod tests {
         );
         assert!(md.contains("## Examples\n"), "{md}");
         assert!(md.contains("### Panics\n"), "{md}");
+        assert!(md.contains("## The `Vec` intro\n"), "{md}");
+        assert!(
+            md.contains("#### pub fn new() -> [Vec](struct.Vec.html)\n"),
+            "{md}"
+        );
         assert!(
             md.contains("See [the examples](#examples) and [1](#n1)."),
             "{md}"

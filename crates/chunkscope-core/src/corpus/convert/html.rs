@@ -170,10 +170,13 @@ fn shows_nothing(node: &Rc<Node>) -> bool {
 /// each heading, Sphinx's `¶` after it, a `#`. Its text would open every section's heading path
 /// and chunk.
 fn is_permalink(a: &Element) -> bool {
+    if !into_page(a) {
+        return false;
+    }
     let mut text = String::new();
     text_of(a.node, &mut text);
     let text = text.trim();
-    into_page(a) && text.chars().count() <= 2 && !text.chars().any(char::is_alphanumeric)
+    text.chars().count() <= 2 && !text.chars().any(char::is_alphanumeric)
 }
 
 /// True for a link whose address is a place in this page (`#...`).
@@ -255,7 +258,7 @@ mod tests {
     }
 
     #[test]
-    fn code_blocks_are_their_text_and_empty_links_go() {
+    fn code_blocks_are_text_and_links_that_say_nothing_go() {
         // rustdoc's shape: links and highlighting inside a code block, a "Run code" link
         // without text, a permalink before the heading (Sphinx's after it), a link into the
         // page with words.
